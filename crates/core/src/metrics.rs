@@ -1,0 +1,130 @@
+//! What a run counts and reports. Counters are per page access unless named
+//! `*_requests`; the paper 003 classification counts page misses.
+
+use serde::Serialize;
+
+/// Raw counters accumulated by the simulator.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    pub requests: u64,
+    pub read_requests: u64,
+    pub write_requests: u64,
+    pub trim_requests: u64,
+    /// Requests all of whose pages hit.
+    pub request_hits: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+
+    /// Page accesses by reads and writes (trims are counted apart).
+    pub pages: u64,
+    pub read_pages: u64,
+    pub write_pages: u64,
+    pub trim_pages: u64,
+    pub hits: u64,
+    pub read_hits: u64,
+    pub write_hits: u64,
+
+    /// Pages read from the backing device (misses served, read-for-write).
+    pub backing_reads: u64,
+    /// Pages written to the backing device during the run (write-through and write-back; not the drain).
+    pub backing_writes: u64,
+    /// Backing reads made so a partial write could be cached (paper 001 §3.3).
+    pub read_for_write: u64,
+    /// Dirty pages written back on eviction.
+    pub dirty_writebacks: u64,
+    pub evictions: u64,
+    /// Pages written into the cache (fills and write hits).
+    pub cache_writes: u64,
+    /// Pages dropped by trims or invalidating writes.
+    pub invalidations: u64,
+    /// Dirty pages whose data a trim made obsolete (never written back).
+    pub dirty_discarded: u64,
+
+    /// Paper 003 Table 1: a read miss that evicted a dirty page (2 disk accesses).
+    pub read_replace_dirty: u64,
+    /// A read miss that evicted a clean page or none (1 disk access).
+    pub read_overwrite_clean: u64,
+    /// A write miss that evicted a dirty page (1 disk access).
+    pub write_replace_dirty: u64,
+    /// A write miss that evicted a clean page or none (no disk access).
+    pub write_overwrite_clean: u64,
+
+    /// Pages written back by the final drain.
+    pub drain_writes: u64,
+}
+
+impl Counters {
+    pub fn misses(&self) -> u64 {
+        self.pages - self.hits
+    }
+    /// Paper 003 formula (1): 2·ReadReplaceDirty + ReadOverwriteClean + WriteReplaceDirty.
+    pub fn backing_accesses(&self) -> u64 {
+        2 * self.read_replace_dirty + self.read_overwrite_clean + self.write_replace_dirty
+    }
+}
+
+fn ratio(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+/// One run's report: what `ssdcache sim --json` prints, one object per run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Canonical policy spec.
+    pub policy: String,
+    pub mode: String,
+    pub trace: String,
+    pub format: String,
+    pub cache_bytes: u64,
+    pub page_bytes: u64,
+    pub capacity_pages: u64,
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub misses: u64,
+    pub hit_ratio: f64,
+    pub read_hit_ratio: f64,
+    pub write_hit_ratio: f64,
+    pub request_hit_ratio: f64,
+    /// Paper 003 formula (1) over the classification above.
+    pub backing_accesses: u64,
+    /// Lines skipped as malformed (`--skip-bad`).
+    pub skipped: u64,
+}
+
+/// What a run was: the parts of a report that are not counters.
+#[derive(Clone, Debug, Default)]
+pub struct RunInfo {
+    pub policy: String,
+    pub mode: String,
+    pub trace: String,
+    pub format: String,
+    pub cache_bytes: u64,
+    pub page_bytes: u64,
+    pub capacity_pages: u64,
+}
+
+impl Report {
+    pub fn new(info: RunInfo, c: Counters, skipped: u64) -> Report {
+        Report {
+            policy: info.policy,
+            mode: info.mode,
+            trace: info.trace,
+            format: info.format,
+            cache_bytes: info.cache_bytes,
+            page_bytes: info.page_bytes,
+            capacity_pages: info.capacity_pages,
+            misses: c.misses(),
+            hit_ratio: ratio(c.hits, c.pages),
+            read_hit_ratio: ratio(c.read_hits, c.read_pages),
+            write_hit_ratio: ratio(c.write_hits, c.write_pages),
+            request_hit_ratio: ratio(c.request_hits, c.requests - c.trim_requests),
+            backing_accesses: c.backing_accesses(),
+            skipped,
+            counters: c,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! LRU: evict the least recently used page.
+
+use crate::policy::list::{Arena, List};
+use crate::policy::registry::{BuildCtx, PolicyInfo};
+use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+
+pub struct Lru {
+    arena: Arena<()>,
+    list: List,
+    capacity: usize,
+}
+
+impl Lru {
+    pub fn new(capacity: usize) -> Self {
+        Lru { arena: Arena::with_capacity(capacity), list: List::new(), capacity: capacity.max(1) }
+    }
+}
+
+impl Replacement for Lru {
+    #[inline]
+    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+        match self.arena.find(a.key) {
+            Some(idx) => {
+                self.list.move_to_front(&mut self.arena, idx);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+        if self.list.len() >= self.capacity {
+            if let Some(victim) = self.list.pop_back(&mut self.arena) {
+                evicted.push(self.arena.remove(victim));
+            }
+        }
+        let idx = self.arena.insert(a.key, ());
+        self.list.push_front(&mut self.arena, idx);
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.arena.find(key) {
+            Some(idx) => {
+                self.list.unlink(&mut self.arena, idx);
+                self.arena.remove(idx);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some()
+    }
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(Box::new(ModeCache::new(Lru::new(ctx.capacity), ctx.mode)))
+}
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "lru",
+    about: "least recently used",
+    params: &[],
+    build,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testing::{keys_of, run_keys};
+
+    #[test]
+    fn evicts_least_recent() {
+        let mut lru = Lru::new(3);
+        // 1 2 3 1 4 -> evicts 2; then 2 misses and evicts 3
+        let hits = run_keys(&mut lru, &[1, 2, 3, 1, 4, 2, 1]);
+        assert_eq!(hits, vec![false, false, false, true, false, false, true]);
+        assert_eq!(keys_of(&lru.list, &lru.arena), vec![1, 2, 4]);
+    }
+}

@@ -1,0 +1,3 @@
+//! The classic replacement rules, one per file.
+
+pub mod lru;

@@ -1,0 +1,291 @@
+//! Index-linked lists in one arena, with a key index: the building block of
+//! every list-based policy. Nodes are addressed by `u32`; several [`List`]s can
+//! share an [`Arena`] so a node moves between them (ARC's T1/T2/B1/B2) without
+//! reallocating. No `Rc`, no per-access allocation once the arena has grown.
+//!
+//! Memory per tracked key: a 16-byte node (key + two links) plus `T`, and about
+//! 5–9 bytes of hash index (a `u32` slot and a control byte per bucket).
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+use std::hash::BuildHasher;
+
+/// Marks "no node".
+pub const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+pub struct Node<T> {
+    pub key: u64,
+    prev: u32,
+    next: u32,
+    pub val: T,
+}
+
+/// Node storage plus a key → node index. Indices stay valid until the node is removed.
+pub struct Arena<T> {
+    nodes: Vec<Node<T>>,
+    free: u32,
+    index: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+    live: usize,
+}
+
+impl<T> Arena<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        Arena {
+            nodes: Vec::with_capacity(n),
+            free: NIL,
+            index: HashTable::with_capacity(n),
+            hasher: DefaultHashBuilder::default(),
+            live: 0,
+        }
+    }
+
+    #[inline]
+    fn hash(&self, key: u64) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The node holding `key`, if any.
+    #[inline]
+    pub fn find(&self, key: u64) -> Option<u32> {
+        let nodes = &self.nodes;
+        self.index.find(self.hash(key), |&i| nodes[i as usize].key == key).copied()
+    }
+
+    /// Adds a node for `key` (which must not be present) and indexes it.
+    pub fn insert(&mut self, key: u64, val: T) -> u32 {
+        debug_assert!(self.find(key).is_none(), "key {key} inserted twice");
+        let node = Node { key, prev: NIL, next: NIL, val };
+        let idx = if self.free != NIL {
+            let idx = self.free;
+            self.free = self.nodes[idx as usize].next;
+            self.nodes[idx as usize] = node;
+            idx
+        } else {
+            assert!(self.nodes.len() < NIL as usize, "more than 2^32-1 tracked keys");
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        };
+        let hash = self.hash(key);
+        let nodes = &self.nodes;
+        let hasher = &self.hasher;
+        self.index.insert_unique(hash, idx, |&i| hasher.hash_one(nodes[i as usize].key));
+        self.live += 1;
+        idx
+    }
+
+    /// Unindexes and frees node `idx` (which must not be linked in a list). Returns its key.
+    pub fn remove(&mut self, idx: u32) -> u64 {
+        let key = self.nodes[idx as usize].key;
+        let hash = self.hash(key);
+        match self.index.find_entry(hash, |&i| i == idx) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(_) => panic!("node {idx} not indexed"),
+        }
+        let node = &mut self.nodes[idx as usize];
+        node.prev = NIL;
+        node.next = self.free;
+        self.free = idx;
+        self.live -= 1;
+        key
+    }
+
+    #[inline]
+    pub fn key(&self, idx: u32) -> u64 {
+        self.nodes[idx as usize].key
+    }
+    #[inline]
+    pub fn val(&self, idx: u32) -> &T {
+        &self.nodes[idx as usize].val
+    }
+    #[inline]
+    pub fn val_mut(&mut self, idx: u32) -> &mut T {
+        &mut self.nodes[idx as usize].val
+    }
+    /// Number of live nodes.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+}
+
+/// A doubly linked list of arena nodes. Front = most recent by convention.
+#[derive(Clone, Copy, Debug)]
+pub struct List {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl Default for List {
+    fn default() -> Self {
+        List { head: NIL, tail: NIL, len: 0 }
+    }
+}
+
+impl List {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Front (most recent) node.
+    #[inline]
+    pub fn front(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+    /// Back (least recent) node.
+    #[inline]
+    pub fn back(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+
+    #[inline]
+    pub fn push_front<T>(&mut self, a: &mut Arena<T>, idx: u32) {
+        let old = self.head;
+        {
+            let n = &mut a.nodes[idx as usize];
+            n.prev = NIL;
+            n.next = old;
+        }
+        if old != NIL {
+            a.nodes[old as usize].prev = idx;
+        } else {
+            self.tail = idx;
+        }
+        self.head = idx;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub fn push_back<T>(&mut self, a: &mut Arena<T>, idx: u32) {
+        let old = self.tail;
+        {
+            let n = &mut a.nodes[idx as usize];
+            n.next = NIL;
+            n.prev = old;
+        }
+        if old != NIL {
+            a.nodes[old as usize].next = idx;
+        } else {
+            self.head = idx;
+        }
+        self.tail = idx;
+        self.len += 1;
+    }
+
+    /// Unlinks `idx`, which must be in this list.
+    #[inline]
+    pub fn unlink<T>(&mut self, a: &mut Arena<T>, idx: u32) {
+        let (prev, next) = {
+            let n = &a.nodes[idx as usize];
+            (n.prev, n.next)
+        };
+        if prev != NIL {
+            a.nodes[prev as usize].next = next;
+        } else {
+            debug_assert_eq!(self.head, idx);
+            self.head = next;
+        }
+        if next != NIL {
+            a.nodes[next as usize].prev = prev;
+        } else {
+            debug_assert_eq!(self.tail, idx);
+            self.tail = prev;
+        }
+        let n = &mut a.nodes[idx as usize];
+        n.prev = NIL;
+        n.next = NIL;
+        self.len -= 1;
+    }
+
+    /// Moves `idx` (in this list) to the front.
+    #[inline]
+    pub fn move_to_front<T>(&mut self, a: &mut Arena<T>, idx: u32) {
+        if self.head != idx {
+            self.unlink(a, idx);
+            self.push_front(a, idx);
+        }
+    }
+
+    /// Unlinks and returns the back node.
+    #[inline]
+    pub fn pop_back<T>(&mut self, a: &mut Arena<T>) -> Option<u32> {
+        let idx = self.back()?;
+        self.unlink(a, idx);
+        Some(idx)
+    }
+
+    /// Unlinks and returns the front node.
+    #[inline]
+    pub fn pop_front<T>(&mut self, a: &mut Arena<T>) -> Option<u32> {
+        let idx = self.front()?;
+        self.unlink(a, idx);
+        Some(idx)
+    }
+
+    /// The node after `idx` (towards the back).
+    #[inline]
+    pub fn next_of<T>(&self, a: &Arena<T>, idx: u32) -> Option<u32> {
+        let n = a.nodes[idx as usize].next;
+        (n != NIL).then_some(n)
+    }
+
+    /// The node before `idx` (towards the front).
+    #[inline]
+    pub fn prev_of<T>(&self, a: &Arena<T>, idx: u32) -> Option<u32> {
+        let p = a.nodes[idx as usize].prev;
+        (p != NIL).then_some(p)
+    }
+
+    /// Keys from front to back (for tests and debugging).
+    pub fn keys<T>(&self, a: &Arena<T>) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.len());
+        let mut cur = self.head;
+        while cur != NIL {
+            out.push(a.nodes[cur as usize].key);
+            cur = a.nodes[cur as usize].next;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_share_an_arena() {
+        let mut a: Arena<()> = Arena::with_capacity(4);
+        let (mut l1, mut l2) = (List::new(), List::new());
+        let x = a.insert(10, ());
+        let y = a.insert(20, ());
+        let z = a.insert(30, ());
+        l1.push_front(&mut a, x);
+        l1.push_front(&mut a, y);
+        l2.push_back(&mut a, z);
+        assert_eq!(l1.keys(&a), vec![20, 10]);
+        l1.move_to_front(&mut a, x);
+        assert_eq!(l1.keys(&a), vec![10, 20]);
+        let back = l1.pop_back(&mut a).unwrap();
+        l2.push_front(&mut a, back);
+        assert_eq!(l2.keys(&a), vec![20, 30]);
+        assert_eq!(a.find(20), Some(y));
+        l2.unlink(&mut a, y);
+        assert_eq!(a.remove(y), 20);
+        assert_eq!(a.find(20), None);
+        let w = a.insert(40, ());
+        assert_eq!(w, y, "freed slot is reused");
+        assert_eq!(a.len(), 3);
+    }
+}

@@ -1,0 +1,147 @@
+//! Cache policies as state machines that emit I/O effects.
+//!
+//! A [`Policy`] never touches a device: the simulator (or the real engine) tells
+//! it about each page access and it answers by pushing [`Io`] effects into a
+//! reusable [`Effects`] buffer. Most policies are only a replacement rule; they
+//! implement [`Replacement`] and get write semantics (dirty pages, write-back,
+//! the [`Mode`]s) from [`ModeCache`], so every mode works with every policy.
+//!
+//! Policies live one per file, grouped by family: [`classic`] (LRU … Belady).
+//! [`registry`] names them for the command line.
+
+pub mod classic;
+pub mod list;
+pub mod mode;
+pub mod registry;
+pub mod spec;
+#[cfg(test)]
+pub mod testing;
+
+pub use mode::{Mode, ModeCache};
+pub use registry::{build, PolicyInfo, POLICIES};
+pub use spec::{Spec, SpecError};
+
+use crate::trace::Op;
+use crate::Nanos;
+
+/// `next_use` of a page that is never accessed again.
+pub const NEVER: u64 = u64::MAX;
+
+/// One page access, as a policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub time: Nanos,
+    /// The page key: device and page number in one (see [`crate::sim::page_key`]).
+    pub key: u64,
+    pub op: Op,
+    /// A write that covers only part of the page: caching it needs the old
+    /// contents first (read-for-write, paper 001 §3.3).
+    pub partial: bool,
+    /// Position of this access in the page-access stream (0, 1, 2, …).
+    pub seq: u64,
+    /// `seq` of the next access to the same key, or [`NEVER`]. Filled only for
+    /// policies whose [`Policy::needs_future`] is true (offline bounds).
+    pub next_use: u64,
+}
+
+/// What happened on an access and what must move between devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Io {
+    /// Read `pages` pages from `key` on the backing device (a read miss being served).
+    Fetch { key: u64, pages: u32 },
+    /// Read the old page from backing so that a partial write can be cached.
+    ReadForWrite { key: u64 },
+    /// A write sent on to the backing device now (write-through, write-around, read-only).
+    WriteThrough { key: u64 },
+    /// A dirty run of `pages` pages from `key` written back to the backing device.
+    WriteBack { key: u64, pages: u32 },
+    /// A page written into the cache (fill after a miss, or a write hit).
+    CacheWrite { key: u64 },
+    /// A page left the cache by replacement; if dirty, a `WriteBack` accompanies it.
+    Evict { key: u64, dirty: bool },
+    /// A page dropped without write-back (trim, or a write invalidating a read-only copy).
+    Invalidate { key: u64, dirty: bool },
+}
+
+/// The reusable effect buffer a policy writes into. The simulator clears it
+/// before each access.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Whether the access hit (the page was resident when it arrived).
+    pub hit: bool,
+    pub io: Vec<Io>,
+}
+
+impl Effects {
+    pub fn new() -> Self {
+        Effects { hit: false, io: Vec::with_capacity(16) }
+    }
+    #[inline]
+    pub fn clear(&mut self) {
+        self.hit = false;
+        self.io.clear();
+    }
+    #[inline]
+    pub fn push(&mut self, io: Io) {
+        self.io.push(io);
+    }
+}
+
+/// Occupancy a policy reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PolicyStats {
+    pub capacity: u64,
+    pub resident: u64,
+    pub dirty: u64,
+    /// Non-resident history entries (ARC/LIRS/2Q/S3-FIFO ghosts).
+    pub ghosts: u64,
+}
+
+/// A cache policy with write semantics: the unit the simulator drives.
+pub trait Policy: Send {
+    /// One page access. Sets `fx.hit` and pushes the I/O it causes.
+    fn access(&mut self, a: &Access, fx: &mut Effects);
+    /// Lookahead: a command for this page entered the device queue (QLRU).
+    fn queued(&mut self, _a: &Access) {}
+    /// Periodic work (PWC maintenance, background cleaning).
+    fn tick(&mut self, _now: Nanos, _fx: &mut Effects) {}
+    /// Write back everything dirty (end of run, shutdown). Pages stay resident and become clean.
+    fn drain(&mut self, fx: &mut Effects);
+    fn stats(&self) -> PolicyStats;
+    /// Offline policies need [`Access::next_use`].
+    fn needs_future(&self) -> bool {
+        false
+    }
+}
+
+/// A page-replacement rule: which resident page leaves. Knows nothing of devices
+/// or dirtiness beyond the hints it is given; [`ModeCache`] adds write semantics.
+///
+/// Caller's guarantees: `insert` is only called for a key that is not resident
+/// (after `touch` returned false); `capacity()` pages at most are ever resident.
+pub trait Replacement: Send {
+    /// An access to `a.key`. If resident, update recency/frequency and return true;
+    /// otherwise return false and change nothing but history the rule keeps
+    /// for non-resident keys. `dirty` says whether the page is dirty after this access.
+    fn touch(&mut self, a: &Access, dirty: bool) -> bool;
+    /// Make `a.key` resident; push every key evicted to make room into `evicted`.
+    fn insert(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>);
+    /// Drop `key` if resident (trim, invalidation). Returns whether it was.
+    fn remove(&mut self, key: u64) -> bool;
+    /// Whether `key` is resident, without changing any state.
+    fn contains(&self, key: u64) -> bool;
+    /// A dirty resident page was written back and is clean now.
+    fn cleaned(&mut self, _key: u64) {}
+    fn len(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Non-resident history entries.
+    fn ghosts(&self) -> usize {
+        0
+    }
+    fn needs_future(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,238 @@
+//! The engine that drives a policy over a trace: splits requests into page
+//! accesses, hands each to the policy, and charges the effects to counters.
+
+use crate::metrics::Counters;
+use crate::policy::{Access, Effects, Io, Policy, NEVER};
+use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
+use hashbrown::HashMap;
+use thiserror::Error;
+
+/// Devices per trace: a page key gives the device 20 bits.
+pub const MAX_DEVICES: u64 = 1 << 20;
+/// Bits of page number in a page key.
+pub const PAGE_BITS: u32 = 44;
+
+#[derive(Debug, Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    #[error("request {request}: {msg}")]
+    Request { request: u64, msg: String },
+}
+
+/// The key a policy sees for page `page` of device `dev`: each device its own
+/// address space. `None` if the page number does not fit in [`PAGE_BITS`].
+#[inline]
+pub fn page_key(dev: u32, page: u64) -> Option<u64> {
+    (page < 1 << PAGE_BITS).then(|| (dev as u64) << PAGE_BITS | page)
+}
+
+/// The device and page number a key stands for.
+pub fn split_key(key: u64) -> (u32, u64) {
+    ((key >> PAGE_BITS) as u32, key & ((1 << PAGE_BITS) - 1))
+}
+
+/// The page accesses of one request: keys and whether each page is only partly written.
+#[derive(Clone, Copy, Debug)]
+struct PageRange {
+    first: u64,
+    count: u64,
+    /// A write leaves the first / last page partly uncovered.
+    head_partial: bool,
+    tail_partial: bool,
+    dev: u32,
+}
+
+fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<PageRange, SimError> {
+    let bad = |msg: String| SimError::Request { request: index, msg };
+    let (first, count, head_partial, tail_partial) = match unit {
+        Unit::Pages => (r.addr, r.len as u64, false, false),
+        Unit::Bytes => {
+            let end = r.addr.checked_add(r.len as u64).ok_or_else(|| bad("offset + size overflows".into()))?;
+            let first = r.addr / page_bytes;
+            let last = (end - 1) / page_bytes;
+            let is_write = r.op == Op::Write;
+            (first, last - first + 1, is_write && r.addr % page_bytes != 0, is_write && end % page_bytes != 0)
+        }
+    };
+    let last = first.checked_add(count - 1).ok_or_else(|| bad("page range overflows".into()))?;
+    if page_key(r.dev, last).is_none() {
+        return Err(bad(format!("page {last} of device {} is beyond the 2^{PAGE_BITS} pages a device may have", r.dev)));
+    }
+    Ok(PageRange { first, count, head_partial, tail_partial, dev: r.dev })
+}
+
+/// Simulation settings.
+#[derive(Clone, Copy, Debug)]
+pub struct SimConfig {
+    pub page_bytes: u64,
+}
+
+/// Replays requests through a policy and counts.
+pub struct Simulator<'p> {
+    policy: &'p mut dyn Policy,
+    cfg: SimConfig,
+    fx: Effects,
+    seq: u64,
+    requests: u64,
+    pub counters: Counters,
+}
+
+impl<'p> Simulator<'p> {
+    pub fn new(policy: &'p mut dyn Policy, cfg: SimConfig) -> Self {
+        assert!(cfg.page_bytes > 0);
+        Simulator { policy, cfg, fx: Effects::new(), seq: 0, requests: 0, counters: Counters::default() }
+    }
+
+    /// Replays a whole trace, drains, and returns the counters.
+    pub fn run(mut self, reader: &mut dyn TraceReader) -> Result<Counters, SimError> {
+        if self.policy.needs_future() {
+            let requests = crate::trace::read_all(reader)?;
+            let next = self.next_uses(&requests, reader.unit())?;
+            self.replay(&requests, reader.unit(), Some(&next))?;
+        } else {
+            let unit = reader.unit();
+            let mut batch = Vec::with_capacity(BATCH);
+            while reader.read_batch(&mut batch, BATCH)? > 0 {
+                self.replay(&batch, unit, None)?;
+            }
+        }
+        Ok(self.finish())
+    }
+
+    /// For every page access, the position of the next access to the same key.
+    fn next_uses(&self, requests: &[Request], unit: Unit) -> Result<Vec<u64>, SimError> {
+        let mut keys = Vec::with_capacity(requests.len());
+        for (i, r) in requests.iter().enumerate() {
+            let pr = pages_of(r, unit, self.cfg.page_bytes, i as u64)?;
+            if r.op != Op::Trim {
+                keys.extend((0..pr.count).map(|p| page_key(pr.dev, pr.first + p).unwrap()));
+            } else {
+                // trims are page accesses too (they take a seq), they just never count as uses
+                keys.extend((0..pr.count).map(|_| NEVER));
+            }
+        }
+        let mut next = vec![NEVER; keys.len()];
+        let mut seen: HashMap<u64, u64> = HashMap::with_capacity(keys.len() / 4);
+        for (i, &k) in keys.iter().enumerate().rev() {
+            if k != NEVER {
+                if let Some(j) = seen.insert(k, i as u64) {
+                    next[i] = j;
+                }
+            }
+        }
+        Ok(next)
+    }
+
+    /// Replays a batch of requests. `next` holds next-use positions for offline policies.
+    pub fn replay(&mut self, requests: &[Request], unit: Unit, next: Option<&[u64]>) -> Result<(), SimError> {
+        for r in requests {
+            let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
+            self.requests += 1;
+            let c = &mut self.counters;
+            c.requests += 1;
+            match r.op {
+                Op::Read => {
+                    c.read_requests += 1;
+                    c.read_bytes += r.len as u64;
+                }
+                Op::Write => {
+                    c.write_requests += 1;
+                    c.write_bytes += r.len as u64;
+                }
+                Op::Trim => c.trim_requests += 1,
+            }
+            let mut all_hit = true;
+            for p in 0..pr.count {
+                let partial = (p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial);
+                let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
+                let a = Access {
+                    time: r.time,
+                    key: (pr.dev as u64) << PAGE_BITS | (pr.first + p),
+                    op: r.op,
+                    partial,
+                    seq: self.seq,
+                    next_use,
+                };
+                self.seq += 1;
+                self.fx.clear();
+                self.policy.access(&a, &mut self.fx);
+                all_hit &= self.fx.hit;
+                account(&mut self.counters, &a, &self.fx);
+            }
+            if all_hit && r.op != Op::Trim {
+                self.counters.request_hits += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drains dirty data (counted as `drain_writes`) and returns the counters.
+    pub fn finish(mut self) -> Counters {
+        self.fx.clear();
+        self.policy.drain(&mut self.fx);
+        for io in &self.fx.io {
+            if let Io::WriteBack { pages, .. } = io {
+                self.counters.drain_writes += *pages as u64;
+            }
+        }
+        self.counters
+    }
+}
+
+/// Charges one access's effects to the counters.
+#[inline]
+fn account(c: &mut Counters, a: &Access, fx: &Effects) {
+    let hit = fx.hit as u64;
+    match a.op {
+        Op::Read => {
+            c.pages += 1;
+            c.read_pages += 1;
+            c.hits += hit;
+            c.read_hits += hit;
+        }
+        Op::Write => {
+            c.pages += 1;
+            c.write_pages += 1;
+            c.hits += hit;
+            c.write_hits += hit;
+        }
+        Op::Trim => c.trim_pages += 1,
+    }
+    let mut evicted_dirty = false;
+    for io in &fx.io {
+        match *io {
+            Io::Fetch { pages, .. } => c.backing_reads += pages as u64,
+            Io::ReadForWrite { .. } => {
+                c.backing_reads += 1;
+                c.read_for_write += 1;
+            }
+            Io::WriteThrough { .. } => c.backing_writes += 1,
+            Io::WriteBack { pages, .. } => {
+                c.backing_writes += pages as u64;
+                c.dirty_writebacks += pages as u64;
+            }
+            Io::CacheWrite { .. } => c.cache_writes += 1,
+            Io::Evict { dirty, .. } => {
+                c.evictions += 1;
+                evicted_dirty |= dirty;
+            }
+            Io::Invalidate { dirty, .. } => {
+                c.invalidations += 1;
+                c.dirty_discarded += dirty as u64;
+            }
+        }
+    }
+    if !fx.hit {
+        match (a.op, evicted_dirty) {
+            (Op::Read, true) => c.read_replace_dirty += 1,
+            (Op::Read, false) => c.read_overwrite_clean += 1,
+            (Op::Write, true) => c.write_replace_dirty += 1,
+            (Op::Write, false) => c.write_overwrite_clean += 1,
+            (Op::Trim, _) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,100 @@
+use super::*;
+use crate::policy::registry::BuildCtx;
+use crate::policy::{build, Mode};
+use crate::trace::{MemoryReader, Request};
+
+fn req(op: Op, addr: u64, len: u32) -> Request {
+    Request { time: 0, addr, len, dev: 0, op }
+}
+
+fn sim(policy: &str, mode: Mode, capacity: usize, reqs: Vec<Request>) -> Counters {
+    let (mut p, _) = build(policy, &BuildCtx { capacity, mode }).unwrap();
+    let mut rd = MemoryReader::new(reqs.into(), Unit::Bytes);
+    Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap()
+}
+
+#[test]
+fn request_touches_pages_off_over_p_through_end_minus_one_over_p() {
+    // bytes [4000, 8193) touch pages 0, 1 and 2
+    let c = sim("lru", Mode::WriteBack, 8, vec![req(Op::Read, 4000, 4193)]);
+    assert_eq!((c.pages, c.backing_reads, c.requests), (3, 3, 1));
+}
+
+#[test]
+fn paper_003_classification_on_a_hand_built_sequence() {
+    // capacity 1 page, write-back LRU
+    let c = sim(
+        "lru",
+        Mode::WriteBack,
+        1,
+        vec![
+            req(Op::Write, 0, 4096),    // write miss, empty slot: write-overwrite-clean
+            req(Op::Read, 4096, 4096),  // read miss evicting dirty page 0: read-replace-dirty
+            req(Op::Write, 8192, 4096), // write miss evicting clean page 1: write-overwrite-clean
+            req(Op::Write, 0, 4096),    // write miss evicting dirty page 2: write-replace-dirty
+            req(Op::Read, 4096, 4096),  // read miss evicting dirty page 0: read-replace-dirty
+            req(Op::Read, 8192, 4096),  // read miss evicting clean page 1: read-overwrite-clean
+            req(Op::Read, 8192, 4096),  // hit
+        ],
+    );
+    assert_eq!(
+        (c.read_replace_dirty, c.read_overwrite_clean, c.write_replace_dirty, c.write_overwrite_clean),
+        (2, 1, 1, 2)
+    );
+    assert_eq!(c.hits, 1);
+    assert_eq!(c.backing_accesses(), 2 * 2 + 1 + 1);
+    assert_eq!(c.backing_reads + c.backing_writes, c.backing_accesses());
+    assert_eq!(c.drain_writes, 0);
+}
+
+#[test]
+fn partial_write_miss_reads_the_old_page_first() {
+    let c = sim("lru", Mode::WriteBack, 8, vec![req(Op::Write, 512, 1024), req(Op::Write, 4096, 4096)]);
+    assert_eq!((c.read_for_write, c.backing_reads), (1, 1));
+    assert_eq!(c.drain_writes, 2);
+    // write-around never caches the write, so it needs no old contents
+    let c = sim("lru", Mode::WriteAround, 8, vec![req(Op::Write, 512, 1024)]);
+    assert_eq!((c.read_for_write, c.backing_writes), (0, 1));
+}
+
+#[test]
+fn modes_differ_as_documented() {
+    let reqs = vec![req(Op::Read, 0, 4096), req(Op::Write, 0, 4096), req(Op::Read, 0, 4096), req(Op::Write, 4096, 4096)];
+    let wb = sim("lru", Mode::WriteBack, 8, reqs.clone());
+    assert_eq!((wb.hits, wb.backing_writes, wb.drain_writes), (2, 0, 2));
+    let wt = sim("lru", Mode::WriteThrough, 8, reqs.clone());
+    assert_eq!((wt.hits, wt.backing_writes, wt.drain_writes), (2, 2, 0));
+    let ro = sim("lru", Mode::ReadOnly, 8, reqs.clone());
+    // the write invalidates page 0, so the second read misses
+    assert_eq!((ro.hits, ro.backing_reads, ro.backing_writes, ro.invalidations), (1, 2, 2, 1));
+    let wo = sim("lru", Mode::WriteOnly, 8, reqs.clone());
+    // the first read is not inserted, the write is; the second read hits the written page
+    assert_eq!((wo.hits, wo.backing_reads, wo.drain_writes), (1, 1, 2));
+    let wa = sim("lru", Mode::WriteAround, 8, reqs);
+    assert_eq!((wa.hits, wa.backing_writes, wa.cache_writes), (2, 2, 2));
+}
+
+#[test]
+fn devices_are_separate_address_spaces() {
+    let mut a = req(Op::Read, 0, 4096);
+    let mut b = a;
+    a.dev = 1;
+    b.dev = 2;
+    let c = sim("lru", Mode::WriteBack, 8, vec![a, b, a, b]);
+    assert_eq!((c.hits, c.misses()), (2, 2));
+}
+
+#[test]
+fn trim_drops_dirty_pages_without_write_back() {
+    let c = sim("lru", Mode::WriteBack, 8, vec![req(Op::Write, 0, 8192), req(Op::Trim, 0, 4096)]);
+    assert_eq!((c.invalidations, c.dirty_discarded, c.drain_writes, c.trim_pages), (1, 1, 1, 1));
+    assert_eq!(c.pages, 2, "trims are not page accesses for hit ratio");
+}
+
+#[test]
+fn huge_offsets_are_an_error_not_a_wrong_number() {
+    let (mut p, _) = build("lru", &BuildCtx { capacity: 8, mode: Mode::WriteBack }).unwrap();
+    let mut rd = MemoryReader::new(vec![req(Op::Read, u64::MAX - 10, 4096)].into(), Unit::Bytes);
+    let e = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap_err();
+    assert!(e.to_string().contains("request 0"), "{e}");
+}

@@ -1,0 +1,79 @@
+//! Key traces: one page number per record, each a one-page read. `keys` is
+//! decimal text, one per line; `keys-u32be` is big-endian u32 (the LIRS, ARC and
+//! CloudPhysics key traces).
+
+use crate::trace::text::{u64_field, LineFormat};
+use crate::trace::{FieldError, Format, Op, Request, TraceError, TraceReader, Unit};
+use std::io::{BufRead, ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+pub struct Keys;
+
+impl LineFormat for Keys {
+    fn parse(&mut self, line: &str) -> Result<Option<Request>, FieldError> {
+        let line = line.trim();
+        if line.starts_with('#') {
+            return Ok(None);
+        }
+        let key = u64_field("key", Some(line))?;
+        Ok(Some(Request { time: 0, addr: key, len: 1, dev: 0, op: Op::Read }))
+    }
+    fn unit(&self) -> Unit {
+        Unit::Pages
+    }
+}
+
+pub struct KeysU32be {
+    src: Box<dyn BufRead + Send>,
+    path: PathBuf,
+}
+
+impl KeysU32be {
+    pub fn new(src: Box<dyn BufRead + Send>, path: &Path) -> Self {
+        KeysU32be { src, path: path.to_path_buf() }
+    }
+}
+
+impl TraceReader for KeysU32be {
+    fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
+        out.clear();
+        let mut rec = [0u8; 4];
+        while out.len() < max {
+            let mut got = 0;
+            while got < 4 {
+                match self.src.read(&mut rec[got..]) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(TraceError::Io { path: self.path.clone(), source: e }),
+                }
+            }
+            match got {
+                0 => break,
+                4 => {}
+                _ => {
+                    return Err(TraceError::Format {
+                        path: self.path.clone(),
+                        msg: format!("ends inside a record: {got} stray bytes after the last whole u32 key"),
+                    })
+                }
+            }
+            let key = u32::from_be_bytes(rec) as u64;
+            out.push(Request { time: 0, addr: key, len: 1, dev: 0, op: Op::Read });
+        }
+        Ok(out.len())
+    }
+    fn unit(&self) -> Unit {
+        Unit::Pages
+    }
+}
+
+/// Every line a single unsigned integer.
+pub fn sniff(lines: &[&str]) -> Option<Format> {
+    lines.iter().all(|l| l.trim().parse::<u64>().is_ok()).then_some(Format::Keys)
+}
+
+/// Binary data whose length is a multiple of 4 and not another known format.
+pub fn sniff_u32be(head: &[u8]) -> Option<Format> {
+    (head.len() % 4 == 0 && !head.is_empty()).then_some(Format::KeysU32be)
+}

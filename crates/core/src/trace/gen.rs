@@ -1,0 +1,1 @@
+//! Synthetic workloads (TODO by the generator work).

@@ -1,0 +1,1 @@
+//! `ssdcache trace info` statistics (TODO).

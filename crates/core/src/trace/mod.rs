@@ -1,0 +1,159 @@
+//! Block traces: the [`Request`] every reader produces, the readers for each
+//! format (one file each), transparent decompression, format sniffing and the
+//! synthetic generators.
+//!
+//! A reader fills batches of requests ([`TraceReader::read_batch`]) so the
+//! simulator's loop never allocates. Text formats implement [`text::LineFormat`]
+//! (parse one line) and get line numbers, `--skip-bad` and header handling from
+//! [`text::TextReader`].
+
+pub mod binary;
+pub mod compress;
+pub mod formats;
+pub mod gen;
+pub mod info;
+pub mod text;
+
+use crate::Nanos;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+pub use formats::Format;
+
+/// What a request does to its pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Op {
+    Read,
+    Write,
+    /// Discard / TRIM / UNMAP: the pages' contents no longer matter.
+    Trim,
+}
+
+/// The unit of [`Request::addr`] and [`Request::len`] for a whole trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Byte offset and byte length (block traces).
+    Bytes,
+    /// Page number and page count (key traces: `keys`, `keys-u32be`, `oracle-general`):
+    /// each key is one cache page whatever `--page` says.
+    Pages,
+}
+
+/// One request of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Arrival time since the trace's first request (readers rebase to 0 where the
+    /// format has absolute timestamps).
+    pub time: Nanos,
+    /// Start: a byte offset, or a page number for [`Unit::Pages`] traces.
+    pub addr: u64,
+    /// Length in bytes, or in pages for [`Unit::Pages`] traces. Never zero.
+    pub len: u32,
+    /// The device (ASU, disk, LUN, volume) the request addresses: each device is its
+    /// own address space.
+    pub dev: u32,
+    pub op: Op,
+}
+
+/// Reader settings that come from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Count and skip malformed lines instead of stopping at the first.
+    pub skip_bad: bool,
+    /// Column mapping for the generic `csv` format.
+    pub csv: Option<formats::csv::CsvMapping>,
+}
+
+/// Everything that can go wrong reading a trace. Messages name file, line and field.
+#[derive(Debug, Error)]
+pub enum TraceError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: field {field}: {msg}")]
+    Parse { path: PathBuf, line: u64, field: &'static str, msg: String },
+    #[error("{path}: {msg}")]
+    Format { path: PathBuf, msg: String },
+}
+
+/// Error from parsing one line or record, before the reader adds file and line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub field: &'static str,
+    pub msg: String,
+}
+
+impl FieldError {
+    pub fn new(field: &'static str, msg: impl Into<String>) -> Self {
+        FieldError { field, msg: msg.into() }
+    }
+}
+
+/// A source of requests, read in batches.
+pub trait TraceReader: Send {
+    /// Clears `out`, then appends up to `max` requests. Returns how many were read;
+    /// 0 means the trace has ended.
+    fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError>;
+    /// Unit of `addr` and `len` for this trace.
+    fn unit(&self) -> Unit {
+        Unit::Bytes
+    }
+    /// Malformed records skipped so far (only with `skip_bad`).
+    fn skipped(&self) -> u64 {
+        0
+    }
+}
+
+/// Default batch size used by consumers of [`TraceReader`].
+pub const BATCH: usize = 4096;
+
+/// Opens `path` in `format` (or sniffs it with [`Format::Auto`]), decompressing
+/// gz/xz/bz2/zstd transparently. Returns the reader and the format actually used.
+pub fn open(
+    path: &Path,
+    format: Format,
+    opts: &ReadOptions,
+) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
+    let format = match format {
+        Format::Auto => formats::sniff(path)?,
+        f => f,
+    };
+    let reader = formats::open_as(path, format, opts)?;
+    Ok((reader, format))
+}
+
+/// Reads a whole trace into memory.
+pub fn read_all(reader: &mut dyn TraceReader) -> Result<Vec<Request>, TraceError> {
+    let mut all = Vec::new();
+    let mut batch = Vec::with_capacity(BATCH);
+    while reader.read_batch(&mut batch, BATCH)? > 0 {
+        all.extend_from_slice(&batch);
+    }
+    Ok(all)
+}
+
+/// A reader over requests already in memory (generated traces, Python arrays, sweeps).
+pub struct MemoryReader {
+    requests: std::sync::Arc<[Request]>,
+    pos: usize,
+    unit: Unit,
+}
+
+impl MemoryReader {
+    pub fn new(requests: std::sync::Arc<[Request]>, unit: Unit) -> Self {
+        MemoryReader { requests, pos: 0, unit }
+    }
+}
+
+impl TraceReader for MemoryReader {
+    fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
+        out.clear();
+        let end = (self.pos + max).min(self.requests.len());
+        out.extend_from_slice(&self.requests[self.pos..end]);
+        let n = end - self.pos;
+        self.pos = end;
+        Ok(n)
+    }
+    fn unit(&self) -> Unit {
+        self.unit
+    }
+}
