@@ -40,7 +40,17 @@ pub const MODE_PARAM: ParamInfo = ParamInfo {
 };
 
 /// Every policy, in the order `ssdcache policies` lists them.
-pub static POLICIES: &[PolicyInfo] = &[classic::lru::INFO];
+pub static POLICIES: &[PolicyInfo] = &[
+    classic::lru::INFO,
+    classic::fifo::INFO,
+    classic::clock::INFO,
+    classic::lfu::INFO,
+    classic::twoq::INFO,
+    classic::arc::INFO,
+    classic::lirs::INFO,
+    classic::s3fifo::INFO,
+    classic::belady::INFO,
+];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {
     POLICIES.iter().find(|p| p.name == name)

@@ -1,3 +1,11 @@
 //! The classic replacement rules, one per file.
 
+pub mod arc;
+pub mod belady;
+pub mod clock;
+pub mod fifo;
+pub mod lfu;
+pub mod lirs;
 pub mod lru;
+pub mod s3fifo;
+pub mod twoq;
