@@ -7,6 +7,9 @@ use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
 use hashbrown::HashMap;
 use thiserror::Error;
 
+pub mod run;
+pub use run::{run, RunSpec, TraceSource};
+
 /// Devices per trace: a page key gives the device 20 bits.
 pub const MAX_DEVICES: u64 = 1 << 20;
 /// Bits of page number in a page key.
@@ -18,6 +21,11 @@ pub enum SimError {
     Trace(#[from] TraceError),
     #[error("request {request}: {msg}")]
     Request { request: u64, msg: String },
+    #[error(transparent)]
+    Spec(#[from] crate::policy::SpecError),
+    /// Bad settings: a cache smaller than a page, a generator spec that does not parse…
+    #[error("{0}")]
+    Config(String),
 }
 
 /// The key a policy sees for page `page` of device `dev`: each device its own

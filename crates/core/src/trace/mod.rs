@@ -62,6 +62,8 @@ pub struct ReadOptions {
     pub skip_bad: bool,
     /// Column mapping for the generic `csv` format.
     pub csv: Option<formats::csv::CsvMapping>,
+    /// Which blkparse event marks a request: `D` (issue, the default) or `Q` (queue).
+    pub blk_event: formats::blkparse::BlkEvent,
 }
 
 /// Everything that can go wrong reading a trace. Messages name file, line and field.
@@ -118,6 +120,29 @@ pub fn open(
         f => f,
     };
     let reader = formats::open_as(path, format, opts)?;
+    Ok((reader, format))
+}
+
+/// A reader over a trace already in memory (uncompressed bytes), in `format` or
+/// sniffed with [`Format::Auto`]; errors name the source `<memory>`. The same
+/// readers as [`open`], so fuzzers and tests can drive them without files.
+pub fn from_bytes(
+    bytes: Vec<u8>,
+    format: Format,
+    opts: &ReadOptions,
+) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
+    let path = Path::new("<memory>");
+    let format = match format {
+        Format::Auto => {
+            let head = &bytes[..bytes.len().min(formats::SNIFF_BYTES)];
+            formats::sniff_bytes(head).ok_or_else(|| TraceError::Format {
+                path: path.into(),
+                msg: "cannot tell the trace format from its contents; name it with --format".into(),
+            })?
+        }
+        f => f,
+    };
+    let reader = formats::reader_over(Box::new(std::io::Cursor::new(bytes)), path, format, opts)?;
     Ok((reader, format))
 }
 

@@ -1,10 +1,100 @@
-//! fifo (placeholder: being written).
+//! FIFO: evict the page that entered the cache first; hits change nothing.
+//!
+//! Matches libCacheSim's `FIFO` (`FIFO.c`): a miss evicts the oldest page
+//! (only once the cache is full) and inserts the new page at the head; a hit
+//! leaves the order alone.
+//!
+//! Memory per resident page: one 16-byte arena node plus the hash index.
 
+use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Policy, Spec, SpecError};
+use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
-fn build(spec: &Spec, _ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Err(SpecError::Syntax { spec: spec.canonical(), why: "not implemented yet".into() })
+pub struct Fifo {
+    arena: Arena<()>,
+    /// Front = newest, back = oldest (the next victim).
+    queue: List,
+    capacity: usize,
 }
 
-pub const INFO: PolicyInfo = PolicyInfo { name: "fifo", about: "", params: &[], build };
+impl Fifo {
+    pub fn new(capacity: usize) -> Self {
+        Fifo { arena: Arena::with_capacity(capacity), queue: List::new(), capacity: capacity.max(1) }
+    }
+}
+
+impl Replacement for Fifo {
+    #[inline]
+    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+        self.arena.find(a.key).is_some()
+    }
+
+    #[inline]
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+        if self.queue.len() >= self.capacity {
+            if let Some(victim) = self.queue.pop_back(&mut self.arena) {
+                evicted.push(self.arena.remove(victim));
+            }
+        }
+        let idx = self.arena.insert(a.key, ());
+        self.queue.push_front(&mut self.arena, idx);
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.arena.find(key) {
+            Some(idx) => {
+                self.queue.unlink(&mut self.arena, idx);
+                self.arena.remove(idx);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some()
+    }
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(Box::new(ModeCache::new(Fifo::new(ctx.capacity), ctx.mode)))
+}
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "fifo",
+    about: "first in, first out (libCacheSim FIFO)",
+    params: &[],
+    build,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testing::{keys_of, run_keys};
+
+    #[test]
+    fn evicts_oldest_regardless_of_hits() {
+        let mut f = Fifo::new(3);
+        // 1 2 3 fill; 1 hits (no reorder); 4 evicts 1 (oldest); 1 misses and evicts 2;
+        // 3 hits; 2 misses and evicts 3.
+        let hits = run_keys(&mut f, &[1, 2, 3, 1, 4, 1, 3, 2]);
+        assert_eq!(hits, vec![false, false, false, true, false, false, true, false]);
+        assert_eq!(keys_of(&f.queue, &f.arena), vec![2, 1, 4]);
+    }
+
+    #[test]
+    fn remove_frees_a_slot() {
+        let mut f = Fifo::new(2);
+        run_keys(&mut f, &[1, 2]);
+        assert!(f.remove(1));
+        assert!(!f.remove(1));
+        assert_eq!(run_keys(&mut f, &[3, 2]), vec![false, true]);
+        assert_eq!(keys_of(&f.queue, &f.arena), vec![3, 2]);
+    }
+}

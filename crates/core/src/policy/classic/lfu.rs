@@ -1,10 +1,221 @@
-//! lfu (placeholder: being written).
+//! LFU: evict a page with the fewest hits since it entered the cache.
+//!
+//! Matches libCacheSim's `LFU` (`LFU.c`, which the Python `libcachesim.LFU`
+//! binds; `LFUCpp` breaks ties differently):
+//! - a page enters with frequency 1 and its count is forgotten on eviction
+//!   (in-cache LFU, no history);
+//! - a hit adds one, with no cap and no aging;
+//! - among pages of the lowest frequency the victim is the one that reached
+//!   that frequency first. A page reaches its current frequency on its latest
+//!   access, so ties go to the least recently used page.
+//!
+//! Structure: the classic O(1) LFU — a list of frequency buckets in increasing
+//! order, each bucket a list of pages (front = newest arrival). A hit moves the
+//! page to the bucket for `f + 1`, creating it right after its current bucket
+//! if needed; the victim is the back of the first bucket. Every operation is
+//! O(1); buckets are recycled through a free list, so nothing allocates once the
+//! arena and bucket table have grown.
 
+use crate::policy::list::{Arena, List, NIL};
 use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Policy, Spec, SpecError};
+use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
-fn build(spec: &Spec, _ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Err(SpecError::Syntax { spec: spec.canonical(), why: "not implemented yet".into() })
+struct Bucket {
+    freq: u64,
+    pages: List,
+    /// Neighbouring buckets in increasing frequency order (or the free list in `next`).
+    prev: u32,
+    next: u32,
 }
 
-pub const INFO: PolicyInfo = PolicyInfo { name: "lfu", about: "", params: &[], build };
+pub struct Lfu {
+    /// Each page's value is the index of its bucket.
+    arena: Arena<u32>,
+    buckets: Vec<Bucket>,
+    /// Lowest-frequency bucket.
+    head: u32,
+    free: u32,
+    len: usize,
+    capacity: usize,
+}
+
+impl Lfu {
+    pub fn new(capacity: usize) -> Self {
+        Lfu {
+            arena: Arena::with_capacity(capacity),
+            buckets: Vec::new(),
+            head: NIL,
+            free: NIL,
+            len: 0,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// A new empty bucket for `freq`, linked between `prev` and `next`.
+    fn new_bucket(&mut self, freq: u64, prev: u32, next: u32) -> u32 {
+        let b = Bucket { freq, pages: List::new(), prev, next };
+        let idx = if self.free != NIL {
+            let idx = self.free;
+            self.free = self.buckets[idx as usize].next;
+            self.buckets[idx as usize] = b;
+            idx
+        } else {
+            self.buckets.push(b);
+            (self.buckets.len() - 1) as u32
+        };
+        if prev != NIL {
+            self.buckets[prev as usize].next = idx;
+        } else {
+            self.head = idx;
+        }
+        if next != NIL {
+            self.buckets[next as usize].prev = idx;
+        }
+        idx
+    }
+
+    /// Unlinks bucket `b` if it has no pages left.
+    fn drop_if_empty(&mut self, b: u32) {
+        let bucket = &self.buckets[b as usize];
+        if !bucket.pages.is_empty() {
+            return;
+        }
+        let (prev, next) = (bucket.prev, bucket.next);
+        if prev != NIL {
+            self.buckets[prev as usize].next = next;
+        } else {
+            self.head = next;
+        }
+        if next != NIL {
+            self.buckets[next as usize].prev = prev;
+        }
+        self.buckets[b as usize].next = self.free;
+        self.free = b;
+    }
+
+    /// Unlinks page `idx` from its bucket (dropping the bucket if empty) and frees it.
+    fn forget(&mut self, idx: u32) -> u64 {
+        let b = *self.arena.val(idx);
+        self.buckets[b as usize].pages.unlink(&mut self.arena, idx);
+        self.drop_if_empty(b);
+        self.len -= 1;
+        self.arena.remove(idx)
+    }
+
+    /// Frequency of a resident key (for tests and debugging).
+    pub fn freq(&self, key: u64) -> Option<u64> {
+        self.arena.find(key).map(|idx| self.buckets[*self.arena.val(idx) as usize].freq)
+    }
+}
+
+impl Replacement for Lfu {
+    #[inline]
+    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+        let Some(idx) = self.arena.find(a.key) else { return false };
+        let b = *self.arena.val(idx);
+        let (freq, next) = {
+            let bucket = &self.buckets[b as usize];
+            (bucket.freq + 1, bucket.next)
+        };
+        let nb = if next != NIL && self.buckets[next as usize].freq == freq {
+            next
+        } else {
+            self.new_bucket(freq, b, next)
+        };
+        self.buckets[b as usize].pages.unlink(&mut self.arena, idx);
+        self.buckets[nb as usize].pages.push_front(&mut self.arena, idx);
+        *self.arena.val_mut(idx) = nb;
+        self.drop_if_empty(b);
+        true
+    }
+
+    #[inline]
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+        if self.len >= self.capacity && self.head != NIL {
+            let victim = self.buckets[self.head as usize].pages.back().expect("buckets in the chain are never empty");
+            evicted.push(self.forget(victim));
+        }
+        let b = if self.head != NIL && self.buckets[self.head as usize].freq == 1 {
+            self.head
+        } else {
+            self.new_bucket(1, NIL, self.head)
+        };
+        let idx = self.arena.insert(a.key, b);
+        self.buckets[b as usize].pages.push_front(&mut self.arena, idx);
+        self.len += 1;
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.arena.find(key) {
+            Some(idx) => {
+                self.forget(idx);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some()
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(Box::new(ModeCache::new(Lfu::new(ctx.capacity), ctx.mode)))
+}
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "lfu",
+    about: "least frequently used, ties to the least recent (libCacheSim LFU)",
+    params: &[],
+    build,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testing::run_keys;
+
+    #[test]
+    fn evicts_least_frequent_then_least_recent() {
+        let mut l = Lfu::new(3);
+        // 1 2 3 fill (all f=1). 1 hit -> f=2; 2 hit -> f=2.
+        // 4: lowest f=1 is only 3 -> evict 3.
+        // 5: f=1 holds only 4 -> evict 4.
+        // 3: f=1 holds only 5 -> evict 5. 3 hit -> f=2.
+        // 6: f=1 empty; f=2 holds 1 (reached f=2 first), 2, 3 -> evict 1.
+        let hits = run_keys(&mut l, &[1, 2, 1, 2, 3, 4, 5, 3, 3, 6]);
+        assert_eq!(hits, vec![false, false, true, true, false, false, false, false, true, false]);
+        assert!(!l.contains(1));
+        assert_eq!(l.freq(2), Some(2));
+        assert_eq!(l.freq(3), Some(2));
+        assert_eq!(l.freq(6), Some(1));
+        // 2 hit -> f=3. 7 evicts 6 (f=1). 8 evicts 7. 9 evicts 8, 3 hit -> 3.
+        // 10: f=1 holds 9 -> evict. Now 2 (f=3), 3 (f=3): 11 evicts 10, then 12 evicts 11.
+        assert_eq!(run_keys(&mut l, &[2, 7, 8, 9, 3, 10, 11, 12]), vec![true, false, false, false, true, false, false, false]);
+        assert_eq!(l.freq(2), Some(3));
+        assert_eq!(l.freq(3), Some(3));
+        // Tie at f=4: raise 3 then 2 to f=4, and 12 past them to f=5; the next
+        // miss must evict 3, the page that reached the lowest frequency first.
+        assert_eq!(run_keys(&mut l, &[3, 2, 12, 12, 12, 12, 13]), vec![true, true, true, true, true, true, false]);
+        assert_eq!(l.freq(12), Some(5));
+        assert!(l.contains(2) && !l.contains(3), "3 reached f=4 first, so it is the victim");
+        assert!(l.remove(2) && !l.remove(2));
+        assert_eq!(run_keys(&mut l, &[14, 15]), vec![false, false]);
+        assert!(l.contains(12) && l.contains(14) && l.contains(15) && !l.contains(13));
+    }
+
+    #[test]
+    fn buckets_are_recycled() {
+        let mut l = Lfu::new(2);
+        let keys: Vec<u64> = (0..1000).map(|i| if i % 3 == 0 { 1 } else { 100 + i }).collect();
+        run_keys(&mut l, &keys);
+        assert!(l.buckets.len() <= 4, "bucket table grew to {}", l.buckets.len());
+    }
+}

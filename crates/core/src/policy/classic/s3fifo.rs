@@ -1,10 +1,404 @@
-//! s3fifo (placeholder: being written).
+//! S3-FIFO: a small FIFO `S` that filters one-hit wonders, a main FIFO `M`
+//! with reinsertion (CLOCK with a 2-bit counter), and a ghost FIFO `G` of keys
+//! recently dropped from `S` (Yang et al., SOSP'23).
+//!
+//! - a hit adds one to the page's counter;
+//! - a miss on a key remembered in `G` inserts the page into `M`, any other miss
+//!   into `S`; new pages start at 0;
+//! - to make room: if `M` is over its share (equivalently `S` is at or over
+//!   its share) or `S` is empty, evict from `M`, else from `S`;
+//! - evicting from `S`: the oldest page moves to the head of `M` (counter reset
+//!   to 0) if it was hit at least `threshold` times while in `S`; otherwise it
+//!   leaves the cache and its key enters `G`. Repeat until a page has left;
+//! - evicting from `M`: the oldest page with a non-zero counter goes back to
+//!   the head with `min(counter, 2^bits - 1) - 1`; the first page at 0 leaves.
+//!
+//! Defaults are libCacheSim's: `small=10%`, `ghost=90%` (of the capacity, in
+//! keys; ghosts do not count towards the capacity), `threshold=2`, and a 2-bit
+//! counter (`bits=2`).
+//!
+//! ## `variant=libcachesim` (default): libCacheSim's `S3FIFO` (`S3FIFO.c`)
+//!
+//! Miss counts equal libCacheSim's `S3FIFO` for unit-size objects. Queue sizes
+//! are worked out as libCacheSim does in bytes for 4 KiB objects: with `C`
+//! pages, `S` gets `s = trunc(C·4096·small)` bytes, `M` gets `C·4096 − s`, `G`
+//! keeps `⌊trunc(C·4096·ghost)/4096⌋` keys. Its choices, kept here:
+//! - until the first eviction, a miss goes to `M` once `S` has reached its
+//!   share (libCacheSim's comment: objects admitted before the cache first
+//!   fills stay slightly longer). The paper always inserts into `S`;
+//! - moving a page from `S` to `M` never evicts from `M` by itself: `M` may run
+//!   over its share until the next eviction picks `M`;
+//! - libCacheSim admits nothing when `S` is one page or less (`small=10%` of at
+//!   most 10 pages). A replacement rule here must admit every miss, so such
+//!   configurations are rejected with an error instead.
+//!
+//! ## `variant=paper`: the SOSP'23 algorithm (libCacheSim's `S3FIFOv0`)
+//!
+//! libCacheSim keeps the implementation used for the paper as `S3FIFOv0`; this
+//! variant equals it: every miss that is not a ghost hit goes to `S`, also
+//! before the cache first fills. The same byte rounding and the same
+//! one-page minimum for `S` apply.
+//!
+//! Memory per tracked key (resident or ghost): one 24-byte arena node (key,
+//! links, queue tag, counter) plus the hash index (about 5–11 bytes).
 
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Policy, Spec, SpecError};
+use crate::policy::list::{Arena, List};
+use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
+use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
-fn build(spec: &Spec, _ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Err(SpecError::Syntax { spec: spec.canonical(), why: "not implemented yet".into() })
+/// The object size libCacheSim is run with when we compare (4 KiB pages);
+/// only used to reproduce its byte rounding of queue sizes.
+const LCS_PAGE: u64 = 4096;
+
+/// `trunc(capacity·4096·ratio)`: libCacheSim's size in bytes of a `ratio` share.
+fn lcs_share_bytes(capacity: usize, ratio: f64) -> u64 {
+    ((capacity as u64 * LCS_PAGE) as f64 * ratio) as u64
 }
 
-pub const INFO: PolicyInfo = PolicyInfo { name: "s3fifo", about: "", params: &[], build };
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Q {
+    Small,
+    Main,
+    Ghost,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    q: Q,
+    /// Hits, saturating at 255 (thresholds and caps are at most 255).
+    freq: u8,
+}
+
+/// Queue sizes and knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct S3FifoConfig {
+    /// `S`'s share in libCacheSim bytes (4096 per page).
+    pub small_bytes: u64,
+    /// `M`'s share in libCacheSim bytes.
+    pub main_bytes: u64,
+    /// Ghost keys kept.
+    pub ghost: usize,
+    /// Hits in `S` needed to move to `M`.
+    pub threshold: u8,
+    /// Counter cap in `M` (`2^bits - 1`).
+    pub max_freq: u8,
+    /// Before the first eviction, send misses to `M` once `S` is full (libCacheSim).
+    pub fill_main: bool,
+}
+
+impl S3FifoConfig {
+    /// libCacheSim's sizes for `capacity` pages; `Err` explains why `S` is too small.
+    pub fn new(capacity: usize, small: f64, ghost: f64) -> Result<S3FifoConfig, String> {
+        let small_bytes = lcs_share_bytes(capacity, small);
+        if small_bytes <= LCS_PAGE {
+            let need = if small > 0.0 {
+                format!("a capacity of more than {} pages", (1.0 / small).floor())
+            } else {
+                "a small ratio above 0".to_string()
+            };
+            return Err(format!(
+                "the small queue gets one page or less of a {capacity}-page cache, and libCacheSim's S3-FIFO \
+                 then caches nothing; use a larger small ratio or {need}"
+            ));
+        }
+        let total = capacity as u64 * LCS_PAGE;
+        Ok(S3FifoConfig {
+            small_bytes,
+            main_bytes: total - small_bytes.min(total),
+            ghost: (lcs_share_bytes(capacity, ghost) / LCS_PAGE) as usize,
+            threshold: 2,
+            max_freq: 3,
+            fill_main: true,
+        })
+    }
+}
+
+pub struct S3Fifo {
+    arena: Arena<Meta>,
+    /// Front = newest; back = next to leave.
+    small: List,
+    main: List,
+    ghost: List,
+    capacity: usize,
+    cfg: S3FifoConfig,
+    has_evicted: bool,
+}
+
+impl S3Fifo {
+    pub fn new(capacity: usize, cfg: S3FifoConfig) -> Self {
+        let capacity = capacity.max(1);
+        S3Fifo {
+            arena: Arena::with_capacity(capacity + cfg.ghost),
+            small: List::new(),
+            main: List::new(),
+            ghost: List::new(),
+            capacity,
+            cfg,
+            has_evicted: false,
+        }
+    }
+
+    fn resident(&self) -> usize {
+        self.small.len() + self.main.len()
+    }
+
+    /// Remembers a key dropped from `S`, forgetting the oldest ghost if full.
+    fn remember(&mut self, idx: u32) {
+        if self.cfg.ghost == 0 {
+            self.arena.remove(idx);
+            return;
+        }
+        *self.arena.val_mut(idx) = Meta { q: Q::Ghost, freq: 0 };
+        self.ghost.push_front(&mut self.arena, idx);
+        if self.ghost.len() > self.cfg.ghost {
+            let old = self.ghost.pop_back(&mut self.arena).expect("ghost queue is not empty");
+            self.arena.remove(old);
+        }
+    }
+
+    /// Frees one page from `S`: pages hit often enough move to `M` until one leaves.
+    fn evict_small(&mut self, evicted: &mut Vec<u64>) {
+        while let Some(idx) = self.small.pop_back(&mut self.arena) {
+            let m = self.arena.val_mut(idx);
+            if m.freq >= self.cfg.threshold {
+                *m = Meta { q: Q::Main, freq: 0 };
+                self.main.push_front(&mut self.arena, idx);
+            } else {
+                evicted.push(self.arena.key(idx));
+                self.remember(idx);
+                return;
+            }
+        }
+    }
+
+    /// Frees one page from `M`: pages with a non-zero counter get another round.
+    fn evict_main(&mut self, evicted: &mut Vec<u64>) {
+        while let Some(idx) = self.main.back() {
+            let m = self.arena.val_mut(idx);
+            if m.freq == 0 {
+                self.main.unlink(&mut self.arena, idx);
+                evicted.push(self.arena.remove(idx));
+                return;
+            }
+            m.freq = m.freq.min(self.cfg.max_freq) - 1;
+            self.main.move_to_front(&mut self.arena, idx);
+        }
+    }
+
+    fn evict(&mut self, evicted: &mut Vec<u64>) {
+        self.has_evicted = true;
+        if self.main.len() as u64 * LCS_PAGE > self.cfg.main_bytes || self.small.is_empty() {
+            self.evict_main(evicted);
+        } else {
+            self.evict_small(evicted);
+        }
+    }
+
+    /// Keys in each queue, front to back (for tests).
+    pub fn queues(&self) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+        (self.small.keys(&self.arena), self.main.keys(&self.arena), self.ghost.keys(&self.arena))
+    }
+}
+
+impl Replacement for S3Fifo {
+    #[inline]
+    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+        match self.arena.find(a.key) {
+            Some(idx) => {
+                let m = self.arena.val_mut(idx);
+                if m.q == Q::Ghost {
+                    return false;
+                }
+                m.freq = m.freq.saturating_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+        // A ghost key leaves G before anything is evicted (libCacheSim removes it
+        // during the lookup), so this miss's evictions cannot push it out.
+        let ghost_hit = match self.arena.find(a.key) {
+            Some(idx) => {
+                debug_assert_eq!(self.arena.val(idx).q, Q::Ghost, "insert of a resident key");
+                self.ghost.unlink(&mut self.arena, idx);
+                self.arena.remove(idx);
+                true
+            }
+            None => false,
+        };
+        while self.resident() >= self.capacity {
+            self.evict(evicted);
+        }
+        let to_main = ghost_hit
+            || (self.cfg.fill_main
+                && !self.has_evicted
+                && self.small.len() as u64 * LCS_PAGE >= self.cfg.small_bytes);
+        let idx = self.arena.insert(a.key, Meta { q: if to_main { Q::Main } else { Q::Small }, freq: 0 });
+        if to_main {
+            self.main.push_front(&mut self.arena, idx);
+        } else {
+            self.small.push_front(&mut self.arena, idx);
+        }
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        let Some(idx) = self.arena.find(key) else { return false };
+        match self.arena.val(idx).q {
+            Q::Small => self.small.unlink(&mut self.arena, idx),
+            Q::Main => self.main.unlink(&mut self.arena, idx),
+            Q::Ghost => return false,
+        }
+        self.arena.remove(idx);
+        true
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some_and(|idx| self.arena.val(idx).q != Q::Ghost)
+    }
+    fn len(&self) -> usize {
+        self.resident()
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+    fn ghosts(&self) -> usize {
+        self.ghost.len()
+    }
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+    let small = spec.ratio("small")?;
+    if small >= 1.0 {
+        return Err(spec.invalid("small", "must be below 100% (the main queue needs room)"));
+    }
+    let ghost = spec.ratio("ghost")?;
+    let threshold = spec.uint("threshold")?;
+    if threshold > 255 {
+        return Err(spec.invalid("threshold", "at most 255"));
+    }
+    let bits = spec.uint("bits")?;
+    if !(1..=8).contains(&bits) {
+        return Err(spec.invalid("bits", "between 1 and 8"));
+    }
+    let fill_main = spec.choice("variant", &["libcachesim", "paper"])? == "libcachesim";
+    let capacity = ctx.capacity.max(1);
+    let mut cfg = S3FifoConfig::new(capacity, small, ghost).map_err(|why| spec.invalid("small", why))?;
+    cfg.threshold = threshold as u8;
+    cfg.max_freq = ((1u32 << bits) - 1) as u8;
+    cfg.fill_main = fill_main;
+    Ok(Box::new(ModeCache::new(S3Fifo::new(capacity, cfg), ctx.mode)))
+}
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "s3fifo",
+    about: "S3-FIFO: small FIFO filter + main FIFO with reinsertion + ghost FIFO (libCacheSim S3FIFO)",
+    params: &[
+        ParamInfo { name: "small", default: "10%", about: "small queue share of the capacity (small-size-ratio)" },
+        ParamInfo { name: "ghost", default: "90%", about: "ghost keys as a share of the capacity (ghost-size-ratio)" },
+        ParamInfo { name: "threshold", default: "2", about: "hits in the small queue to move to main (move-to-main-threshold)" },
+        ParamInfo { name: "bits", default: "2", about: "main queue counter width; reinsertion keeps min(hits, 2^bits-1)-1" },
+        ParamInfo {
+            name: "variant",
+            default: "libcachesim",
+            about: "libcachesim (S3FIFO: fills main once small is full before the first eviction) or paper (S3FIFOv0)",
+        },
+    ],
+    build,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::run_keys;
+    use crate::policy::{Mode, SpecError};
+
+    #[test]
+    fn sizes_follow_libcachesim_rounding() {
+        // 20 pages: S 2 pages (8192 bytes), M 18, G 18 keys.
+        let c = S3FifoConfig::new(20, 0.1, 0.9).unwrap();
+        assert_eq!((c.small_bytes, c.main_bytes, c.ghost), (8192, 73728, 18));
+        // 11 pages: S is 1.1 pages (4505 bytes), enough to admit.
+        assert_eq!(S3FifoConfig::new(11, 0.1, 0.9).unwrap().small_bytes, 4505);
+        assert!(S3FifoConfig::new(10, 0.1, 0.9).is_err());
+    }
+
+    #[test]
+    fn by_hand() {
+        // 20 pages: S 2 pages, M 18 pages share, G 18 keys.
+        let mut s = S3Fifo::new(20, S3FifoConfig::new(20, 0.1, 0.9).unwrap());
+        // Fill: 1 2 go to S; S is then full (2 pages = its share), and before the
+        // first eviction libCacheSim sends 3..20 to M.
+        let fill: Vec<u64> = (1..=20).collect();
+        assert_eq!(run_keys(&mut s, &fill), vec![false; 20]);
+        assert_eq!(s.queues().0, vec![2, 1]);
+        // Hit 1 twice (threshold 2), 3 once.
+        assert_eq!(run_keys(&mut s, &[1, 1, 3]), vec![true; 3]);
+        // 21: M (18) is not over its share and S is not empty -> evict from S:
+        // 1 was hit twice -> moves to M (counter 0); 2 was not -> leaves, key to G.
+        assert_eq!(run_keys(&mut s, &[21]), vec![false]);
+        let main: Vec<u64> = std::iter::once(1).chain((3..=20).rev()).collect();
+        assert_eq!(s.queues(), (vec![21], main, vec![2]));
+        // 22: M holds 19 pages > 18 -> evict from M: 3 (counter 1) goes round
+        // with 0; 4 leaves.
+        assert_eq!(run_keys(&mut s, &[22]), vec![false]);
+        let (sq, mq, gq) = s.queues();
+        assert_eq!(sq, vec![22, 21]);
+        assert_eq!(mq.first(), Some(&3));
+        assert!(!mq.contains(&4) && mq.contains(&5));
+        assert_eq!(gq, vec![2]);
+        // 2 comes back: ghost hit -> straight into M. Room: M (19 incl. 3) is over
+        // its share -> 5 leaves.
+        assert_eq!(run_keys(&mut s, &[2]), vec![false]);
+        let (_, mq, gq) = s.queues();
+        assert_eq!(mq.first(), Some(&2));
+        assert!(!mq.contains(&5));
+        assert!(gq.is_empty());
+        assert_eq!(s.len(), 20);
+    }
+
+    #[test]
+    fn paper_variant_always_fills_small() {
+        let mut cfg = S3FifoConfig::new(20, 0.1, 0.9).unwrap();
+        cfg.fill_main = false;
+        let mut s = S3Fifo::new(20, cfg);
+        let fill: Vec<u64> = (1..=20).collect();
+        run_keys(&mut s, &fill);
+        assert_eq!(s.queues().0.len(), 20);
+        // 21: S is over its share -> evict from S: 1 leaves (to G).
+        assert_eq!(run_keys(&mut s, &[21, 1]), vec![false, false]);
+        // 1 was a ghost: it went to M, after 2 left S to make room.
+        let (sq, mq, gq) = s.queues();
+        assert_eq!(mq, vec![1]);
+        assert_eq!(sq.len(), 19);
+        assert_eq!(gq, vec![2]);
+    }
+
+    #[test]
+    fn bad_params() {
+        let ctx = BuildCtx { capacity: 100, mode: Mode::WriteBack };
+        for spec in [
+            "s3fifo(small=100%)",
+            "s3fifo(small=0)",
+            "s3fifo(ghost=2)",
+            "s3fifo(threshold=256)",
+            "s3fifo(threshold=-1)",
+            "s3fifo(bits=0)",
+            "s3fifo(bits=9)",
+            "s3fifo(variant=v2)",
+        ] {
+            match build_spec(spec, &ctx) {
+                Err(SpecError::BadValue { .. }) => {}
+                Err(e) => panic!("{spec}: wrong error {e}"),
+                Ok(_) => panic!("{spec}: accepted"),
+            }
+        }
+        let tiny = BuildCtx { capacity: 10, mode: Mode::WriteBack };
+        assert!(matches!(build_spec("s3fifo", &tiny), Err(SpecError::BadValue { .. })));
+        assert!(build_spec("s3fifo(small=20%)", &tiny).is_ok());
+        assert!(build_spec("s3fifo(ghost=0,threshold=1,bits=1,variant=paper)", &ctx).is_ok());
+    }
+}

@@ -1,6 +1,11 @@
 //! Key traces: one page number per record, each a one-page read. `keys` is
 //! decimal text, one per line; `keys-u32be` is big-endian u32 (the LIRS, ARC and
 //! CloudPhysics key traces).
+//!
+//! `keys` is strict: a line is one unsigned integer, or a comment starting with
+//! `#`, or a lone `*`. The LIRS distribution's traces (`cs`, `2_pools`) hold `*`
+//! lines as separators between phases; like caffeine's LIRS reader, they are
+//! skipped and carry no request.
 
 use crate::trace::text::{u64_field, LineFormat};
 use crate::trace::{FieldError, Format, Op, Request, TraceError, TraceReader, Unit};
@@ -12,7 +17,7 @@ pub struct Keys;
 impl LineFormat for Keys {
     fn parse(&mut self, line: &str) -> Result<Option<Request>, FieldError> {
         let line = line.trim();
-        if line.starts_with('#') {
+        if line.starts_with('#') || line == "*" {
             return Ok(None);
         }
         let key = u64_field("key", Some(line))?;
@@ -68,12 +73,47 @@ impl TraceReader for KeysU32be {
     }
 }
 
-/// Every line a single unsigned integer.
+/// Every line a single unsigned integer (or a LIRS `*` separator), at least one integer.
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    lines.iter().all(|l| l.trim().parse::<u64>().is_ok()).then_some(Format::Keys)
+    let p = super::common::probe(Keys, lines)?;
+    (p.requests > 0).then_some(Format::Keys)
 }
 
 /// Binary data whose length is a multiple of 4 and not another known format.
 pub fn sniff_u32be(head: &[u8]) -> Option<Format> {
     (head.len() % 4 == 0 && !head.is_empty()).then_some(Format::KeysU32be)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines() {
+        assert_eq!(Keys.parse("2819").unwrap().unwrap(), Request { time: 0, addr: 2819, len: 1, dev: 0, op: Op::Read });
+        assert_eq!(Keys.parse(" 7 ").unwrap().unwrap().addr, 7);
+        assert_eq!(Keys.parse("*").unwrap(), None);
+        assert_eq!(Keys.parse("# comment").unwrap(), None);
+        assert_eq!(Keys.parse("x").unwrap_err().field, "key");
+        assert_eq!(Keys.parse("1 2").unwrap_err().field, "key");
+        assert_eq!(Keys.parse("**").unwrap_err().field, "key");
+        assert_eq!(Keys.parse("-1").unwrap_err().field, "key");
+    }
+
+    #[test]
+    fn sniffs() {
+        assert_eq!(sniff(&["0", "1", "*", "2"]), Some(Format::Keys));
+        assert_eq!(sniff(&["*"]), None);
+        assert_eq!(sniff(&["1", "2 3"]), None);
+    }
+
+    #[test]
+    fn u32be_reads_and_rejects_torn_records() {
+        let bytes: Vec<u8> = [1u32, 0xdead_beef].iter().flat_map(|k| k.to_be_bytes()).collect();
+        let mut r = KeysU32be::new(Box::new(std::io::Cursor::new(bytes.clone())), Path::new("k"));
+        let all = crate::trace::read_all(&mut r).unwrap();
+        assert_eq!(all.iter().map(|r| r.addr).collect::<Vec<_>>(), [1, 0xdead_beef]);
+        let mut r = KeysU32be::new(Box::new(std::io::Cursor::new(bytes[..6].to_vec())), Path::new("k"));
+        assert!(crate::trace::read_all(&mut r).unwrap_err().to_string().contains("2 stray bytes"));
+    }
 }

@@ -2,6 +2,7 @@
 
 pub mod ascii;
 pub mod blkparse;
+pub mod common;
 pub mod csv;
 pub mod keys;
 pub mod msr;
@@ -14,6 +15,7 @@ pub mod vscsi;
 use super::compress::open_decompressed;
 use super::text::TextReader;
 use super::{ReadOptions, TraceError, TraceReader};
+use std::io::BufRead;
 use std::path::Path;
 
 /// Every trace format ssdcache reads. `Auto` sniffs.
@@ -97,55 +99,81 @@ impl std::fmt::Display for Format {
 
 /// Opens `path` as `format` (not `Auto`).
 pub fn open_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Box<dyn TraceReader>, TraceError> {
+    if format == Format::Auto {
+        return Err(TraceError::Format { path: path.into(), msg: "format must be resolved before opening".into() });
+    }
+    reader_over(open_decompressed(path)?, path, format, opts)
+}
+
+/// A reader of `format` (not `Auto`) over the decompressed bytes `src`; `path`
+/// names the source in error messages.
+pub fn reader_over(
+    src: Box<dyn BufRead + Send>,
+    path: &Path,
+    format: Format,
+    opts: &ReadOptions,
+) -> Result<Box<dyn TraceReader>, TraceError> {
     let skip = opts.skip_bad;
-    let text = |p: &Path| open_decompressed(p);
     Ok(match format {
         Format::Auto => return Err(TraceError::Format { path: path.into(), msg: "format must be resolved before opening".into() }),
-        Format::Ssdsim | Format::Mqsim => Box::new(TextReader::new(text(path)?, ascii::Ascii::ssdsim(), path, skip)),
-        Format::Disksim => Box::new(TextReader::new(text(path)?, ascii::Ascii::disksim(), path, skip)),
-        Format::Heimdall => Box::new(TextReader::new(text(path)?, ascii::Ascii::heimdall(), path, skip)),
-        Format::Keys => Box::new(TextReader::new(text(path)?, keys::Keys, path, skip)),
-        Format::KeysU32be => Box::new(keys::KeysU32be::new(text(path)?, path)),
-        Format::Spc => Box::new(TextReader::new(text(path)?, spc::Spc::default(), path, skip)),
-        Format::Msr => Box::new(TextReader::new(text(path)?, msr::Msr::default(), path, skip)),
-        Format::Blkparse => Box::new(TextReader::new(text(path)?, blkparse::Blkparse::default(), path, skip)),
-        Format::VscsiCsv => Box::new(TextReader::new(text(path)?, vscsi::VscsiCsv::default(), path, skip)),
-        Format::Tencent => Box::new(TextReader::new(text(path)?, tencent::Tencent::default(), path, skip)),
-        Format::Systor => Box::new(TextReader::new(text(path)?, systor::Systor::default(), path, skip)),
+        Format::Ssdsim | Format::Mqsim => Box::new(TextReader::new(src, ascii::Ascii::ssdsim(), path, skip)),
+        Format::Disksim => Box::new(TextReader::new(src, ascii::Ascii::disksim(), path, skip)),
+        Format::Heimdall => Box::new(TextReader::new(src, ascii::Ascii::heimdall(), path, skip)),
+        Format::Keys => Box::new(TextReader::new(src, keys::Keys, path, skip)),
+        Format::KeysU32be => Box::new(keys::KeysU32be::new(src, path)),
+        Format::Spc => Box::new(TextReader::new(src, spc::Spc, path, skip)),
+        Format::Msr => Box::new(TextReader::new(src, msr::Msr::default(), path, skip)),
+        Format::Blkparse => Box::new(TextReader::new(src, blkparse::Blkparse::new(opts.blk_event), path, skip)),
+        Format::VscsiCsv => Box::new(TextReader::new(src, vscsi::VscsiCsv, path, skip)),
+        Format::Tencent => Box::new(TextReader::new(src, tencent::Tencent, path, skip)),
+        Format::Systor => Box::new(TextReader::new(src, systor::Systor, path, skip)),
         Format::Csv => {
             let mapping = opts.csv.clone().ok_or_else(|| TraceError::Format {
                 path: path.into(),
                 msg: "format csv needs a column mapping (--csv-columns)".into(),
             })?;
-            Box::new(TextReader::new(text(path)?, csv::Csv::new(mapping), path, skip))
+            Box::new(TextReader::new(src, csv::Csv::new(mapping), path, skip))
         }
-        Format::OracleGeneral => Box::new(oracle::OracleGeneral::new(text(path)?, path)),
-        Format::Binary => Box::new(super::binary::BinaryReader::new(text(path)?, path)?),
+        Format::OracleGeneral => Box::new(oracle::OracleGeneral::new(src, path)),
+        Format::Binary => Box::new(super::binary::BinaryReader::new(src, path)?),
     })
 }
 
-/// Guesses the format of `path` from its first decompressed bytes.
+/// How many decompressed bytes the sniffers look at.
+pub const SNIFF_BYTES: usize = 64 * 1024;
+
+/// Guesses the format of `path` from its first decompressed bytes (never its name).
 pub fn sniff(path: &Path) -> Result<Format, TraceError> {
-    let head = super::compress::peek(path, 64 * 1024)?;
+    let head = super::compress::peek(path, SNIFF_BYTES)?;
     sniff_bytes(&head).ok_or_else(|| TraceError::Format {
         path: path.into(),
         msg: "cannot tell the trace format from its contents; name it with --format".into(),
     })
 }
 
-/// Format guess from a file's first bytes; `None` if nothing fits.
+/// Format guess from a file's first bytes (at most [`SNIFF_BYTES`]; fewer means
+/// the whole file); `None` if nothing fits.
+///
+/// - ssdcache's binary form by its magic;
+/// - text (UTF-8 without NUL bytes): every complete line among the first 200 must
+///   parse with one format's own parser, tried in the order of [`sniff_text`];
+/// - otherwise binary record formats: oracleGeneral if its records are plausible,
+///   else big-endian u32 keys if the length is a multiple of 4.
+///
+/// `csv` is never guessed: it needs a column mapping.
 pub fn sniff_bytes(head: &[u8]) -> Option<Format> {
     if head.starts_with(super::binary::MAGIC) {
         return Some(Format::Binary);
     }
-    // The text sniffers live beside their formats; each looks at whole lines.
-    let text = std::str::from_utf8(head).ok().or_else(|| {
-        // the cut may fall inside a multi-byte character
-        std::str::from_utf8(&head[..head.len().saturating_sub(4)]).ok()
-    });
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => Some(t),
+        // a full window may end inside a multi-byte character
+        Err(e) if e.error_len().is_none() && head.len() >= SNIFF_BYTES => std::str::from_utf8(&head[..e.valid_up_to()]).ok(),
+        Err(_) => None,
+    };
     match text {
-        Some(t) => sniff_text(t),
-        None => sniff_binary(head),
+        Some(t) if !t.contains('\0') => sniff_text(t).or_else(|| sniff_binary(head)),
+        _ => sniff_binary(head),
     }
 }
 
@@ -158,6 +186,13 @@ fn complete_lines(text: &str) -> Vec<&str> {
     lines
 }
 
+/// Each text sniffer runs its format's own parser over the lines and accepts only
+/// if every line parses and at least one is a request, so a guess always reads.
+/// The formats' columns keep them apart: whitespace-separated five numbers
+/// (ascii family), one number (keys), blkparse/WiscSee events, then comma
+/// separated with 7 columns and `Read`/`Write` (MSR), 6 with `R`/`W` (SYSTOR),
+/// `r`/`w` in the fourth (SPC), 0/1 in the fourth (Tencent; before vSCSI, whose
+/// fourth column is a byte size), a SCSI opcode in the third (vSCSI).
 fn sniff_text(text: &str) -> Option<Format> {
     let lines = complete_lines(text);
     if lines.is_empty() {
@@ -165,8 +200,60 @@ fn sniff_text(text: &str) -> Option<Format> {
     }
     ascii::sniff(&lines)
         .or_else(|| keys::sniff(&lines))
+        .or_else(|| blkparse::sniff(&lines))
+        .or_else(|| msr::sniff(&lines))
+        .or_else(|| systor::sniff(&lines))
+        .or_else(|| spc::sniff(&lines))
+        .or_else(|| tencent::sniff(&lines))
+        .or_else(|| vscsi::sniff(&lines))
 }
 
 fn sniff_binary(head: &[u8]) -> Option<Format> {
     oracle::sniff(head).or_else(|| keys::sniff_u32be(head))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_sniffs_from_a_few_lines() {
+        let cases: &[(&str, Format)] = &[
+            ("0 0 303567 7 0\r\n26214000 1 240840 6 0\r\n", Format::Ssdsim),
+            ("0.000 0 11562803200 4096 1\n223.412 0 3159347200 36864 0\n", Format::Heimdall),
+            ("0.5 0 17 3 1\n1.5 0 19 1 0\n", Format::Disksim),
+            ("0\n1\n*\n2\n", Format::Keys),
+            ("  8,0    3        6     0.000008096   697  D  WS 223490 + 8 [kjournald]\n", Format::Blkparse),
+            ("35181 D read 136318976 4096 0.000000000 0 False\n0 C read 136327168 4096 0.0001 0.0001 False\n", Format::Blkparse),
+            ("128166385295514663,hm,0,Write,9056014336,2048,2833\n", Format::Msr),
+            ("Timestamp,Response,IOType,LUN,Offset,Size\n1455591804.310701000,0.006475000,R,0,203468398592,32768\n", Format::Systor),
+            ("0,303567,3584,w,0.000000\n1,55590,3072,r,0.000000\n", Format::Spc),
+            ("1538323200,12910952,8,1,1283\n1538323200,12910960,8,0,1283\n", Format::Tencent),
+            ("version,time,op,size,lbn\n1,5633898,2a,512,42932745\n", Format::VscsiCsv),
+            ("1,5633898,28,512,42932745\n", Format::VscsiCsv),
+        ];
+        for (text, want) in cases {
+            assert_eq!(sniff_bytes(text.as_bytes()), Some(*want), "{text:?}");
+        }
+        assert_eq!(sniff_bytes(b"hello, world\n"), None);
+        assert_eq!(sniff_bytes(b""), None);
+        assert_eq!(sniff_bytes(b"SSDCTRC1\0\0\0\0\0\0\0\0"), Some(Format::Binary));
+    }
+
+    #[test]
+    fn binary_formats_sniff() {
+        let keys: Vec<u64> = (0..1000).map(|i| i % 37).collect();
+        let times: Vec<u64> = (0..1000).map(|i| i * 1_000_000).collect();
+        let og = oracle::write_oracle(Vec::new(), 4096, &times, &keys).unwrap();
+        assert_eq!(sniff_bytes(&og), Some(Format::OracleGeneral));
+        let be: Vec<u8> = (0u32..1000).flat_map(|k| (k % 37).to_be_bytes()).collect();
+        assert_eq!(sniff_bytes(&be), Some(Format::KeysU32be));
+    }
+
+    #[test]
+    fn a_cut_last_line_is_ignored() {
+        let mut text = "0,303567,3584,w,0.000000\n".repeat(3000);
+        text.truncate(SNIFF_BYTES); // cut inside a line
+        assert_eq!(sniff_bytes(text.as_bytes()), Some(Format::Spc));
+    }
 }

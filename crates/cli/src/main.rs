@@ -1,0 +1,48 @@
+//! The `ssdcache` command.
+
+mod output;
+mod policies;
+mod run;
+mod trace_cmd;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "ssdcache", version, about = "Flash-aware storage caching: simulate cache policies on block traces")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay traces through cache policies and report device accesses, not only hit ratio.
+    ///
+    /// With no arguments, runs every classic policy on a bundled synthetic workload.
+    /// Lists (--policy, --cache, --mode, repeated --trace/--gen) run every combination in parallel.
+    Sim(run::SimArgs),
+    /// List every policy with its parameters and defaults, and the cache modes.
+    Policies,
+    /// Inspect, convert and generate traces.
+    Trace {
+        #[command(subcommand)]
+        command: trace_cmd::TraceCommand,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sim(args) => run::sim(args),
+        Command::Policies => {
+            policies::print();
+            Ok(())
+        }
+        Command::Trace { command } => trace_cmd::run(command),
+    };
+    if let Err(e) = result {
+        // One line, what and where; exit status 2 as for any bad input.
+        eprintln!("ssdcache: error: {e:#}");
+        std::process::exit(2);
+    }
+}

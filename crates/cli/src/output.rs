@@ -1,0 +1,174 @@
+//! Printing reports: a detail table for one run, a row per run for sweeps, JSON lines, CSV.
+
+use anyhow::Result;
+use ssdcache::metrics::Report;
+use ssdcache::units::format_bytes;
+use std::io::Write;
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", 100.0 * x)
+}
+
+/// Groups digits: 1234567 -> 1,234,567.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One run, one line per number.
+pub fn detail(r: &Report) {
+    let c = &r.counters;
+    let rows: Vec<(&str, String)> = vec![
+        ("trace", format!("{} ({})", r.trace, r.format)),
+        ("policy", format!("{} ({})", r.policy, r.mode)),
+        ("cache", format!("{} = {} pages of {}", format_bytes(r.cache_bytes), thousands(r.capacity_pages), format_bytes(r.page_bytes))),
+        ("requests", format!("{} ({} read, {} write, {} trim)", thousands(c.requests), thousands(c.read_requests), thousands(c.write_requests), thousands(c.trim_requests))),
+        ("page accesses", format!("{} ({} read, {} write)", thousands(c.pages), thousands(c.read_pages), thousands(c.write_pages))),
+        ("hit ratio", format!("{}  (read {}, write {}; requests fully hit {})", pct(r.hit_ratio), pct(r.read_hit_ratio), pct(r.write_hit_ratio), pct(r.request_hit_ratio))),
+        ("hits / misses", format!("{} / {}", thousands(c.hits), thousands(r.misses))),
+        ("backing reads", format!("{} pages (of which read-for-write {})", thousands(c.backing_reads), thousands(c.read_for_write))),
+        ("backing writes", format!("{} pages (dirty write-backs {})", thousands(c.backing_writes), thousands(c.dirty_writebacks))),
+        ("evictions", thousands(c.evictions)),
+        ("cache writes", thousands(c.cache_writes)),
+        ("drain writes", format!("{} pages (written back at the end, not counted above)", thousands(c.drain_writes))),
+        ("read-replace-dirty", format!("{}  (x2)", thousands(c.read_replace_dirty))),
+        ("read-overwrite-clean", format!("{}  (x1)", thousands(c.read_overwrite_clean))),
+        ("write-replace-dirty", format!("{}  (x1)", thousands(c.write_replace_dirty))),
+        ("write-overwrite-clean", format!("{}  (x0)", thousands(c.write_overwrite_clean))),
+        ("backing accesses", format!("{}  (paper 003: 2*RRD + ROC + WRD)", thousands(r.backing_accesses))),
+    ];
+    for (k, v) in rows {
+        println!("{k:<22} {v}");
+    }
+    if r.skipped > 0 {
+        println!("{:<22} {}", "skipped lines", thousands(r.skipped));
+    }
+}
+
+/// A row per run.
+pub fn table(reports: &[Report]) {
+    let multi_trace = reports.iter().any(|r| r.trace != reports[0].trace);
+    let multi_mode = reports.iter().any(|r| r.mode != reports[0].mode);
+    let mut header = vec![];
+    if multi_trace {
+        header.push("trace");
+    }
+    header.extend(["policy", "cache"]);
+    if multi_mode {
+        header.push("mode");
+    }
+    header.extend(["hit%", "read%", "write%", "bk reads", "bk writes", "writebacks", "RRD", "ROC", "WRD", "WOC", "bk accesses"]);
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in reports {
+        let c = &r.counters;
+        let mut row = vec![];
+        if multi_trace {
+            row.push(short_name(&r.trace));
+        }
+        row.extend([r.policy.clone(), format_bytes(r.cache_bytes)]);
+        if multi_mode {
+            row.push(r.mode.clone());
+        }
+        row.extend([
+            format!("{:.2}", 100.0 * r.hit_ratio),
+            format!("{:.2}", 100.0 * r.read_hit_ratio),
+            format!("{:.2}", 100.0 * r.write_hit_ratio),
+            thousands(c.backing_reads),
+            thousands(c.backing_writes),
+            thousands(c.dirty_writebacks),
+            thousands(c.read_replace_dirty),
+            thousands(c.read_overwrite_clean),
+            thousands(c.write_replace_dirty),
+            thousands(c.write_overwrite_clean),
+            thousands(r.backing_accesses),
+        ]);
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap()).collect();
+    let text_cols = if multi_trace { 2 } else { 1 };
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| if i < text_cols { format!("{cell:<w$}", w = widths[i]) } else { format!("{cell:>w$}", w = widths[i]) })
+            .collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+    let mut context = vec![format!("page {}", format_bytes(reports[0].page_bytes))];
+    if !multi_trace {
+        context.insert(0, format!("trace {} ({})", reports[0].trace, reports[0].format));
+    }
+    if !multi_mode {
+        context.push(format!("mode {}", reports[0].mode));
+    }
+    println!("\n{}", context.join("; "));
+    println!("RRD/ROC/WRD/WOC: paper 003's read-replace-dirty, read-overwrite-clean, write-replace-dirty, write-overwrite-clean; bk accesses = 2*RRD + ROC + WRD");
+}
+
+fn short_name(trace: &str) -> String {
+    let base = trace.rsplit('/').next().unwrap_or(trace);
+    if base.chars().count() > 40 {
+        format!("{}…", base.chars().take(39).collect::<String>())
+    } else {
+        base.to_string()
+    }
+}
+
+pub fn json(reports: &[Report]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for r in reports {
+        serde_json::to_writer(&mut out, r)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn csv_cell(v: &serde_json::Value) -> String {
+    let s = match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+pub fn csv(reports: &[Report]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for (i, r) in reports.iter().enumerate() {
+        let serde_json::Value::Object(map) = serde_json::to_value(r)? else { unreachable!() };
+        if i == 0 {
+            writeln!(out, "{}", map.keys().cloned().collect::<Vec<_>>().join(","))?;
+        }
+        writeln!(out, "{}", map.values().map(csv_cell).collect::<Vec<_>>().join(","))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digit_groups() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn csv_quotes_specs_with_commas() {
+        assert_eq!(csv_cell(&serde_json::json!("2q(kin=25%,kout=50%)")), "\"2q(kin=25%,kout=50%)\"");
+        assert_eq!(csv_cell(&serde_json::json!(3)), "3");
+    }
+}

@@ -1,0 +1,119 @@
+//! One simulation run from its description: a trace source, a policy spec, a
+//! cache size, a page size and a mode. The CLI and the Python package both go
+//! through [`run`], so the same inputs give the same numbers everywhere.
+
+use super::{SimConfig, SimError, Simulator};
+use crate::metrics::{Report, RunInfo};
+use crate::policy::registry::BuildCtx;
+use crate::policy::{build, Mode};
+use crate::trace::{self, Format, MemoryReader, ReadOptions, Request, TraceReader, Unit};
+use crate::units::format_bytes;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where a run's requests come from.
+#[derive(Clone)]
+pub enum TraceSource {
+    /// A trace file in a format (or [`Format::Auto`]).
+    File { path: PathBuf, format: Format, opts: ReadOptions },
+    /// A synthetic workload spec (see [`crate::trace::gen`]).
+    Gen(String),
+    /// Requests already in memory, e.g. a file loaded once for a sweep.
+    Memory { name: String, format: String, requests: Arc<[Request]>, unit: Unit, skipped: u64 },
+}
+
+impl TraceSource {
+    /// The name reports carry: the path or the generator spec.
+    pub fn name(&self) -> String {
+        match self {
+            TraceSource::File { path, .. } => path.display().to_string(),
+            TraceSource::Gen(spec) => spec.clone(),
+            TraceSource::Memory { name, .. } => name.clone(),
+        }
+    }
+
+    /// Opens a reader; returns it with the name of the format used.
+    pub fn open(&self) -> Result<(Box<dyn TraceReader>, String), SimError> {
+        Ok(match self {
+            TraceSource::File { path, format, opts } => {
+                let (reader, used) = trace::open(path, *format, opts)?;
+                (reader, used.name().to_string())
+            }
+            TraceSource::Gen(spec) => (open_gen(spec)?, "gen".to_string()),
+            TraceSource::Memory { requests, unit, format, .. } => {
+                (Box::new(MemoryReader::new(requests.clone(), *unit)), format.clone())
+            }
+        })
+    }
+
+    /// Reads the whole trace into memory, so that many runs share one parse.
+    pub fn load(&self) -> Result<TraceSource, SimError> {
+        if let TraceSource::Memory { .. } = self {
+            return Ok(self.clone());
+        }
+        let (mut reader, format) = self.open()?;
+        let requests = trace::read_all(reader.as_mut())?;
+        Ok(TraceSource::Memory {
+            name: self.name(),
+            format,
+            requests: requests.into(),
+            unit: reader.unit(),
+            skipped: reader.skipped(),
+        })
+    }
+}
+
+fn open_gen(spec: &str) -> Result<Box<dyn TraceReader>, SimError> {
+    Err(SimError::Config(format!("workload generators are not available yet ({spec})")))
+}
+
+/// What to simulate on a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSpec {
+    pub policy: String,
+    pub cache_bytes: u64,
+    pub page_bytes: u64,
+    pub mode: Mode,
+}
+
+/// Runs one simulation and returns its report.
+pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
+    if spec.page_bytes == 0 {
+        return Err(SimError::Config("page size must be greater than zero".into()));
+    }
+    let capacity = spec.cache_bytes / spec.page_bytes;
+    if capacity == 0 {
+        return Err(SimError::Config(format!(
+            "cache {} is smaller than one page of {}",
+            format_bytes(spec.cache_bytes),
+            format_bytes(spec.page_bytes)
+        )));
+    }
+    let capacity = usize::try_from(capacity)
+        .ok()
+        .filter(|&c| c < u32::MAX as usize)
+        .ok_or_else(|| SimError::Config(format!("cache of {capacity} pages is too large")))?;
+    let (mut policy, canonical) = build(&spec.policy, &BuildCtx { capacity, mode: spec.mode })?;
+    let mode = canonical
+        .params
+        .iter()
+        .find(|(k, _)| k == "mode")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| spec.mode.name().to_string());
+    let (mut reader, format) = source.open()?;
+    let counters = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes }).run(reader.as_mut())?;
+    let skipped = match source {
+        TraceSource::Memory { skipped, .. } => *skipped,
+        _ => reader.skipped(),
+    };
+    let info = RunInfo {
+        policy: canonical.canonical(),
+        mode,
+        trace: source.name(),
+        format,
+        cache_bytes: spec.cache_bytes,
+        page_bytes: spec.page_bytes,
+        capacity_pages: capacity as u64,
+    };
+    Ok(Report::new(info, counters, skipped))
+}

@@ -1,1 +1,0 @@
-//! Synthetic workloads (TODO by the generator work).

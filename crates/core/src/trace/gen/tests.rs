@@ -1,0 +1,297 @@
+use super::spec::{parse, parse_count};
+use super::zipf::Permutation;
+use super::*;
+use crate::trace::read_all;
+
+fn gen(spec: &str) -> Vec<Request> {
+    let mut r = open(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    read_all(r.as_mut()).unwrap()
+}
+
+fn err(spec: &str) -> String {
+    match Generator::new(spec) {
+        Ok(_) => panic!("{spec} should be rejected"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn frac(reqs: &[Request], f: impl Fn(&Request) -> bool) -> f64 {
+    reqs.iter().filter(|r| f(r)).count() as f64 / reqs.len() as f64
+}
+
+#[test]
+fn grammar() {
+    let p = parse("mix( zipf(alpha=1.0,keys=1M), scan(length=100k), weights=90%/10%)").unwrap();
+    assert_eq!(p.name, "mix");
+    assert_eq!(p.components.len(), 2);
+    assert_eq!(p.components[0].params, vec![("alpha".into(), "1.0".into()), ("keys".into(), "1M".into())]);
+    assert_eq!(p.params, vec![("weights".into(), "90%/10%".into())]);
+    // a list value continues after its commas
+    let p = parse("uniform(size=4KiB:70%,64KiB:30%,read=50%)").unwrap();
+    assert_eq!(p.params[0], ("size".into(), "4KiB:70%,64KiB:30%".into()));
+    assert_eq!(p.params[1], ("read".into(), "50%".into()));
+    assert_eq!(parse_count("10M"), Some(10_000_000));
+    assert_eq!(parse_count("100k"), Some(100_000));
+    assert_eq!(parse_count("1.5M"), Some(1_500_000));
+    assert_eq!(parse_count("1_000"), Some(1000));
+    assert_eq!(parse_count("1.5"), None);
+    assert_eq!(parse_count("-3"), None);
+    assert_eq!(parse_count("M"), None);
+}
+
+#[test]
+fn every_listed_generator_opens_with_its_defaults() {
+    for (name, params, about) in list() {
+        assert!(!about.is_empty());
+        let spec = if *name == "mix" { "mix(zipf,uniform,requests=1000)".to_string() } else { format!("{name}(requests=1000)") };
+        assert_eq!(gen(&spec).len(), 1000, "{name} ({params})");
+    }
+    assert_eq!(Generator::new("zipf").unwrap().remaining(), 1_000_000);
+}
+
+#[test]
+fn same_seed_same_stream_different_seed_different_stream() {
+    for spec in [
+        "zipf(alpha=0.9,keys=10k,requests=20k,seed=7,read=70%,iat=exp(10us))",
+        "uniform(keys=10k,requests=20k,seed=7,size=4KiB..64KiB)",
+        "mix(zipf(keys=10k),uniform(keys=5k),weights=3/1,requests=20k,seed=7)",
+        "iometer-b(requests=20k,seed=7)",
+    ] {
+        let a = gen(spec);
+        assert_eq!(a, gen(spec), "{spec}");
+        assert_ne!(a, gen(&spec.replace("seed=7", "seed=8")), "{spec}");
+    }
+}
+
+#[test]
+fn batches_stream_the_same_requests() {
+    let spec = "zipf(keys=1000,requests=10001,seed=3)";
+    let whole = gen(spec);
+    let mut r = open(spec).unwrap();
+    let (mut got, mut batch) = (Vec::new(), Vec::new());
+    while r.read_batch(&mut batch, 333).unwrap() > 0 {
+        assert!(batch.len() <= 333);
+        got.extend_from_slice(&batch);
+    }
+    assert_eq!(got, whole);
+}
+
+#[test]
+fn read_ratio_and_sizes() {
+    let reqs = gen("uniform(keys=100k,requests=100k,read=70%,size=4KiB:70%,64KiB:30%)");
+    assert!((frac(&reqs, |r| r.op == Op::Read) - 0.7).abs() < 0.01);
+    assert!((frac(&reqs, |r| r.len == 4096) - 0.7).abs() < 0.01);
+    assert!(reqs.iter().all(|r| r.len == 4096 || r.len == 65536));
+    assert!(reqs.iter().all(|r| r.addr % 4096 == 0 && r.addr < 100_000 * 4096));
+    assert_eq!(open("uniform(size=4KiB)").unwrap().unit(), Unit::Bytes);
+
+    // a range: whole sectors, uniform: mean (8 + 128) / 2 sectors
+    let reqs = gen("uniform(requests=100k,size=4KiB..64KiB,align=512)");
+    assert!(reqs.iter().all(|r| r.len % 512 == 0 && (4096..=65536).contains(&r.len)));
+    let mean = reqs.iter().map(|r| r.len as f64).sum::<f64>() / reqs.len() as f64;
+    assert!((mean / (68.0 * 512.0) - 1.0).abs() < 0.01, "mean {mean}");
+    assert!(reqs.iter().any(|r| r.addr % 4096 != 0));
+
+    // keys: one page per request, reads by default
+    let mut r = open("uniform(keys=1000,requests=10k)").unwrap();
+    assert_eq!(r.unit(), Unit::Pages);
+    let reqs = read_all(r.as_mut()).unwrap();
+    assert!(reqs.iter().all(|r| r.len == 1 && r.addr < 1000 && r.op == Op::Read && r.dev == 0 && r.time == 0));
+}
+
+/// Counts of each key for a zipf spec with `permute=false` (key = rank - 1).
+fn zipf_counts(alpha: f64, keys: usize, requests: usize) -> Vec<f64> {
+    let mut counts = vec![0.0; keys];
+    for r in gen(&format!("zipf(alpha={alpha},keys={keys},requests={requests},permute=false,seed=11)")) {
+        counts[r.addr as usize] += 1.0;
+    }
+    counts
+}
+
+#[test]
+fn zipf_follows_its_law() {
+    for alpha in [0.0, 0.6, 0.9, 1.0, 1.2] {
+        let (keys, n) = (1000, 1_000_000);
+        let counts = zipf_counts(alpha, keys, n);
+        let h: f64 = (1..=keys).map(|k| (k as f64).powf(-alpha)).sum();
+        // chi-square over all keys: 999 degrees of freedom, mean 999, sd ≈ 45
+        let chi2: f64 = (1..=keys)
+            .map(|k| {
+                let e = n as f64 * (k as f64).powf(-alpha) / h;
+                (counts[k - 1] - e).powi(2) / e
+            })
+            .sum();
+        assert!(chi2 < 999.0 + 5.0 * 45.0, "alpha {alpha}: chi2 {chi2}");
+        // and the head: count(1)/count(k) ≈ k^alpha
+        for k in [2usize, 4, 10] {
+            let ratio = counts[0] / counts[k - 1];
+            assert!((ratio / (k as f64).powf(alpha) - 1.0).abs() < 0.05, "alpha {alpha} k {k}: {ratio}");
+        }
+    }
+}
+
+#[test]
+fn zipf_permutation_scatters_hot_keys_keeping_the_law() {
+    let keys = 1000;
+    let mut counts = vec![0.0; keys];
+    for r in gen("zipf(alpha=1.0,keys=1000,requests=1M,seed=11)") {
+        counts[r.addr as usize] += 1.0;
+    }
+    let mut order: Vec<usize> = (0..keys).collect();
+    order.sort_by(|&a, &b| counts[b].partial_cmp(&counts[a]).unwrap());
+    // hot keys are not the first keys
+    assert!(order[..10].iter().filter(|&&k| k < 10).count() <= 2, "{:?}", &order[..10]);
+    // the sorted frequencies still follow 1/k
+    let (mut sorted, plain) = (counts.clone(), zipf_counts(1.0, keys, 1_000_000));
+    sorted.sort_by(|a, b| b.partial_cmp(a).unwrap());
+    for k in [0, 1, 9, 99] {
+        assert!((sorted[k] / plain[k] - 1.0).abs() < 0.1, "rank {}: {} vs {}", k + 1, sorted[k], plain[k]);
+    }
+}
+
+#[test]
+fn permutation_is_a_bijection() {
+    let mut rng = Rng::seed_from_u64(5);
+    for n in [1u64, 2, 3, 7, 64, 100, 1000, 4097] {
+        let p = Permutation::new(n, &mut rng);
+        let mut seen = vec![false; n as usize];
+        for x in 0..n {
+            let y = p.apply(x);
+            assert!(y < n && !seen[y as usize], "n {n}");
+            seen[y as usize] = true;
+        }
+    }
+}
+
+#[test]
+fn scan_and_loop_are_sequential() {
+    let reqs = gen("scan(start=100,length=5,requests=12)");
+    let keys: Vec<u64> = reqs.iter().map(|r| r.addr).collect();
+    assert_eq!(keys, [100, 101, 102, 103, 104, 100, 101, 102, 103, 104, 100, 101]);
+    let reqs = gen("loop(keys=3,requests=7)");
+    assert_eq!(reqs.iter().map(|r| r.addr).collect::<Vec<_>>(), [0, 1, 2, 0, 1, 2, 0]);
+    // bytes: each request starts where the previous one ended (in whole blocks)
+    let reqs = gen("scan(length=1000,requests=100,size=4KiB/8KiB)");
+    for w in reqs.windows(2) {
+        assert_eq!(w[1].addr, w[0].addr + w[0].len as u64);
+    }
+}
+
+#[test]
+fn mix_draws_components_by_weight() {
+    let reqs = gen("mix(zipf(alpha=1.0,keys=1M),scan(start=1M,length=100k),weights=90%/10%,requests=100k)");
+    let scans: Vec<u64> = reqs.iter().filter(|r| r.addr >= 1_000_000).map(|r| r.addr).collect();
+    assert!((scans.len() as f64 / 1e5 - 0.1).abs() < 0.01);
+    // the scan component keeps its own cursor between its turns
+    assert!(scans.windows(2).all(|w| w[1] == w[0] + 1));
+    // components keep their own op and size settings
+    let reqs = gen("mix(uniform(read=100%,size=4KiB),uniform(read=0%,size=64KiB),requests=10k)");
+    assert!(reqs.iter().all(|r| (r.op == Op::Read) == (r.len == 4096)));
+}
+
+#[test]
+fn devices_split_the_key_space() {
+    let reqs = gen("uniform(keys=1000,devices=4,requests=10k)");
+    assert!(reqs.iter().all(|r| r.dev < 4 && r.addr < 250));
+    assert!((frac(&reqs, |r| r.dev == 3) - 0.25).abs() < 0.02);
+}
+
+#[test]
+fn inter_arrival_times() {
+    let reqs = gen("uniform(requests=4,iat=100us)");
+    assert_eq!(reqs.iter().map(|r| r.time).collect::<Vec<_>>(), [0, 100_000, 200_000, 300_000]);
+    let reqs = gen("uniform(requests=100k,iat=exp(1ms))");
+    let mean = reqs.last().unwrap().time as f64 / (reqs.len() - 1) as f64;
+    assert!((mean / 1e6 - 1.0).abs() < 0.02, "mean gap {mean}");
+    assert!(reqs.windows(2).all(|w| w[0].time <= w[1].time));
+}
+
+/// Thread of a byte address in the default iometer layout: file t is 512KiB·2^t at 512KiB·(2^t - 1).
+fn thread_of(addr: u64) -> usize {
+    (63 - (addr / (512 << 10) + 1).leading_zeros()) as usize
+}
+
+#[test]
+fn iometer_workloads_match_paper_002_table_2() {
+    for (name, random, iat_ms) in [("iometer-a", 1.0, 158.0), ("iometer-b", 0.5, 90.0), ("iometer-c", 0.0, 72.0)] {
+        let g = Generator::new(name).unwrap();
+        assert_eq!(g.remaining(), 500_000, "{name}");
+        assert_eq!(g.unit(), Unit::Bytes);
+        let reqs = gen(&format!("{name}(requests=100k)"));
+        // write-only, records 4KiB..512KiB powers of two, 12 threads each within its own file
+        assert!(reqs.iter().all(|r| r.op == Op::Write && r.dev == 0));
+        assert!(reqs.iter().all(|r| r.len.is_power_of_two() && (4096..=512 << 10).contains(&r.len)));
+        let mut per_thread = [0u64; 12];
+        let mut last_end = [None::<u64>; 12];
+        let (mut big, mut sequential) = (0, 0);
+        for r in &reqs {
+            let t = thread_of(r.addr);
+            assert!(t < 12 && thread_of(r.addr + r.len as u64 - 1) == t, "{name}: {r:?} crosses its file");
+            per_thread[t] += 1;
+            let (file_start, file_end) = ((512u64 << 10) * ((1 << t) - 1), (512u64 << 10) * ((2 << t) - 1));
+            // sequential: right after this thread's last request, or back at the start when it didn't fit
+            let seq = last_end[t].is_some_and(|e| e == r.addr || (r.addr == file_start && e + r.len as u64 > file_end));
+            if random == 0.0 {
+                assert!(seq || last_end[t].is_none(), "{name}: {r:?} is not sequential");
+            }
+            // in files of 128MiB and more, a random request almost never looks sequential
+            if t >= 8 {
+                big += 1;
+                sequential += seq as u64;
+            }
+            last_end[t] = Some(r.addr + r.len as u64);
+        }
+        // equal I/O rates
+        assert!(per_thread.iter().all(|&c| (c as f64 / (reqs.len() as f64 / 12.0) - 1.0).abs() < 0.05));
+        let seq = sequential as f64 / big as f64;
+        assert!((seq - (1.0 - random)).abs() < 0.05, "{name}: sequential share {seq}");
+        let mean_iat = reqs.last().unwrap().time as f64 / (reqs.len() - 1) as f64 / 1e6;
+        assert!((mean_iat / iat_ms - 1.0).abs() < 0.02, "{name}: mean gap {mean_iat} ms");
+        if random == 1.0 {
+            assert!(reqs.iter().all(|r| r.addr % r.len as u64 == 0), "{name}: random I/O aligned to its size");
+        }
+    }
+    // every parameter can be overridden
+    let reqs = gen("iometer-a(threads=2,file_min=1MiB,file_max=1MiB,size=4KiB,read=100%,iat=0,requests=1000,devices=2)");
+    assert!(reqs.iter().all(|r| r.op == Op::Read && r.len == 4096 && r.addr < 1 << 20 && r.dev < 2 && r.time == 0));
+}
+
+#[test]
+fn bad_specs_say_what_is_wrong() {
+    let e = err("zipff(alpha=1)");
+    assert!(e.contains("unknown workload \"zipff\"") && e.contains("zipf, uniform"), "{e}");
+    let e = err("zipf(alpah=1)");
+    assert!(e.contains("no parameter \"alpah\"") && e.contains("alpha"), "{e}");
+    let e = err("zipf(alpha=-1)");
+    assert!(e.contains("alpha=-1"), "{e}");
+    let e = err("zipf(keys=lots)");
+    assert!(e.contains("keys=lots") && e.contains("count"), "{e}");
+    let e = err("uniform(read=150%)");
+    assert!(e.contains("read=150%"), "{e}");
+    let e = err("uniform(size=4KiB:70%,64KiB)");
+    assert!(e.contains("size=4KiB:70%,64KiB") && e.contains("weight"), "{e}");
+    let e = err("uniform(size=64KiB..4KiB)");
+    assert!(e.contains("size=64KiB..4KiB"), "{e}");
+    let e = err("uniform(unit=keys,size=4KiB)");
+    assert!(e.contains("size=4KiB") && e.contains("unit=bytes"), "{e}");
+    let e = err("uniform(iat=soon)");
+    assert!(e.contains("iat=soon"), "{e}");
+    let e = err("mix(zipf,uniform(size=4KiB))");
+    assert!(e.contains("same unit"), "{e}");
+    let e = err("mix(zipf(seed=3),uniform)");
+    assert!(e.contains("seed=3") && e.contains("inside mix"), "{e}");
+    let e = err("mix(zipf,uniform,weights=1/2/3)");
+    assert!(e.contains("3 weights for 2 components"), "{e}");
+    let e = err("mix(weights=1)");
+    assert!(e.contains("at least one component"), "{e}");
+    let e = err("zipf(uniform)");
+    assert!(e.contains("components go in mix"), "{e}");
+    let e = err("zipf(alpha=1");
+    assert!(e.contains("parentheses"), "{e}");
+    let e = err("zipf(alpha=1,alpha=2)");
+    assert!(e.contains("given twice"), "{e}");
+    let e = err("iometer-a(unit=keys)");
+    assert!(e.contains("no parameter \"unit\""), "{e}");
+    let e = err("uniform(keys=0)");
+    assert!(e.contains("keys=0") && e.contains("at least 1"), "{e}");
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what it needs, then runs
+#   1. the Rust unit, property and integration tests (every trace in ../shared/traces),
+#   2. the Python-driven suites (agreement with libCacheSim's miss counts),
+#   3. every fuzz target for a bounded time (FUZZ_SECONDS per target, default 10).
+# Usage: scripts/test.sh            (from anywhere; ../shared must sit beside the repo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "python packages"
+python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt 2>&1 | grep -v "as the 'root' user" || true
+
+step "build"
+cargo build --release --locked -p ssdcache-cli
+
+step "rust tests"
+cargo test --workspace --locked --release
+
+step "python suites (libCacheSim agreement)"
+SSDCACHE_BIN="$PWD/target/release/ssdcache" python3 -m pytest -q tests
+
+if [ -x scripts/fuzz.sh ]; then
+  step "fuzzing (${FUZZ_SECONDS:-10}s per target)"
+  scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+fi

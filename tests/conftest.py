@@ -1,0 +1,34 @@
+"""Shared fixtures for the Python-driven test suites: the ssdcache binary and the shared traces."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TRACES = pathlib.Path(os.environ.get("SSDCACHE_TRACES", ROOT.parent / "shared" / "traces"))
+
+
+def binary() -> pathlib.Path:
+    path = pathlib.Path(os.environ.get("SSDCACHE_BIN", ROOT / "target" / "release" / "ssdcache"))
+    if not path.exists():
+        pytest.fail(f"{path} not built: run `cargo build --release -p ssdcache-cli` (scripts/test.sh does)")
+    return path
+
+
+def ssdcache(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs the ssdcache CLI and returns the completed process (text mode)."""
+    return subprocess.run([str(binary()), *map(str, args)], capture_output=True, text=True, check=check)
+
+
+def sim_json(*args: str) -> list[dict]:
+    out = ssdcache("sim", "--json", *args).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def shared_traces() -> list[pathlib.Path]:
+    if not TRACES.is_dir():
+        raise RuntimeError(f"shared traces not found at {TRACES} (set SSDCACHE_TRACES)")
+    return sorted(p for p in TRACES.rglob("*") if p.is_file() and p.name != "SOURCE.txt" and p.suffix != ".md")
