@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 /// The bundled default workload: a skewed mix of reads and writes over 64 MiB
 /// of 4 KiB blocks with a periodic scan, so policies differ visibly.
-pub const DEFAULT_GEN: &str = "mix(zipf(alpha=0.9,keys=16384),scan(length=4096),weights=85%/15%,requests=200k,read=70%,seed=1)";
+pub const DEFAULT_GEN: &str = "mix(zipf(alpha=0.9,keys=16384,read=70%,unit=bytes),scan(length=4096,read=90%,unit=bytes),weights=85%/15%,requests=200k,seed=1)";
 const DEFAULT_POLICIES: &str = "lru,fifo,clock,lfu,2q,arc,lirs,s3fifo,belady";
 const DEFAULT_CACHES: &str = "4MiB,16MiB";
 
@@ -104,10 +104,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
     }
     // Check every spec before reading any trace, so a typo fails at once.
     for (_, spec) in &grid {
-        ssdcache::policy::build(&spec.policy, &ssdcache::policy::registry::BuildCtx { capacity: 1, mode: spec.mode })?;
-        if spec.cache_bytes < page_bytes {
-            bail!("--cache {} is smaller than one page ({} bytes)", spec.cache_bytes, page_bytes);
-        }
+        ssdcache::sim::run::check(spec)?;
     }
     if grid.len() > sources.len() {
         // Several runs per trace: parse each trace once, share it.

@@ -5,7 +5,8 @@ use clap::Subcommand;
 use ssdcache::sim::{page_key, TraceSource};
 use ssdcache::trace::binary::BinaryWriter;
 use ssdcache::trace::formats::FORMATS;
-use ssdcache::trace::{Format, ReadOptions, TraceReader, Unit, BATCH};
+use ssdcache::trace::formats::oracle::OracleWriter;
+use ssdcache::trace::{Format, Op, ReadOptions, TraceReader, Unit, BATCH};
 use ssdcache::units::parse_bytes;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -15,6 +16,43 @@ use std::path::{Path, PathBuf};
 pub enum TraceCommand {
     /// List the trace formats.
     Formats,
+    /// Statistics of a trace: requests, read/write mix, footprint, address span, sizes, duration.
+    Info {
+        /// Trace file; or a workload spec with --gen.
+        input: String,
+        /// Input format.
+        #[arg(long, short, default_value = "auto")]
+        format: Format,
+        /// Treat INPUT as a workload generator spec.
+        #[arg(long)]
+        gen: bool,
+        /// Page size for the footprint.
+        #[arg(long, default_value = "4KiB")]
+        page: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a synthetic workload to a file. `ssdcache trace gen --list` shows the generators.
+    Gen {
+        /// Workload spec, e.g. 'zipf(alpha=0.9,keys=1M,requests=10M,seed=1)'.
+        #[arg(required_unless_present = "list")]
+        spec: Option<String>,
+        #[arg(required_unless_present = "list")]
+        output: Option<PathBuf>,
+        /// Output form: binary, keys, oracle-general or ssdsim.
+        #[arg(long, default_value = "binary")]
+        to: String,
+        /// Page size for page streams (keys, oracle-general).
+        #[arg(long, default_value = "4KiB")]
+        page: String,
+        /// Compress the output with zstd.
+        #[arg(long)]
+        zstd: bool,
+        /// List the generators and their parameters.
+        #[arg(long)]
+        list: bool,
+    },
     /// Convert a trace: to ssdcache's binary form (fast to replay), or to a page stream.
     Convert {
         input: PathBuf,
@@ -22,8 +60,8 @@ pub enum TraceCommand {
         /// Input format.
         #[arg(long, short, default_value = "auto")]
         format: Format,
-        /// Output: binary (requests as they are), keys (one page key per line per page
-        /// access) or oracle-general (libCacheSim's binary, one record per page access).
+        /// Output: binary (requests as they are), ssdsim (text), keys (one page key per
+        /// line per page access) or oracle-general (libCacheSim's binary, one record per page access).
         #[arg(long, default_value = "binary")]
         to: String,
         /// Page size for page streams (keys, oracle-general).
@@ -42,6 +80,41 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
                 println!("  {name:<15} {about}");
             }
             println!("\ngz, xz, bz2 and zstd compressed files are read transparently.");
+            Ok(())
+        }
+        TraceCommand::Info { input, format, gen, page, json } => {
+            let source = if gen {
+                TraceSource::Gen(input)
+            } else {
+                TraceSource::File { path: input.into(), format, opts: ReadOptions::default() }
+            };
+            let (mut reader, used) = source.open()?;
+            let page_bytes = parse_bytes(&page).context("--page")?;
+            let info = ssdcache::trace::info::analyze(reader.as_mut(), page_bytes).with_context(|| source.name())?;
+            if json {
+                let mut v = serde_json::to_value(&info)?;
+                v["trace"] = source.name().into();
+                v["format"] = used.into();
+                println!("{v}");
+            } else {
+                println!("{:<16} {} ({})", "trace", source.name(), used);
+                print!("{info}");
+            }
+            Ok(())
+        }
+        TraceCommand::Gen { list: true, .. } => {
+            for (name, params, about) in ssdcache::trace::gen::list() {
+                println!("  {name:<10} {about}\n      defaults: {params}");
+            }
+            Ok(())
+        }
+        TraceCommand::Gen { spec, output, to, page, zstd, .. } => {
+            let (spec, output) = (spec.unwrap(), output.unwrap());
+            let (mut reader, _) = TraceSource::Gen(spec).open()?;
+            let page_bytes = parse_bytes(&page).context("--page")?;
+            let n = write_as(reader.as_mut(), &output, &to, page_bytes, zstd)
+                .with_context(|| format!("writing {}", output.display()))?;
+            eprintln!("wrote {n} records to {}", output.display());
             Ok(())
         }
         TraceCommand::Convert { input, output, format, to, page, zstd } => {
@@ -95,7 +168,39 @@ pub fn write_as(reader: &mut dyn TraceReader, path: &Path, to: &str, page_bytes:
                 }
             }
         }
-        other => bail!("unknown output form {other:?} (binary, keys, oracle-general)"),
+        "oracle-general" => {
+            let page_size = u32::try_from(page_bytes).context("--page too large for oracleGeneral")?;
+            let mut w = OracleWriter::new(&mut out, page_size)?;
+            while reader.read_batch(&mut batch, BATCH)? > 0 {
+                for r in &batch {
+                    for key in page_keys(r, unit, page_bytes)? {
+                        w.push(r.time, key);
+                        n += 1;
+                    }
+                }
+            }
+            w.finish()?;
+        }
+        "ssdsim" => {
+            if unit == Unit::Pages {
+                bail!("a key trace has no byte addresses to write as ssdsim; use keys or oracle-general");
+            }
+            while reader.read_batch(&mut batch, BATCH)? > 0 {
+                for r in &batch {
+                    let op = match r.op {
+                        Op::Read => 1,
+                        Op::Write => 0,
+                        Op::Trim => bail!("ssdsim has no trim; use binary"),
+                    };
+                    if r.addr % 512 != 0 || r.len % 512 != 0 {
+                        bail!("request at byte {} of {} bytes is not sector-aligned; ssdsim counts sectors", r.addr, r.len);
+                    }
+                    writeln!(out, "{} {} {} {} {}", r.time, r.dev, r.addr / 512, r.len / 512, op)?;
+                    n += 1;
+                }
+            }
+        }
+        other => bail!("unknown output form {other:?} (binary, ssdsim, keys, oracle-general)"),
     }
     out.flush()?;
     Ok(n)

@@ -64,7 +64,7 @@ impl TraceSource {
 }
 
 fn open_gen(spec: &str) -> Result<Box<dyn TraceReader>, SimError> {
-    Err(SimError::Config(format!("workload generators are not available yet ({spec})")))
+    trace::gen::open(spec).map_err(|e| SimError::Config(e.to_string()))
 }
 
 /// What to simulate on a trace.
@@ -76,8 +76,13 @@ pub struct RunSpec {
     pub mode: Mode,
 }
 
-/// Runs one simulation and returns its report.
-pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
+/// Checks a run description without reading any trace: sizes and the policy spec.
+pub fn check(spec: &RunSpec) -> Result<(), SimError> {
+    build_policy(spec).map(|_| ())
+}
+
+/// Builds the policy of a run; returns it with its canonical spec, mode name and capacity in pages.
+fn build_policy(spec: &RunSpec) -> Result<(Box<dyn crate::policy::Policy>, String, String, usize), SimError> {
     if spec.page_bytes == 0 {
         return Err(SimError::Config("page size must be greater than zero".into()));
     }
@@ -93,13 +98,19 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         .ok()
         .filter(|&c| c < u32::MAX as usize)
         .ok_or_else(|| SimError::Config(format!("cache of {capacity} pages is too large")))?;
-    let (mut policy, canonical) = build(&spec.policy, &BuildCtx { capacity, mode: spec.mode })?;
+    let (policy, canonical) = build(&spec.policy, &BuildCtx { capacity, mode: spec.mode })?;
     let mode = canonical
         .params
         .iter()
         .find(|(k, _)| k == "mode")
         .map(|(_, v)| v.clone())
         .unwrap_or_else(|| spec.mode.name().to_string());
+    Ok((policy, canonical.canonical(), mode, capacity))
+}
+
+/// Runs one simulation and returns its report.
+pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
+    let (mut policy, canonical, mode, capacity) = build_policy(spec)?;
     let (mut reader, format) = source.open()?;
     let counters = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes }).run(reader.as_mut())?;
     let skipped = match source {
@@ -107,7 +118,7 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         _ => reader.skipped(),
     };
     let info = RunInfo {
-        policy: canonical.canonical(),
+        policy: canonical,
         mode,
         trace: source.name(),
         format,

@@ -350,13 +350,14 @@ mod tests {
         assert_eq!(mq.first(), Some(&3));
         assert!(!mq.contains(&4) && mq.contains(&5));
         assert_eq!(gq, vec![2]);
-        // 2 comes back: ghost hit -> straight into M. Room: M (19 incl. 3) is over
-        // its share -> 5 leaves.
+        // 2 comes back: ghost hit -> straight into M. Room: M (18) is back within
+        // its share, so S gives up its oldest page: 21 (never hit) leaves, to G.
         assert_eq!(run_keys(&mut s, &[2]), vec![false]);
-        let (_, mq, gq) = s.queues();
+        let (sq, mq, gq) = s.queues();
+        assert_eq!(sq, vec![22]);
         assert_eq!(mq.first(), Some(&2));
-        assert!(!mq.contains(&5));
-        assert!(gq.is_empty());
+        assert!(mq.contains(&5));
+        assert_eq!(gq, vec![21]);
         assert_eq!(s.len(), 20);
     }
 

@@ -99,21 +99,29 @@ pub struct Probe {
     pub requests: usize,
     /// Lines that parsed but carry no request (headers, comments, other events).
     pub other: usize,
+    /// Lines the parser rejected.
+    pub bad: usize,
 }
 
-/// Runs `format`'s own parser over `lines`: `None` as soon as one line is an
-/// error, else what the lines held. Sniffers build on this so that whatever they
-/// accept, the reader then reads.
-pub fn probe<F: LineFormat>(mut format: F, lines: &[&str]) -> Option<Probe> {
+impl Probe {
+    /// The format fits: some requests, and at most one line in ten rejected.
+    pub fn fits(&self) -> bool {
+        self.requests > 0 && self.bad * 10 <= self.requests + self.other + self.bad
+    }
+}
+
+/// Runs `format`'s own parser over `lines` and counts what they held. Sniffers
+/// build on this so that whatever they accept, the reader then reads.
+pub fn probe<F: LineFormat>(mut format: F, lines: &[&str]) -> Probe {
     let mut p = Probe::default();
     for line in lines {
         match format.parse(line) {
             Ok(Some(_)) => p.requests += 1,
             Ok(None) => p.other += 1,
-            Err(_) => return None,
+            Err(_) => p.bad += 1,
         }
     }
-    Some(p)
+    p
 }
 
 /// True if `line`'s comma-separated fields are `names`, ignoring case and spaces.

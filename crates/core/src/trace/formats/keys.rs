@@ -73,10 +73,9 @@ impl TraceReader for KeysU32be {
     }
 }
 
-/// Every line a single unsigned integer (or a LIRS `*` separator), at least one integer.
+/// Lines of one unsigned integer (or a LIRS `*` separator), at least one integer.
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    let p = super::common::probe(Keys, lines)?;
-    (p.requests > 0).then_some(Format::Keys)
+    super::common::probe(Keys, lines).fits().then_some(Format::Keys)
 }
 
 /// Binary data whose length is a multiple of 4 and not another known format.

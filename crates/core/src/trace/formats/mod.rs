@@ -155,8 +155,10 @@ pub fn sniff(path: &Path) -> Result<Format, TraceError> {
 /// the whole file); `None` if nothing fits.
 ///
 /// - ssdcache's binary form by its magic;
-/// - text (UTF-8 without NUL bytes): every complete line among the first 200 must
-///   parse with one format's own parser, tried in the order of [`sniff_text`];
+/// - text (UTF-8 without NUL bytes): the complete lines among the first 200 must
+///   parse with one format's own parser (all but one in ten: a bad value here and
+///   there should get a line-numbered error from the reader, not "unknown
+///   format"), formats tried in the order of [`sniff_text`];
 /// - otherwise binary record formats: oracleGeneral if its records are plausible,
 ///   else big-endian u32 keys if the length is a multiple of 4.
 ///
@@ -172,7 +174,7 @@ pub fn sniff_bytes(head: &[u8]) -> Option<Format> {
         Err(_) => None,
     };
     match text {
-        Some(t) if !t.contains('\0') => sniff_text(t).or_else(|| sniff_binary(head)),
+        Some(t) if !t.contains('\0') => sniff_text(t),
         _ => sniff_binary(head),
     }
 }
@@ -187,7 +189,7 @@ fn complete_lines(text: &str) -> Vec<&str> {
 }
 
 /// Each text sniffer runs its format's own parser over the lines and accepts only
-/// if every line parses and at least one is a request, so a guess always reads.
+/// if at least nine lines in ten parse and one is a request ([`common::Probe::fits`]).
 /// The formats' columns keep them apart: whitespace-separated five numbers
 /// (ascii family), one number (keys), blkparse/WiscSee events, then comma
 /// separated with 7 columns and `Read`/`Write` (MSR), 6 with `R`/`W` (SYSTOR),
@@ -255,5 +257,99 @@ mod tests {
         let mut text = "0,303567,3584,w,0.000000\n".repeat(3000);
         text.truncate(SNIFF_BYTES); // cut inside a line
         assert_eq!(sniff_bytes(text.as_bytes()), Some(Format::Spc));
+    }
+
+    /// A temp file that removes itself.
+    struct Temp(std::path::PathBuf);
+    impl Temp {
+        fn new(name: &str, bytes: &[u8]) -> Temp {
+            let p = std::env::temp_dir().join(format!("ssdcache-fmt-{}-{name}", std::process::id()));
+            std::fs::write(&p, bytes).unwrap();
+            Temp(p)
+        }
+    }
+    impl Drop for Temp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// (format, good line, bad line, field the error names)
+    const BAD: &[(Format, &str, &str, &str)] = &[
+        (Format::Spc, "0,303567,3584,w,0.000000", "0,303567,3584,x,0.1", "opcode"),
+        (Format::Msr, "128166385295514663,hm,0,Write,9056014336,2048,2833", "128166385295514663,hm,0,Write,9056014336,0,2833", "size"),
+        (Format::Blkparse, "8,0 3 6 0.000008096 697 D WS 223490 + 8 [k]", "8,0 3 7 0.1 697 D WS 223490 + x [k]", "size"),
+        (Format::Blkparse, "1 D read 0 4096 0.0 0 False", "1 D erase 0 4096 0.0 0 False", "op"),
+        (Format::VscsiCsv, "1,5633898,2a,512,42932745", "1,5633898,2z,512,42932745", "op"),
+        (Format::Tencent, "1538323200,12910952,8,1,1283", "1538323200,12910952,8,3,1283", "iotype"),
+        (Format::Systor, "1455591804.310701000,0.006475000,R,0,203468398592,32768", "1455591804.3,0.0064,R,lun0,0,512", "lun"),
+        (Format::Keys, "17", "17x", "key"),
+        (Format::Ssdsim, "0 0 303567 7 0", "0 0 303567 7 2", "op"),
+    ];
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        for (i, &(format, good, bad, field)) in BAD.iter().enumerate() {
+            let f = Temp::new(&format!("bad{i}"), format!("{good}\n{bad}\n{good}\n").as_bytes());
+            let (mut r, used) = crate::trace::open(&f.0, format, &ReadOptions::default()).unwrap();
+            assert_eq!(used, format);
+            let e = crate::trace::read_all(r.as_mut()).unwrap_err().to_string();
+            let want = format!("{}:2: field {field}: ", f.0.display());
+            assert!(e.starts_with(&want), "{format}: {e:?} does not start with {want:?}");
+
+            // --skip-bad: counted and skipped, the good lines still read
+            let opts = ReadOptions { skip_bad: true, ..Default::default() };
+            let (mut r, _) = crate::trace::open(&f.0, format, &opts).unwrap();
+            assert_eq!(crate::trace::read_all(r.as_mut()).unwrap().len(), 2, "{format}");
+            assert_eq!(r.skipped(), 1, "{format}");
+        }
+    }
+
+    #[test]
+    fn compressed_files_keep_line_numbers_and_sniff() {
+        use std::io::Write;
+        let text = "version,time,op,size,lbn\n1,5633898,2a,512,42932745\n1,5633898,2a,0,42932745\n".to_string()
+            + &"1,5633898,2a,512,42932745\n".repeat(8);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        let f = Temp::new("vscsi.bin", &gz.finish().unwrap());
+        let (mut r, used) = crate::trace::open(&f.0, Format::Auto, &ReadOptions::default()).unwrap();
+        assert_eq!(used, Format::VscsiCsv);
+        let e = crate::trace::read_all(r.as_mut()).unwrap_err().to_string();
+        assert!(e.contains(":3: field size: size is zero"), "{e}");
+    }
+
+    #[test]
+    fn from_bytes_matches_open() {
+        let text = b"0,303567,3584,w,0.000000\n1,55590,3072,r,0.5\n".to_vec();
+        let (mut r, used) = crate::trace::from_bytes(text.clone(), Format::Auto, &ReadOptions::default()).unwrap();
+        assert_eq!(used, Format::Spc);
+        let from_mem = crate::trace::read_all(r.as_mut()).unwrap();
+        let f = Temp::new("spc", &text);
+        let (mut r, _) = crate::trace::open(&f.0, Format::Auto, &ReadOptions::default()).unwrap();
+        assert_eq!(crate::trace::read_all(r.as_mut()).unwrap(), from_mem);
+        let e = crate::trace::from_bytes(b"what is this".to_vec(), Format::Auto, &ReadOptions::default()).err().unwrap();
+        assert!(e.to_string().starts_with("<memory>: cannot tell"), "{e}");
+        let e = crate::trace::from_bytes(vec![], Format::Csv, &ReadOptions::default()).err().unwrap();
+        assert!(e.to_string().contains("--csv-columns"), "{e}");
+    }
+
+    #[test]
+    fn blkparse_queue_events_through_options() {
+        let text = b"8,0 3 1 0.000000000 697 Q W 223490 + 8 [k]\n8,0 3 6 0.000008096 697 D W 223490 + 8 [k]\n".to_vec();
+        let opts = ReadOptions { blk_event: blkparse::BlkEvent::Queue, ..Default::default() };
+        let (mut r, _) = crate::trace::from_bytes(text.clone(), Format::Blkparse, &opts).unwrap();
+        assert_eq!(crate::trace::read_all(r.as_mut()).unwrap()[0].time, 0);
+        let (mut r, _) = crate::trace::from_bytes(text, Format::Blkparse, &ReadOptions::default()).unwrap();
+        assert_eq!(crate::trace::read_all(r.as_mut()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn csv_through_options() {
+        let opts = ReadOptions { csv: Some("time=0,offset=1,size=2,op=3,header=1".parse().unwrap()), ..Default::default() };
+        let text = b"t,off,size,op\n5,4096,512,w\n6,0,512,x\n".to_vec();
+        let (mut r, _) = crate::trace::from_bytes(text, Format::Csv, &opts).unwrap();
+        let e = crate::trace::read_all(r.as_mut()).unwrap_err().to_string();
+        assert!(e.starts_with("<memory>:3: field op: "), "{e}");
     }
 }

@@ -58,9 +58,9 @@ impl LineFormat for Msr {
     }
 }
 
-/// Every line parses as MSR (seven columns, `Read`/`Write` in the fourth).
+/// The lines parse as MSR (seven columns, `Read`/`Write` in the fourth).
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    probe(Msr::default(), lines).filter(|p| p.requests > 0).map(|_| Format::Msr)
+    probe(Msr::default(), lines).fits().then_some(Format::Msr)
 }
 
 #[cfg(test)]

@@ -36,9 +36,9 @@ impl LineFormat for Spc {
     }
 }
 
-/// Every line parses as SPC (the `r`/`w` opcode column makes this unambiguous).
+/// The lines parse as SPC (the `r`/`w` opcode column makes this unambiguous).
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    probe(Spc, lines).filter(|p| p.requests > 0).map(|_| Format::Spc)
+    probe(Spc, lines).fits().then_some(Format::Spc)
 }
 
 #[cfg(test)]

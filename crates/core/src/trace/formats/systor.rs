@@ -47,9 +47,9 @@ impl LineFormat for Systor {
     }
 }
 
-/// Every line parses as SYSTOR'17 (six columns, `R`/`W` in the third).
+/// The lines parse as SYSTOR'17 (six columns, `R`/`W` in the third).
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    probe(Systor, lines).filter(|p| p.requests > 0).map(|_| Format::Systor)
+    probe(Systor, lines).fits().then_some(Format::Systor)
 }
 
 #[cfg(test)]

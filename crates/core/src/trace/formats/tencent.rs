@@ -43,9 +43,9 @@ impl LineFormat for Tencent {
     }
 }
 
-/// Every line parses as Tencent CBS (five integer columns, the fourth 0 or 1).
+/// The lines parse as Tencent CBS (five integer columns, the fourth 0 or 1).
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    probe(Tencent, lines).filter(|p| p.requests > 0).map(|_| Format::Tencent)
+    probe(Tencent, lines).fits().then_some(Format::Tencent)
 }
 
 #[cfg(test)]

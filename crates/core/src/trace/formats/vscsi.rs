@@ -63,9 +63,9 @@ impl LineFormat for VscsiCsv {
     }
 }
 
-/// Every line parses as vSCSI CSV and at least one is a read or write.
+/// The lines parse as vSCSI CSV and at least one is a read or write.
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    probe(VscsiCsv, lines).filter(|p| p.requests > 0).map(|_| Format::VscsiCsv)
+    probe(VscsiCsv, lines).fits().then_some(Format::VscsiCsv)
 }
 
 #[cfg(test)]

@@ -29,12 +29,13 @@
 //! key space keeps its popularity and the devices share it evenly.
 //!
 //! `zipf` draws rank `k` in `1..=keys` with P(k) = k^-alpha / Σ_{j=1..keys} j^-alpha, exactly
-//! (rejection-inversion, `rand_distr::Zipf`); rank `k` becomes key `π(k-1)` for a seeded
+//! (an alias table, or `rand_distr::Zipf` above 16M keys); rank `k` becomes key `π(k-1)` for a seeded
 //! pseudo-random permutation π of `0..keys`, so hot keys are scattered, not adjacent
 //! (`permute=false` makes rank `k` key `k-1`, as libCacheSim's generator does).
 //!
 //! Every stream is a function of its spec alone: the same spec gives the same requests
-//! on every machine (ChaCha8 seeded with `seed`).
+//! every time (ChaCha8 seeded with `seed`), and on every machine whose libm computes `powf`
+//! and `ln` alike (zipf weights and exponential gaps use them).
 
 mod iometer;
 mod mix;

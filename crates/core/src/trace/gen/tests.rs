@@ -1,5 +1,5 @@
 use super::spec::{parse, parse_count};
-use super::zipf::Permutation;
+use super::zipf::{Alias, Permutation, Ranks};
 use super::*;
 use crate::trace::read_all;
 
@@ -125,8 +125,48 @@ fn zipf_follows_its_law() {
         // and the head: count(1)/count(k) ≈ k^alpha
         for k in [2usize, 4, 10] {
             let ratio = counts[0] / counts[k - 1];
-            assert!((ratio / (k as f64).powf(alpha) - 1.0).abs() < 0.05, "alpha {alpha} k {k}: {ratio}");
+            // 4 standard deviations of a ratio of two Poisson counts
+            let (e1, ek) = (n as f64 / h, n as f64 * (k as f64).powf(-alpha) / h);
+            let tol = 4.0 * (1.0 / e1 + 1.0 / ek).sqrt();
+            assert!((ratio / (k as f64).powf(alpha) - 1.0).abs() < tol, "alpha {alpha} k {k}: {ratio}");
         }
+    }
+}
+
+#[test]
+fn both_rank_samplers_follow_the_law() {
+    let (n, draws, alpha) = (500u64, 500_000, 0.8);
+    let h: f64 = (1..=n).map(|k| (k as f64).powf(-alpha)).sum();
+    let table = Ranks::new(n, alpha);
+    let rejection = Ranks::Rejection { dist: rand_distr::Zipf::new(n, alpha).unwrap(), n };
+    for ranks in [table, rejection] {
+        let mut rng = Rng::seed_from_u64(2);
+        let mut counts = vec![0.0; n as usize];
+        for _ in 0..draws {
+            counts[ranks.sample(&mut rng) as usize] += 1.0;
+        }
+        let chi2: f64 = (0..n as usize)
+            .map(|i| {
+                let e = draws as f64 * ((i + 1) as f64).powf(-alpha) / h;
+                (counts[i] - e).powi(2) / e
+            })
+            .sum();
+        // 499 degrees of freedom: sd ≈ 32
+        assert!(chi2 < 499.0 + 5.0 * 32.0, "chi2 {chi2}");
+    }
+}
+
+#[test]
+fn alias_table_is_exact_on_small_weights() {
+    let t = Alias::new(vec![1.0, 0.0, 3.0, 4.0]);
+    let mut rng = Rng::seed_from_u64(9);
+    let mut counts = [0u32; 4];
+    for _ in 0..80_000 {
+        counts[t.sample(&mut rng) as usize] += 1;
+    }
+    assert_eq!(counts[1], 0);
+    for (i, w) in [(0, 1.0), (2, 3.0), (3, 4.0)] {
+        assert!((counts[i] as f64 / 10_000.0 / w - 1.0).abs() < 0.05, "{counts:?}");
     }
 }
 

@@ -1,0 +1,207 @@
+//! Property tests over random traces, for every policy in every mode: the
+//! invariants write semantics must keep, checked against simple reference models.
+
+use hashbrown::{HashMap, HashSet};
+use proptest::prelude::*;
+use ssdcache::policy::mode::MODES;
+use ssdcache::policy::registry::BuildCtx;
+use ssdcache::policy::{build, Access, Effects, Io, Mode, NEVER, POLICIES};
+use ssdcache::sim::{SimConfig, Simulator};
+use ssdcache::trace::{MemoryReader, Op, Request, Unit};
+
+/// (op, key, partial) triples over a small key universe, so pages collide often.
+fn accesses(max_key: u64, len: usize) -> impl Strategy<Value = Vec<(Op, u64, bool)>> {
+    let op = prop_oneof![6 => Just(Op::Read), 4 => Just(Op::Write), 1 => Just(Op::Trim)];
+    prop::collection::vec((op, 0..max_key, any::<bool>()), 1..len)
+}
+
+/// next_use for each position, as the simulator computes it (trims never count as uses).
+fn next_uses(trace: &[(Op, u64, bool)]) -> Vec<u64> {
+    let mut next = vec![NEVER; trace.len()];
+    let mut seen = HashMap::new();
+    for (i, &(op, key, _)) in trace.iter().enumerate().rev() {
+        if op != Op::Trim {
+            if let Some(&j) = seen.get(&key) {
+                next[i] = j;
+            }
+            seen.insert(key, i as u64);
+        }
+    }
+    next
+}
+
+/// Data versions as a model of the devices: the latest write of each key, what
+/// the backing device holds, and what the cache holds.
+#[derive(Default)]
+struct Model {
+    latest: HashMap<u64, u64>,
+    backing: HashMap<u64, u64>,
+    cached: HashMap<u64, u64>,
+    written_since_writeback: HashSet<u64>,
+}
+
+/// Replays `trace` through `spec` in `mode` and checks, after every access:
+/// capacity is respected, no more dirty pages than resident ones, a miss never
+/// reads stale data from backing, an evicted page is written back exactly when
+/// dirty, a write-back always follows a write since the previous write-back;
+/// and after the drain nothing is dirty and every key's last write is on backing.
+fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> Result<(), TestCaseError> {
+    // Some policies refuse capacities too small for their parts (2Q's A1in); that is their documented error.
+    let Ok((mut policy, _)) = build(spec, &BuildCtx { capacity, mode }) else { return Ok(()) };
+    let next = next_uses(trace);
+    let mut fx = Effects::new();
+    let mut m = Model::default();
+    for (i, &(op, key, partial)) in trace.iter().enumerate() {
+        let a = Access { time: i as u64, key, op, partial: partial && op == Op::Write, seq: i as u64, next_use: next[i] };
+        match op {
+            Op::Write => {
+                *m.latest.entry(key).or_insert(0) += 1;
+                m.written_since_writeback.insert(key);
+            }
+            // A trim makes the contents undefined: whatever backing holds is now "current".
+            Op::Trim => {
+                if let Some(&v) = m.latest.get(&key) {
+                    m.backing.insert(key, v);
+                }
+                m.written_since_writeback.remove(&key);
+            }
+            Op::Read => {}
+        }
+        fx.clear();
+        policy.access(&a, &mut fx);
+        let ctx = format!("{spec}/{mode}: step {i} ({op:?} {key}): {:?}", fx.io);
+        let mut evicted_dirty = Vec::new();
+        for (j, io) in fx.io.iter().enumerate() {
+            match *io {
+                Io::Fetch { key: k, .. } | Io::ReadForWrite { key: k } => {
+                    // (a read-for-write of the page being written fetches its previous version)
+                    let fresh = m.backing.get(&k) == m.latest.get(&k) || op == Op::Write && k == key;
+                    prop_assert!(fresh, "{ctx}: stale read of {k}");
+                }
+                Io::WriteThrough { key: k } => {
+                    prop_assert_eq!(k, key, "{}", ctx);
+                    m.backing.insert(k, m.latest[&k]);
+                }
+                Io::WriteBack { key: k, pages } => {
+                    prop_assert_eq!(pages, 1, "{}", ctx);
+                    prop_assert!(m.written_since_writeback.remove(&k), "{ctx}: write-back of {k} with no write since the last");
+                    let v = m.cached.get(&k).copied();
+                    prop_assert!(v.is_some(), "{ctx}: write-back of uncached {k}");
+                    m.backing.insert(k, v.unwrap());
+                }
+                Io::CacheWrite { key: k } => {
+                    prop_assert_eq!(k, key, "{}", ctx);
+                    m.cached.insert(k, m.latest.get(&k).copied().unwrap_or(0));
+                }
+                Io::Evict { key: k, dirty } => {
+                    let written_back = fx.io[j + 1..].contains(&Io::WriteBack { key: k, pages: 1 });
+                    prop_assert_eq!(dirty, written_back, "{}: evicted {} dirty={}", ctx, k, dirty);
+                    evicted_dirty.push(k);
+                }
+                Io::Invalidate { key: k, .. } => {
+                    prop_assert_eq!(k, key, "{}", ctx);
+                    m.cached.remove(&k);
+                }
+            }
+        }
+        for k in evicted_dirty {
+            m.cached.remove(&k);
+        }
+        let st = policy.stats();
+        prop_assert!(st.resident <= st.capacity, "{ctx}: {} resident > capacity {}", st.resident, st.capacity);
+        prop_assert!(st.dirty <= st.resident, "{ctx}: more dirty than resident");
+        if !mode.keeps_dirty() {
+            prop_assert_eq!(st.dirty, 0, "{}", ctx);
+        }
+    }
+    fx.clear();
+    policy.drain(&mut fx);
+    for io in &fx.io {
+        if let Io::WriteBack { key: k, .. } = *io {
+            prop_assert!(m.written_since_writeback.remove(&k), "{spec}/{mode}: drain wrote back clean {k}");
+            m.backing.insert(k, m.cached[&k]);
+        }
+    }
+    prop_assert_eq!(policy.stats().dirty, 0);
+    for (k, v) in &m.latest {
+        prop_assert_eq!(m.backing.get(k), Some(v), "{}/{}: key {}: last write not on backing after drain", spec, mode, k);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn write_semantics_hold_for_every_policy_and_mode(trace in accesses(24, 400), capacity in 1usize..12) {
+        for p in POLICIES {
+            for (_, mode, _) in MODES {
+                check(p.name, *mode, capacity, &trace)?;
+            }
+        }
+    }
+}
+
+/// Reads of `keys` through the simulator; returns misses.
+fn misses(spec: &str, capacity: usize, keys: &[u64]) -> Option<u64> {
+    let reqs: Vec<Request> = keys.iter().map(|&k| Request { time: 0, addr: k, len: 1, dev: 0, op: Op::Read }).collect();
+    let (mut policy, _) = build(spec, &BuildCtx { capacity, mode: Mode::WriteBack }).ok()?;
+    let mut reader = MemoryReader::new(reqs.into(), Unit::Pages);
+    Some(Simulator::new(policy.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut reader).unwrap().misses())
+}
+
+/// A plain-Vec LRU: the reference model.
+fn reference_lru(capacity: usize, keys: &[u64]) -> u64 {
+    let mut stack: Vec<u64> = Vec::new();
+    let mut misses = 0;
+    for &k in keys {
+        if let Some(pos) = stack.iter().position(|&x| x == k) {
+            stack.remove(pos);
+        } else {
+            misses += 1;
+            if stack.len() == capacity {
+                stack.remove(0);
+            }
+        }
+        stack.push(k);
+    }
+    misses
+}
+
+/// A plain-VecDeque FIFO: the reference model.
+fn reference_fifo(capacity: usize, keys: &[u64]) -> u64 {
+    let mut queue = std::collections::VecDeque::new();
+    let mut misses = 0;
+    for &k in keys {
+        if !queue.contains(&k) {
+            misses += 1;
+            if queue.len() == capacity {
+                queue.pop_front();
+            }
+            queue.push_back(k);
+        }
+    }
+    misses
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lru_and_fifo_equal_their_reference_models(keys in prop::collection::vec(0u64..40, 1..600), capacity in 1usize..30) {
+        prop_assert_eq!(misses("lru", capacity, &keys), Some(reference_lru(capacity, &keys)));
+        prop_assert_eq!(misses("fifo", capacity, &keys), Some(reference_fifo(capacity, &keys)));
+    }
+
+    #[test]
+    fn belady_bounds_every_policy_and_a_big_cache_only_misses_cold(keys in prop::collection::vec(0u64..60, 1..600), capacity in 1usize..40) {
+        let opt = misses("belady", capacity, &keys).unwrap();
+        let distinct = keys.iter().collect::<HashSet<_>>().len() as u64;
+        for p in POLICIES {
+            let Some(m) = misses(p.name, capacity, &keys) else { continue };
+            prop_assert!(opt <= m, "belady {} > {} {}", opt, p.name, m);
+            prop_assert!(m >= distinct, "{} below the compulsory misses", p.name);
+            prop_assert_eq!(misses(p.name, 64, &keys), Some(distinct), "{} with a cache larger than the footprint", p.name);
+        }
+    }
+}
