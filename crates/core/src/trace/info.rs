@@ -200,7 +200,7 @@ fn human_ns(ns: f64) -> String {
         n if n >= 1e9 => (n / 1e9, "s"),
         n if n >= 1e6 => (n / 1e6, "ms"),
         n if n >= 1e3 => (n / 1e3, "us"),
-        n => (n, "ns"),
+        n => return format!("{n:.0} ns"),
     };
     format!("{v:.2} {unit}")
 }
@@ -217,7 +217,7 @@ impl TraceInfo {
     /// A size or address in the trace's unit, readable.
     fn amount(&self, v: u64) -> String {
         if self.unit == "pages" {
-            format!("{} pages", thousands(v))
+            format!("{} page{}", thousands(v), if v == 1 { "" } else { "s" })
         } else {
             human_bytes(v)
         }
@@ -236,12 +236,21 @@ impl fmt::Display for TraceInfo {
         ] {
             writeln!(f, "  {name:<14} {:>14} {:>6.2}%  {:>10}", thousands(count), pct(count, n), human_bytes(bytes))?;
         }
-        writeln!(f, "footprint        {:>14} pages  {:>10}", thousands(self.footprint_pages), human_bytes(self.footprint_bytes))?;
+        writeln!(
+            f,
+            "footprint        {:>14} pages  {:>10}",
+            thousands(self.footprint_pages),
+            human_bytes(self.footprint_bytes)
+        )?;
         if let Some(keys) = self.distinct_keys {
             writeln!(f, "distinct keys    {:>14}", thousands(keys))?;
         }
         if self.unaddressable > 0 {
-            writeln!(f, "unaddressable    {:>14} requests (beyond a page key's range, not in the footprint)", thousands(self.unaddressable))?;
+            writeln!(
+                f,
+                "unaddressable    {:>14} requests (beyond a page key's range, not in the footprint)",
+                thousands(self.unaddressable)
+            )?;
         }
         writeln!(f, "devices          {:>14}", self.devices.len())?;
         for d in &self.devices {
@@ -267,11 +276,15 @@ impl fmt::Display for TraceInfo {
             _ => writeln!(f, "time             (empty trace)")?,
         }
         if let Some(iat) = self.mean_interarrival_ns {
-            writeln!(f, "mean inter-arrival {}", human_ns(iat))?;
+            writeln!(f, "inter-arrival    {} (mean)", human_ns(iat))?;
         }
         writeln!(f, "request sizes")?;
         for b in &self.sizes {
-            let range = if b.min == b.max { self.amount(b.min) } else { format!("{}..<{}", self.amount(b.min), self.amount(b.max + 1)) };
+            let range = if b.min == b.max {
+                self.amount(b.min)
+            } else {
+                format!("{}..<{}", self.amount(b.min), self.amount(b.max + 1))
+            };
             writeln!(f, "  {range:<28} {:>14} {:>6.2}%", thousands(b.count), pct(b.count, n))?;
         }
         Ok(())
@@ -295,10 +308,10 @@ mod tests {
     fn byte_trace() {
         let t = info(
             vec![
-                req(1_000, Op::Read, 0, 0, 4096),         // page 0
-                req(2_000, Op::Write, 0, 2048, 4096),     // pages 0, 1
-                req(4_000, Op::Read, 1, 0, 512),          // dev 1 page 0: a separate address space
-                req(5_000, Op::Write, 0, 40960, 65536),   // pages 10..25
+                req(1_000, Op::Read, 0, 0, 4096),          // page 0
+                req(2_000, Op::Write, 0, 2048, 4096),      // pages 0, 1
+                req(4_000, Op::Read, 1, 0, 512),           // dev 1 page 0: a separate address space
+                req(5_000, Op::Write, 0, 40960, 65536),    // pages 10..25
                 req(7_000, Op::Trim, 0, 1 << 30, 1 << 20), // not in the footprint
             ],
             Unit::Bytes,
@@ -310,7 +323,10 @@ mod tests {
         assert_eq!(t.footprint_bytes, 19 * 4096);
         assert_eq!(t.distinct_keys, None);
         assert_eq!(t.devices.len(), 2);
-        assert_eq!(t.devices[0], DeviceInfo { dev: 0, requests: 4, min_addr: 0, end_addr: (1 << 30) + (1 << 20), footprint_pages: 18 });
+        assert_eq!(
+            t.devices[0],
+            DeviceInfo { dev: 0, requests: 4, min_addr: 0, end_addr: (1 << 30) + (1 << 20), footprint_pages: 18 }
+        );
         assert_eq!(t.devices[1], DeviceInfo { dev: 1, requests: 1, min_addr: 0, end_addr: 512, footprint_pages: 1 });
         assert_eq!(
             t.sizes,
@@ -338,7 +354,7 @@ mod tests {
         assert_eq!(t.sizes, vec![SizeBucket { min: 1, max: 1, count: 6 }]);
         assert_eq!((t.devices[0].min_addr, t.devices[0].end_addr), (1, 8));
         let text = t.to_string();
-        assert!(text.contains("distinct keys") && text.contains("1 pages"), "{text}");
+        assert!(text.contains("distinct keys") && text.contains("1 page "), "{text}");
     }
 
     #[test]
@@ -353,13 +369,12 @@ mod tests {
 
     #[test]
     fn renders_a_table_and_json() {
-        let t = info(
-            vec![req(0, Op::Read, 0, 0, 4096), req(1_000_000, Op::Write, 2, 1 << 20, 8192)],
-            Unit::Bytes,
-            4096,
-        );
+        let t =
+            info(vec![req(0, Op::Read, 0, 0, 4096), req(1_000_000, Op::Write, 2, 1 << 20, 8192)], Unit::Bytes, 4096);
         let text = t.to_string();
-        for want in ["requests", "reads", "50.00%", "footprint", "devices", "dev 2", "duration 1.00 ms", "4.0 KiB..<8.0 KiB"] {
+        for want in
+            ["requests", "reads", "50.00%", "footprint", "devices", "dev 2", "duration 1.00 ms", "4.0 KiB..<8.0 KiB"]
+        {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }
         let json = serde_json::to_value(&t).unwrap();

@@ -15,7 +15,8 @@
 //! (a pure flush `F`, `N`) carry no data and are skipped, as is an empty
 //! preflush (`FWS 0 + 0`). Sectors are 512 bytes. Each `major,minor` device gets
 //! a small id in order of first appearance. The summary blkparse prints at the
-//! end (from the first `CPU<n> (…):` or `Total (…):` line on) is skipped.
+//! end (from the first `CPU<n> (…):` or `Total (…):` line on) is skipped, and so
+//! are its `Input file … added` notes.
 //!
 //! **WiscSee event lists** (`blkparse-events-for-ftlsim.txt`, He et al.,
 //! EuroSys 2017):
@@ -156,7 +157,7 @@ impl LineFormat for Blkparse {
         if summary_start {
             self.in_summary = true;
         }
-        if self.in_summary {
+        if self.in_summary || line.trim_start().starts_with("Input file ") {
             return Ok(None);
         }
         Err(FieldError::new(
@@ -178,7 +179,8 @@ pub fn sniff(lines: &[&str]) -> Option<Format> {
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]
+    const SAMPLE: &str = "Input file sda.blktrace.0 added
+  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]
   8,0    3        2     0.000001829   697  G   W 223490 + 8 [kjournald]
   8,0    3        3     0.000002898   697  P   N [kjournald]
   8,0    3        4     0.000004009   697  I   W 223490 + 8 [kjournald]

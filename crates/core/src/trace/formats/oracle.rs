@@ -32,8 +32,10 @@ use std::path::{Path, PathBuf};
 /// Bytes per record.
 pub const RECORD: usize = 24;
 
-/// Records decoded per read when the caller asks for fewer (keeps reads large).
-const MIN_CHUNK: usize = 4096;
+/// Records per buffered chunk when writing.
+const WRITE_CHUNK: usize = 4096;
+/// Most records decoded per `read_batch` call, whatever the caller asks (bounds the buffer).
+const MAX_CHUNK: usize = 1 << 16;
 
 pub struct OracleGeneral {
     src: Box<dyn BufRead + Send>,
@@ -77,7 +79,7 @@ impl TraceReader for OracleGeneral {
         }
         // Records are read `max` at a time; with zero-size records skipped a chunk can
         // yield nothing, so keep going until something is read or the file ends.
-        let want = max * RECORD;
+        let want = max.min(MAX_CHUNK) * RECORD;
         if self.buf.len() != want {
             self.buf = vec![0u8; want];
         }
@@ -214,14 +216,14 @@ fn write_records<W: Write>(out: &mut W, page_size: u32, times: &[Nanos], keys: &
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "times and keys differ in length"));
     }
     let next = next_access_vtimes(keys);
-    let mut buf = Vec::with_capacity(MIN_CHUNK * RECORD);
+    let mut buf = Vec::with_capacity(WRITE_CHUNK * RECORD);
     for i in 0..keys.len() {
         let secs = u32::try_from(times[i] / 1_000_000_000).unwrap_or(u32::MAX);
         buf.extend_from_slice(&secs.to_le_bytes());
         buf.extend_from_slice(&keys[i].to_le_bytes());
         buf.extend_from_slice(&page_size.to_le_bytes());
         buf.extend_from_slice(&next[i].to_le_bytes());
-        if buf.len() >= MIN_CHUNK * RECORD {
+        if buf.len() >= WRITE_CHUNK * RECORD {
             out.write_all(&buf)?;
             buf.clear();
         }

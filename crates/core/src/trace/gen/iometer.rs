@@ -66,7 +66,8 @@ impl Iometer {
             let size = ((size / SECTOR as f64).round() as u64 * SECTOR).max(SECTOR);
             let dev = t % devices;
             let base = next_base[dev as usize];
-            next_base[dev as usize] = base + size;
+            next_base[dev as usize] =
+                base.checked_add(size).ok_or_else(|| p.bad("file_max", "the files overflow a 64-bit byte address"))?;
             files.push(File { dev: dev as u32, base, size, cursor: 0 });
         }
         Ok(Iometer { files, sizes: p.sizes("size")?, random: p.ratio("random")?, read: p.ratio("read")? })

@@ -28,10 +28,17 @@
 //! With `devices=D`, key `k` is page (or block) `k / D` of device `k % D`, so the whole
 //! key space keeps its popularity and the devices share it evenly.
 //!
-//! `zipf` draws rank `k` in `1..=keys` with P(k) = k^-alpha / Σ_{j=1..keys} j^-alpha, exactly
-//! (an alias table, or `rand_distr::Zipf` above 16M keys); rank `k` becomes key `π(k-1)` for a seeded
-//! pseudo-random permutation π of `0..keys`, so hot keys are scattered, not adjacent
+//! `zipf` draws rank `k` in `1..=keys` with P(k) = k^-alpha / Σ_{j=1..keys} j^-alpha (an
+//! alias table up to 4M keys, `rand_distr::Zipf` beyond); rank `k` becomes key `π(k-1)` for a
+//! seeded pseudo-random permutation π of `0..keys`, so hot keys are scattered, not adjacent
 //! (`permute=false` makes rank `k` key `k-1`, as libCacheSim's generator does).
+//!
+//! # Others
+//!
+//! `mix(A,B,…,weights=…)` draws each request's component by weight; components keep their
+//! own parameters but not `requests`, `seed` or `iat`, which belong to the whole stream.
+//! `iometer-a`, `-b`, `-c` are the write-only workloads of paper 002 Table 2 (see
+//! `iometer.rs` for the table and what the paper leaves open).
 //!
 //! Every stream is a function of its spec alone: the same spec gives the same requests
 //! every time (ChaCha8 seeded with `seed`), and on every machine whose libm computes `powf`
@@ -48,7 +55,7 @@ mod tests;
 
 use super::{Op, Request, TraceError, TraceReader, Unit};
 use rand::{Rng as _, SeedableRng};
-use spec::{Parsed, Params};
+use spec::{Params, Parsed};
 use thiserror::Error;
 
 /// The random number generator of every workload: portable and stable across platforms.
@@ -113,7 +120,11 @@ const GENERATORS: &[(&str, &str, &str)] = &[
         concat!("random=50%,iat=exp(90ms),", iometer_common!()),
         "paper 002 Table 2 workload B: as A, half random and half sequential",
     ),
-    ("iometer-c", concat!("random=0%,iat=exp(72ms),", iometer_common!()), "paper 002 Table 2 workload C: as A, all sequential"),
+    (
+        "iometer-c",
+        concat!("random=0%,iat=exp(72ms),", iometer_common!()),
+        "paper 002 Table 2 workload C: as A, all sequential",
+    ),
 ];
 
 /// Every generator as (name, parameters with defaults, description), for help output.
@@ -140,9 +151,16 @@ pub(crate) enum Iat {
 pub(crate) enum Sizes {
     Fixed(u32),
     /// Uniform over `lo, lo+step, …` up to `hi`.
-    Range { lo: u32, hi: u32, step: u32 },
+    Range {
+        lo: u32,
+        hi: u32,
+        step: u32,
+    },
     /// `sizes[i]` with probability `cum[i] - cum[i-1]`.
-    List { sizes: Vec<u32>, cum: Vec<f64> },
+    List {
+        sizes: Vec<u32>,
+        cum: Vec<f64>,
+    },
 }
 
 impl Sizes {

@@ -228,7 +228,10 @@ impl<'a> Params<'a> {
         let mut list = Vec::new();
         for item in items {
             let (s, w) = match item.split_once(':') {
-                Some((s, w)) => (s, weight(w).ok_or_else(|| self.bad(key, format!("weight {w:?} is not a number or percentage")))?),
+                Some((s, w)) => (
+                    s,
+                    weight(w).ok_or_else(|| self.bad(key, format!("weight {w:?} is not a number or percentage")))?,
+                ),
                 None => (item, 1.0),
             };
             list.push((size(s)?, w));
@@ -284,14 +287,17 @@ fn weight(text: &str) -> Option<f64> {
 /// Normalized running sums of `weights` (the last is exactly 1), or None if they sum to 0.
 fn cumulative(weights: &[f64]) -> Option<Vec<f64>> {
     let total: f64 = weights.iter().sum();
-    if !(total > 0.0) {
+    if total <= 0.0 {
         return None;
     }
     let mut acc = 0.0;
-    let mut cum: Vec<f64> = weights.iter().map(|w| {
-        acc += w;
-        acc / total
-    }).collect();
+    let mut cum: Vec<f64> = weights
+        .iter()
+        .map(|w| {
+            acc += w;
+            acc / total
+        })
+        .collect();
     *cum.last_mut().unwrap() = 1.0;
     Some(cum)
 }

@@ -1,5 +1,5 @@
 use super::spec::{parse, parse_count};
-use super::zipf::{Alias, Permutation, Ranks};
+use super::zipf::{Alias, Permutation, ZipfKeys};
 use super::*;
 use crate::trace::read_all;
 
@@ -43,7 +43,11 @@ fn grammar() {
 fn every_listed_generator_opens_with_its_defaults() {
     for (name, params, about) in list() {
         assert!(!about.is_empty());
-        let spec = if *name == "mix" { "mix(zipf,uniform,requests=1000)".to_string() } else { format!("{name}(requests=1000)") };
+        let spec = if *name == "mix" {
+            "mix(zipf,uniform,requests=1000)".to_string()
+        } else {
+            format!("{name}(requests=1000)")
+        };
         assert_eq!(gen(&spec).len(), 1000, "{name} ({params})");
     }
     assert_eq!(Generator::new("zipf").unwrap().remaining(), 1_000_000);
@@ -137,13 +141,13 @@ fn zipf_follows_its_law() {
 fn both_rank_samplers_follow_the_law() {
     let (n, draws, alpha) = (500u64, 500_000, 0.8);
     let h: f64 = (1..=n).map(|k| (k as f64).powf(-alpha)).sum();
-    let table = Ranks::new(n, alpha);
-    let rejection = Ranks::Rejection { dist: rand_distr::Zipf::new(n, alpha).unwrap(), n };
-    for ranks in [table, rejection] {
+    let table = ZipfKeys::new(n, alpha, None);
+    let rejection = ZipfKeys::Rejection { dist: rand_distr::Zipf::new(n, alpha).unwrap(), n, perm: None };
+    for keys in [table, rejection] {
         let mut rng = Rng::seed_from_u64(2);
         let mut counts = vec![0.0; n as usize];
         for _ in 0..draws {
-            counts[ranks.sample(&mut rng) as usize] += 1.0;
+            counts[keys.next(&mut rng) as usize] += 1.0;
         }
         let chi2: f64 = (0..n as usize)
             .map(|i| {
@@ -153,6 +157,26 @@ fn both_rank_samplers_follow_the_law() {
             .sum();
         // 499 degrees of freedom: sd ≈ 32
         assert!(chi2 < 499.0 + 5.0 * 32.0, "chi2 {chi2}");
+    }
+}
+
+#[test]
+fn both_samplers_permute_ranks_alike() {
+    let n = 300u64;
+    let perm = Permutation::new(n, &mut Rng::seed_from_u64(4));
+    let table = ZipfKeys::new(n, 1.5, Some(perm.clone()));
+    let rejection = ZipfKeys::Rejection { dist: rand_distr::Zipf::new(n, 1.5).unwrap(), n, perm: Some(perm.clone()) };
+    for keys in [table, rejection] {
+        let mut rng = Rng::seed_from_u64(6);
+        let mut counts = vec![0u32; n as usize];
+        for _ in 0..100_000 {
+            counts[keys.next(&mut rng) as usize] += 1;
+        }
+        let hottest = (0..n).max_by_key(|&k| counts[k as usize]).unwrap();
+        assert_eq!(hottest, perm.apply(0));
+        // rank 2 is 2^1.5 ≈ 2.8 times rarer
+        let ratio = counts[hottest as usize] as f64 / counts[perm.apply(1) as usize] as f64;
+        assert!((ratio / 2f64.powf(1.5) - 1.0).abs() < 0.05, "{ratio}");
     }
 }
 
@@ -292,7 +316,8 @@ fn iometer_workloads_match_paper_002_table_2() {
         }
     }
     // every parameter can be overridden
-    let reqs = gen("iometer-a(threads=2,file_min=1MiB,file_max=1MiB,size=4KiB,read=100%,iat=0,requests=1000,devices=2)");
+    let reqs =
+        gen("iometer-a(threads=2,file_min=1MiB,file_max=1MiB,size=4KiB,read=100%,iat=0,requests=1000,devices=2)");
     assert!(reqs.iter().all(|r| r.op == Op::Read && r.len == 4096 && r.addr < 1 << 20 && r.dev < 2 && r.time == 0));
 }
 
