@@ -90,7 +90,9 @@ for t in "${TARGETS[@]}"; do
     echo "   ok: $runs runs, $speed exec/s"
   else
     status=1
-    tail -60 "$log"
+    grep -m3 -A4 -E "panicked at|ERROR: AddressSanitizer|ERROR: libFuzzer" "$log" || true
+    echo "   …"
+    tail -25 "$log"
     echo "!! fuzz target $t failed; the input is in fuzz/artifacts/$t/"
   fi
   rm -f "$log"

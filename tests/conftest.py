@@ -20,7 +20,10 @@ def binary() -> pathlib.Path:
 
 def ssdcache(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Runs the ssdcache CLI and returns the completed process (text mode)."""
-    return subprocess.run([str(binary()), *map(str, args)], capture_output=True, text=True, check=check)
+    proc = subprocess.run([str(binary()), *map(str, args)], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        pytest.fail(f"ssdcache {' '.join(map(str, args))} exited {proc.returncode}: {proc.stderr.strip()}")
+    return proc
 
 
 def sim_json(*args: str) -> list[dict]:

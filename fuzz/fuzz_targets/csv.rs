@@ -15,7 +15,8 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let again: CsvMapping = mapping.to_string().parse().unwrap_or_else(|e| panic!("{mapping} does not parse back: {e}"));
+    let again: CsvMapping =
+        mapping.to_string().parse().unwrap_or_else(|e| panic!("{mapping} does not parse back: {e}"));
     assert_eq!(again, mapping);
     let rest = data.get(split + 1..).unwrap_or(&[]);
     for skip_bad in [false, true] {

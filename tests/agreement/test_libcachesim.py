@@ -63,7 +63,8 @@ def libcachesim_misses(policy: str, pages: int, oracle: pathlib.Path, n: int) ->
 def compare(keys_file: pathlib.Path, tmp: pathlib.Path) -> list[str]:
     keys = np.loadtxt(keys_file, dtype=np.uint64, ndmin=1)
     footprint = len(np.unique(keys))
-    sizes = sorted({max(2, int(f * footprint)) for f in FRACTIONS})
+    # 2Q and S3-FIFO refuse caches too small for their queues (libCacheSim would cache nothing)
+    sizes = sorted({max(16, int(f * footprint)) for f in FRACTIONS})
     oracle = tmp / "stream.oracleGeneral.bin"
     write_oracle_general(keys, oracle)
     reports = sim_json(

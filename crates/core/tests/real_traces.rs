@@ -39,8 +39,8 @@ struct Trace {
 
 fn load(rel: &str) -> Trace {
     let path = traces_dir().join(rel);
-    let (mut reader, format) = trace::open(&path, Format::Auto, &ReadOptions::default())
-        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let (mut reader, format) =
+        trace::open(&path, Format::Auto, &ReadOptions::default()).unwrap_or_else(|e| panic!("{rel}: {e}"));
     let reqs = trace::read_all(reader.as_mut()).unwrap_or_else(|e| panic!("{rel}: {e}"));
     assert_eq!(reader.skipped(), 0);
     Trace { format, unit: reader.unit(), reqs }

@@ -51,6 +51,14 @@ struct PageRange {
     dev: u32,
 }
 
+impl PageRange {
+    /// Key of the `i`-th page (range checked by [`pages_of`]).
+    #[inline]
+    fn key(&self, i: u64) -> u64 {
+        (self.dev as u64) << PAGE_BITS | (self.first + i)
+    }
+}
+
 fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<PageRange, SimError> {
     let bad = |msg: String| SimError::Request { request: index, msg };
     let (first, count, head_partial, tail_partial) = match unit {
@@ -64,7 +72,10 @@ fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<Page
         }
     };
     let last = first.checked_add(count - 1).ok_or_else(|| bad("page range overflows".into()))?;
-    if page_key(r.dev, last).is_none() {
+    // Key traces on device 0 use their keys as they are (any u64: e.g. a page
+    // stream written by `trace convert --to keys` carries device bits already).
+    let raw_keys = unit == Unit::Pages && r.dev == 0;
+    if !raw_keys && page_key(r.dev, last).is_none() {
         return Err(bad(format!("page {last} of device {} is beyond the 2^{PAGE_BITS} pages a device may have", r.dev)));
     }
     Ok(PageRange { first, count, head_partial, tail_partial, dev: r.dev })
@@ -114,7 +125,7 @@ impl<'p> Simulator<'p> {
         for (i, r) in requests.iter().enumerate() {
             let pr = pages_of(r, unit, self.cfg.page_bytes, i as u64)?;
             if r.op != Op::Trim {
-                keys.extend((0..pr.count).map(|p| page_key(pr.dev, pr.first + p).unwrap()));
+                keys.extend((0..pr.count).map(|p| pr.key(p)));
             } else {
                 // trims are page accesses too (they take a seq), they just never count as uses
                 keys.extend((0..pr.count).map(|_| NEVER));
@@ -156,7 +167,7 @@ impl<'p> Simulator<'p> {
                 let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
                 let a = Access {
                     time: r.time,
-                    key: (pr.dev as u64) << PAGE_BITS | (pr.first + p),
+                    key: pr.key(p),
                     op: r.op,
                     partial,
                     seq: self.seq,

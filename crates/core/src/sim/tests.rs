@@ -98,3 +98,16 @@ fn huge_offsets_are_an_error_not_a_wrong_number() {
     let e = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap_err();
     assert!(e.to_string().contains("request 0"), "{e}");
 }
+
+#[test]
+fn key_traces_on_device_zero_take_any_key() {
+    // a page stream from `trace convert --to keys` carries device bits in its keys
+    let big = (5u64 << PAGE_BITS) | 7;
+    for policy in ["lru", "belady"] {
+        let (mut p, _) = build(policy, &BuildCtx { capacity: 8, mode: Mode::WriteBack }).unwrap();
+        let reqs = vec![Request { time: 0, addr: big, len: 1, dev: 0, op: Op::Read }; 2];
+        let mut rd = MemoryReader::new(reqs.into(), Unit::Pages);
+        let c = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap();
+        assert_eq!((c.pages, c.hits), (2, 1), "{policy}");
+    }
+}

@@ -16,35 +16,38 @@
 //! counter maximum (the page then starts above the cap); here that is a
 //! parameter error. `bits=0` makes the counter always zero, i.e. FIFO.
 //!
-//! Memory per resident page: one 24-byte arena node (key, links, counter) plus
-//! the hash index (about 5–11 bytes).
+//! Memory per resident page: a 16-byte arena node (key, links), the counter in
+//! a side array indexed by node (1 byte), and the arena's hash index.
 
 use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
 pub struct Clock {
-    /// Each node's value is its reference counter.
-    arena: Arena<u32>,
+    arena: Arena<()>,
+    /// Reference counter of the page in arena node `i` (kept beside the arena
+    /// so a node stays 16 bytes).
+    freq: Vec<u8>,
     /// Front = head (newest), back = where the hand looks next.
     ring: List,
     capacity: usize,
-    max_freq: u32,
-    init_freq: u32,
+    max_freq: u8,
+    init_freq: u8,
 }
 
 /// Largest supported counter width.
-pub const MAX_BITS: u32 = 16;
+pub const MAX_BITS: u32 = 8;
 
 impl Clock {
-    /// A CLOCK with a `bits`-bit counter (0..=16) and pages entering with `init_freq`
+    /// A CLOCK with a `bits`-bit counter (0..=8) and pages entering with `init_freq`
     /// (at most `2^bits - 1`).
-    pub fn new(capacity: usize, bits: u32, init_freq: u32) -> Self {
+    pub fn new(capacity: usize, bits: u32, init_freq: u8) -> Self {
         assert!(bits <= MAX_BITS, "counter wider than {MAX_BITS} bits");
-        let max_freq = (1u32 << bits) - 1;
+        let max_freq = ((1u32 << bits) - 1) as u8;
         assert!(init_freq <= max_freq, "init_freq above the counter maximum");
         Clock {
             arena: Arena::with_capacity(capacity),
+            freq: Vec::with_capacity(capacity),
             ring: List::new(),
             capacity: capacity.max(1),
             max_freq,
@@ -58,7 +61,7 @@ impl Replacement for Clock {
     fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
         match self.arena.find(a.key) {
             Some(idx) => {
-                let f = self.arena.val_mut(idx);
+                let f = &mut self.freq[idx as usize];
                 if *f < self.max_freq {
                     *f += 1;
                 }
@@ -73,7 +76,7 @@ impl Replacement for Clock {
         if self.ring.len() >= self.capacity {
             // Terminates: every pass over a page lowers its counter.
             while let Some(idx) = self.ring.back() {
-                let f = self.arena.val_mut(idx);
+                let f = &mut self.freq[idx as usize];
                 if *f == 0 {
                     self.ring.unlink(&mut self.arena, idx);
                     evicted.push(self.arena.remove(idx));
@@ -83,7 +86,13 @@ impl Replacement for Clock {
                 self.ring.move_to_front(&mut self.arena, idx);
             }
         }
-        let idx = self.arena.insert(a.key, self.init_freq);
+        let idx = self.arena.insert(a.key, ());
+        // Node indices are dense (freed nodes are reused), so this grows only
+        // until the arena has reached its largest size.
+        if idx as usize >= self.freq.len() {
+            self.freq.resize(idx as usize + 1, 0);
+        }
+        self.freq[idx as usize] = self.init_freq;
         self.ring.push_front(&mut self.arena, idx);
     }
 
@@ -120,7 +129,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     if init_freq > max_freq {
         return Err(spec.invalid("init_freq", format!("at most 2^bits - 1 = {max_freq}")));
     }
-    Ok(Box::new(ModeCache::new(Clock::new(ctx.capacity, bits, init_freq as u32), ctx.mode)))
+    Ok(Box::new(ModeCache::new(Clock::new(ctx.capacity, bits, init_freq as u8), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -165,7 +174,7 @@ mod tests {
         // bits=2: counter saturates at 3. 1 hit three times -> 3 (a fourth hit stays 3).
         let mut c = Clock::new(2, 2, 0);
         assert_eq!(run_keys(&mut c, &[1, 2, 1, 1, 1, 1]), vec![false, false, true, true, true, true]);
-        assert_eq!(*c.arena.val(c.arena.find(1).unwrap()), 3);
+        assert_eq!(c.freq[c.arena.find(1).unwrap() as usize], 3);
         // 3: hand at 1 (3) -> 2, head; 2 (0) evicted. ring 3 1.
         // 4: hand at 1 (2) -> 1, head; 3 (0) evicted. ring 4 1.
         // 5: hand at 1 (1) -> 0, head; 4 evicted. ring 5 1.
@@ -179,7 +188,7 @@ mod tests {
     #[test]
     fn bad_params() {
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
-        for spec in ["clock(bits=17)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"] {
+        for spec in ["clock(bits=9)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"] {
             match build_spec(spec, &ctx) {
                 Err(SpecError::BadValue { .. }) => {}
                 Err(e) => panic!("{spec}: wrong error {e}"),
@@ -188,5 +197,12 @@ mod tests {
         }
         assert!(build_spec("clock(bits=2,init_freq=3)", &ctx).is_ok());
         assert!(build_spec("clock(bits=0)", &ctx).is_ok());
+        assert!(build_spec("clock(bits=8,init_freq=255)", &ctx).is_ok());
+    }
+
+    #[test]
+    fn compact_nodes() {
+        // 16-byte node + 1-byte counter per resident page (plus the hash index).
+        assert_eq!(std::mem::size_of::<crate::policy::list::Node<()>>(), 16);
     }
 }

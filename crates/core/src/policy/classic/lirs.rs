@@ -1,10 +1,935 @@
-//! lirs (placeholder: being written).
+//! LIRS: low inter-reference recency set (Jiang & Zhang, SIGMETRICS'02).
+//!
+//! Pages are LIR (reused within a short distance; they hold most of the cache)
+//! or HIR. A small share of the cache, `hir` (1% by default), holds resident HIR
+//! pages in a FIFO queue `Q`; misses evict from `Q`'s front. A recency stack `S`
+//! holds LIR pages, resident HIR pages, and the keys of non-resident HIR pages
+//! recently seen; its bottom is always an LIR page ("pruning" drops the HIR
+//! entries below the lowest LIR page). An HIR page accessed while still in `S`
+//! has a shorter reuse distance than the bottom LIR page: it becomes LIR and that
+//! LIR page becomes a resident HIR page at the end of `Q`. `S` may hold at most
+//! `stack` times the capacity in entries (2 by default); beyond that the oldest
+//! non-resident keys are forgotten (0 = no bound).
+//!
+//! ## `variant=libcachesim` (default): libCacheSim's `LIRS` (`LIRS.c`)
+//!
+//! Miss counts equal libCacheSim's `LIRS` run on the same keys as 4 KiB objects.
+//! libCacheSim builds LIRS from three LRU lists (`S`, `Q`, and `NH`, the
+//! non-resident entries of `S` in the order they left `Q`, which the stack bound
+//! forgets first) and sizes the HIR share in bytes: `hl = max(1, trunc(hir ·
+//! capacity · 4096))` bytes for HIR pages, the rest for LIR pages. Where it
+//! departs from the paper:
+//! - **Nothing is cached below 100 pages** (at `hir=1%`): the HIR share is then
+//!   smaller than one 4 KiB object and libCacheSim refuses every new object.
+//!   Here such a page is written to the cache and dropped at once (reported as
+//!   evicted at the next insertion), so every access misses, as in libCacheSim.
+//! - A new page becomes LIR whenever the LIR share has room, not only while the
+//!   cache warms up; after an LIR page is demoted, the next new page takes its
+//!   LIR slot.
+//! - A hit on a resident HIR page that is not in `S` demotes the bottom LIR page
+//!   to `Q` when the LIR share is full, although the hit page stays HIR; the
+//!   demoted page can push `Q`'s front page out of the cache during the hit.
+//!   Evictions during hits are reported at the next insertion.
+//! - When `Q` has room for one page only, such a hit can push the hit page itself
+//!   out of `Q` while it re-enters `S` as resident: libCacheSim keeps answering
+//!   hits for it without counting it in the cache's size, so a page or a few more
+//!   than the capacity can be resident until it is hit again or pruned from `S`.
+//!   [`Replacement::len`] counts them.
+//! - Pruning keeps the top entry of `S` even when it is not LIR.
+//!
+//! ## `variant=paper`: the algorithm as published
+//!
+//! `max(1, ⌊hir · capacity⌋)` pages for HIR, the rest for LIR. A miss evicts
+//! `Q`'s front only when the cache is full; while more than the HIR share is
+//! free, a missed page becomes LIR (warm-up). A hit on an HIR page in `S` makes
+//! it LIR and demotes the bottom LIR page to `Q`'s end; a hit on an HIR page not
+//! in `S` keeps it HIR, moves it to `Q`'s end and puts it on top of `S`. No
+//! eviction happens on a hit. The paper does not bound `S` (`stack=0`); the
+//! authors' code bounds it at 2500 times the cache size, keeps at least 2 HIR
+//! pages, and ignores an immediate re-reference of the same block.
+//!
+//! libCacheSim fixes `hir` at 1% and the stack bound at 2 (`limitStack`: while `S`
+//! holds more than twice the cache size, drop the oldest non-resident entry).
+//! Each tracked key (an entry in `S` or `Q`) costs one 24-byte arena node, a
+//! flag byte and a hash slot; a hit or a miss is amortised `O(1)`.
 
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Policy, Spec, SpecError};
+use crate::policy::list::{Arena, List, NIL};
+use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
+use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
-fn build(spec: &Spec, _ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Err(SpecError::Syntax { spec: spec.canonical(), why: "not implemented yet".into() })
+/// The object size libCacheSim is run with when we compare (4 KiB pages).
+const LCS_PAGE: u64 = 4096;
+
+// Flags of a tracked key. A node exists while its key is in `S` or `Q`.
+/// The key has an entry in `S`.
+const IN_S: u8 = 1;
+/// The `S` entry is LIR.
+const LIR: u8 = 2;
+/// The `S` entry is resident (an LIR page, or an HIR page that is cached).
+const RES: u8 = 4;
+/// The key is in `Q` (a resident HIR page).
+const IN_Q: u8 = 8;
+/// The key is in `NH` (its `S` entry is non-resident).
+const IN_NH: u8 = 16;
+
+/// Second pair of links, for `Q` or `NH` (a key is never in both).
+#[derive(Clone, Copy, Debug)]
+struct Links {
+    prev: u32,
+    next: u32,
 }
 
-pub const INFO: PolicyInfo = PolicyInfo { name: "lirs", about: "", params: &[], build };
+/// A list threaded through [`Links`]; front = most recent.
+#[derive(Clone, Copy, Debug)]
+struct XList {
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+impl XList {
+    fn new() -> Self {
+        XList { head: NIL, tail: NIL, len: 0 }
+    }
+    #[inline]
+    fn push_front(&mut self, a: &mut Arena<Links>, idx: u32) {
+        *a.val_mut(idx) = Links { prev: NIL, next: self.head };
+        if self.head != NIL {
+            a.val_mut(self.head).prev = idx;
+        } else {
+            self.tail = idx;
+        }
+        self.head = idx;
+        self.len += 1;
+    }
+    #[inline]
+    fn unlink(&mut self, a: &mut Arena<Links>, idx: u32) {
+        let Links { prev, next } = *a.val(idx);
+        if prev != NIL {
+            a.val_mut(prev).next = next;
+        } else {
+            self.head = next;
+        }
+        if next != NIL {
+            a.val_mut(next).prev = prev;
+        } else {
+            self.tail = prev;
+        }
+        self.len -= 1;
+    }
+    #[inline]
+    fn move_to_front(&mut self, a: &mut Arena<Links>, idx: u32) {
+        if self.head != idx {
+            self.unlink(a, idx);
+            self.push_front(a, idx);
+        }
+    }
+    #[inline]
+    fn back(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+    #[cfg(test)]
+    fn keys(&self, a: &Arena<Links>) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut cur = self.head;
+        while cur != NIL {
+            out.push(a.key(cur));
+            cur = a.val(cur).next;
+        }
+        out
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    LibCacheSim,
+    Paper,
+}
+
+/// Sizes, in pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LirsSizes {
+    /// LIR pages allowed.
+    pub lir: usize,
+    /// HIR pages `Q` may hold.
+    pub hir: usize,
+    /// libCacheSim only: `Q` sheds pages on a non-resident hit while it holds
+    /// at least this many (`⌈hl/4096⌉`, one more than `hir` when `hl` is not a
+    /// whole number of pages).
+    pub hir_ceil: usize,
+}
+
+impl LirsSizes {
+    /// libCacheSim's byte arithmetic for 4 KiB objects.
+    pub fn libcachesim(capacity: usize, hir: f64) -> Self {
+        let total = capacity as u64 * LCS_PAGE;
+        let hl = ((hir * total as f64) as u64).max(1);
+        let ll = total - hl;
+        LirsSizes {
+            lir: (ll / LCS_PAGE) as usize,
+            hir: (hl / LCS_PAGE) as usize,
+            hir_ceil: hl.div_ceil(LCS_PAGE) as usize,
+        }
+    }
+
+    pub fn paper(capacity: usize, hir: f64) -> Self {
+        let h = ((hir * capacity as f64) as usize).clamp(1, capacity);
+        LirsSizes { lir: capacity - h, hir: h, hir_ceil: h }
+    }
+}
+
+pub struct Lirs {
+    arena: Arena<Links>,
+    /// Flags of each node, by node index.
+    flags: Vec<u8>,
+    s: List,
+    q: XList,
+    nh: XList,
+    variant: Variant,
+    sizes: LirsSizes,
+    capacity: usize,
+    /// `S` may hold this many entries (`usize::MAX`: no bound).
+    s_max: usize,
+    /// libCacheSim's count of LIR pages (it can drift from the true count in
+    /// corner cases; decisions follow libCacheSim's count).
+    lir: usize,
+    /// Resident pages (what a hit would be answered for).
+    resident: usize,
+    /// Pages that left the cache during a hit (or were never admitted); reported
+    /// at the next `insert`.
+    gone: Vec<u64>,
+}
+
+impl Lirs {
+    pub fn new(capacity: usize, variant: Variant, sizes: LirsSizes, stack: f64) -> Self {
+        let capacity = capacity.max(1);
+        let s_max = if stack <= 0.0 { usize::MAX } else { (stack * capacity as f64).min(usize::MAX as f64) as usize };
+        // S (LIR, resident and non-resident HIR entries) plus HIR pages only in Q.
+        let tracked = capacity.saturating_mul(2).min(s_max).max(capacity) + sizes.hir + 2;
+        Lirs {
+            arena: Arena::with_capacity(tracked),
+            flags: Vec::with_capacity(tracked),
+            s: List::new(),
+            q: XList::new(),
+            nh: XList::new(),
+            variant,
+            sizes,
+            capacity,
+            s_max,
+            lir: 0,
+            resident: 0,
+            gone: Vec::with_capacity(4),
+        }
+    }
+
+    #[inline]
+    fn f(&self, idx: u32) -> u8 {
+        self.flags[idx as usize]
+    }
+    #[inline]
+    fn set(&mut self, idx: u32, bits: u8) {
+        self.flags[idx as usize] |= bits;
+    }
+    #[inline]
+    fn clear(&mut self, idx: u32, bits: u8) {
+        self.flags[idx as usize] &= !bits;
+    }
+
+    fn new_node(&mut self, key: u64, flags: u8) -> u32 {
+        let idx = self.arena.insert(key, Links { prev: NIL, next: NIL });
+        let i = idx as usize;
+        if i < self.flags.len() {
+            self.flags[i] = flags;
+        } else {
+            debug_assert_eq!(i, self.flags.len());
+            self.flags.push(flags);
+        }
+        idx
+    }
+
+    /// Frees a node that is on no list.
+    #[inline]
+    fn free(&mut self, idx: u32) {
+        debug_assert_eq!(self.f(idx) & (IN_S | IN_Q | IN_NH), 0);
+        self.flags[idx as usize] = 0;
+        self.arena.remove(idx);
+    }
+
+    /// A resident page left the cache.
+    #[inline]
+    fn evicted(&mut self, key: u64) {
+        self.resident -= 1;
+        self.gone.push(key);
+    }
+
+    /// Takes an entry off `S`; frees the node unless it is still in `Q`.
+    fn drop_from_s(&mut self, idx: u32) {
+        self.s.unlink(&mut self.arena, idx);
+        if self.f(idx) & IN_NH != 0 {
+            self.nh.unlink(&mut self.arena, idx);
+        }
+        let f = self.f(idx);
+        self.clear(idx, IN_S | LIR | RES | IN_NH);
+        if f & IN_Q == 0 {
+            if f & RES != 0 {
+                // A resident HIR page outside Q (libCacheSim only): it leaves the cache.
+                let key = self.arena.key(idx);
+                self.evicted(key);
+            }
+            self.free(idx);
+        }
+    }
+
+    /// Drops HIR entries from the bottom of `S` until an LIR entry is there
+    /// (keeping the top entry, as libCacheSim does).
+    fn prune(&mut self) {
+        while self.s.len() > 1 {
+            let idx = self.s.back().expect("S is not empty");
+            if self.f(idx) & LIR != 0 {
+                break;
+            }
+            self.drop_from_s(idx);
+        }
+    }
+
+    /// `Q`'s front page leaves the cache; its `S` entry, if any, turns non-resident.
+    fn evict_hir(&mut self) {
+        let Some(idx) = self.q.back() else { return };
+        self.q.unlink(&mut self.arena, idx);
+        self.clear(idx, IN_Q);
+        let key = self.arena.key(idx);
+        self.evicted(key);
+        if self.f(idx) & IN_S != 0 {
+            self.clear(idx, RES);
+            self.set(idx, IN_NH);
+            self.nh.push_front(&mut self.arena, idx);
+        } else {
+            self.free(idx);
+        }
+    }
+
+    /// libCacheSim's `evictLIR`: the bottom of `S` goes to `Q` (or out, if `Q` has
+    /// no room for a page at all), then `S` is pruned.
+    fn evict_lir(&mut self) {
+        let Some(idx) = self.s.back() else { return };
+        let f = self.f(idx);
+        // The bottom of S is LIR but for corner cases libCacheSim does not guard
+        // against either: whatever is there moves to Q.
+        debug_assert!(f & IN_Q == 0, "bottom of S already in Q");
+        let was_resident = f & (LIR | RES) != 0;
+        self.lir = self.lir.saturating_sub(1);
+        self.s.unlink(&mut self.arena, idx);
+        if f & IN_NH != 0 {
+            self.nh.unlink(&mut self.arena, idx);
+        }
+        self.clear(idx, IN_S | LIR | RES | IN_NH);
+        if self.sizes.hir >= 1 {
+            while self.q.len + 1 > self.sizes.hir {
+                self.evict_hir();
+            }
+            self.set(idx, IN_Q);
+            self.q.push_front(&mut self.arena, idx);
+            if !was_resident {
+                self.resident += 1;
+            }
+        } else {
+            if was_resident {
+                let key = self.arena.key(idx);
+                self.evicted(key);
+            }
+            self.free(idx);
+        }
+        self.prune();
+    }
+
+    /// Forgets the oldest non-resident entries while `S` is over its bound.
+    fn limit_stack(&mut self) {
+        while self.s.len() > self.s_max {
+            let Some(idx) = self.nh.back() else { break };
+            self.drop_from_s(idx);
+        }
+    }
+
+    /// Paper: the bottom LIR page of `S` becomes a resident HIR page at `Q`'s end.
+    fn demote_bottom(&mut self) {
+        self.prune();
+        let Some(idx) = self.s.back() else { return };
+        debug_assert!(self.f(idx) & LIR != 0);
+        self.s.unlink(&mut self.arena, idx);
+        self.clear(idx, IN_S | LIR | RES);
+        self.lir -= 1;
+        self.set(idx, IN_Q);
+        self.q.push_front(&mut self.arena, idx);
+        self.prune();
+    }
+
+    fn touch_libcachesim(&mut self, idx: u32) -> bool {
+        let f = self.f(idx);
+        if f & IN_S != 0 {
+            self.s.move_to_front(&mut self.arena, idx);
+        }
+        if f & IN_Q != 0 {
+            self.q.move_to_front(&mut self.arena, idx);
+        }
+        if f & IN_S != 0 {
+            if f & LIR != 0 {
+                self.prune();
+            } else if f & RES != 0 {
+                // A resident HIR page in S becomes LIR.
+                if f & IN_Q != 0 {
+                    self.q.unlink(&mut self.arena, idx);
+                    self.clear(idx, IN_Q);
+                }
+                while self.lir + 1 > self.sizes.lir {
+                    self.evict_lir();
+                }
+                self.set(idx, LIR);
+                self.lir += 1;
+            } else {
+                return false;
+            }
+        } else {
+            // A resident HIR page only in Q: it stays HIR and goes on top of S,
+            // after the LIR share makes room for a page it does not take.
+            let key = self.arena.key(idx);
+            while self.lir + 1 > self.sizes.lir {
+                self.evict_lir();
+            }
+            let idx = if self.f(idx) == 0 {
+                // Q's front was this page: it left Q, yet libCacheSim keeps it resident.
+                let at = self.gone.iter().rposition(|&k| k == key).expect("evicted during this hit");
+                self.gone.remove(at);
+                self.resident += 1;
+                self.new_node(key, 0)
+            } else {
+                idx
+            };
+            self.set(idx, IN_S | RES);
+            self.s.push_front(&mut self.arena, idx);
+        }
+        self.limit_stack();
+        true
+    }
+
+    /// Returns false if libCacheSim would not admit the page.
+    fn insert_libcachesim(&mut self, key: u64) -> bool {
+        let sz = self.sizes;
+        match self.arena.find(key) {
+            Some(idx) => {
+                // A non-resident HIR page in S (already on top of S): it becomes LIR.
+                debug_assert_eq!(self.f(idx) & (IN_S | LIR | RES | IN_Q), IN_S);
+                while self.lir + 1 > sz.lir {
+                    self.evict_lir();
+                }
+                if self.f(idx) & IN_NH != 0 {
+                    self.nh.unlink(&mut self.arena, idx);
+                    self.clear(idx, IN_NH);
+                }
+                while self.lir + self.q.len + 1 > self.capacity {
+                    while self.q.len >= sz.hir_ceil && self.q.len > 0 {
+                        self.evict_hir();
+                    }
+                    self.evict_lir();
+                }
+                self.set(idx, LIR | RES);
+                self.lir += 1;
+                self.resident += 1;
+            }
+            None => {
+                if sz.lir == 0 || sz.hir == 0 {
+                    // libCacheSim admits nothing: the page is dropped at once.
+                    return false;
+                }
+                if self.lir + 1 > sz.lir && self.q.len + 1 > sz.hir {
+                    while self.q.len + 1 > sz.hir {
+                        self.evict_hir();
+                    }
+                }
+                while self.lir + self.q.len + 1 > self.capacity {
+                    if self.lir + 1 > sz.lir && self.q.len + 1 > sz.hir {
+                        self.evict_hir();
+                    } else {
+                        debug_assert!(false, "libCacheSim would loop forever here");
+                        break;
+                    }
+                }
+                if self.lir < sz.lir {
+                    let idx = self.new_node(key, IN_S | LIR | RES);
+                    self.s.push_front(&mut self.arena, idx);
+                    self.lir += 1;
+                } else {
+                    let idx = self.new_node(key, IN_S | RES | IN_Q);
+                    self.s.push_front(&mut self.arena, idx);
+                    self.q.push_front(&mut self.arena, idx);
+                }
+                self.resident += 1;
+            }
+        }
+        true
+    }
+
+    fn touch_paper(&mut self, idx: u32) -> bool {
+        let f = self.f(idx);
+        if f & LIR != 0 {
+            self.s.move_to_front(&mut self.arena, idx);
+            self.prune();
+        } else if f & IN_Q != 0 {
+            self.q.move_to_front(&mut self.arena, idx);
+            if f & IN_S != 0 {
+                self.s.move_to_front(&mut self.arena, idx);
+                self.q.unlink(&mut self.arena, idx);
+                self.clear(idx, IN_Q);
+                self.set(idx, LIR);
+                self.lir += 1;
+                if self.lir > self.sizes.lir {
+                    self.demote_bottom();
+                }
+            } else {
+                self.set(idx, IN_S | RES);
+                self.s.push_front(&mut self.arena, idx);
+            }
+        } else {
+            // A non-resident HIR page in S: its recency still counts.
+            self.s.move_to_front(&mut self.arena, idx);
+            return false;
+        }
+        self.limit_stack();
+        true
+    }
+
+    fn insert_paper(&mut self, key: u64) {
+        let free = self.capacity.saturating_sub(self.resident);
+        let mut warm = false;
+        if free == 0 {
+            if self.q.len == 0 {
+                self.demote_bottom();
+            }
+            self.evict_hir();
+        } else if free > self.sizes.hir {
+            warm = true;
+        }
+        match self.arena.find(key) {
+            Some(idx) => {
+                debug_assert_eq!(self.f(idx) & (IN_S | LIR | RES | IN_Q), IN_S);
+                if self.f(idx) & IN_NH != 0 {
+                    self.nh.unlink(&mut self.arena, idx);
+                    self.clear(idx, IN_NH);
+                }
+                self.set(idx, LIR | RES);
+                self.lir += 1;
+                if !warm && self.lir > self.sizes.lir {
+                    self.demote_bottom();
+                }
+            }
+            None if warm => {
+                let idx = self.new_node(key, IN_S | LIR | RES);
+                self.s.push_front(&mut self.arena, idx);
+                self.lir += 1;
+            }
+            None => {
+                let idx = self.new_node(key, IN_S | RES | IN_Q);
+                self.s.push_front(&mut self.arena, idx);
+                self.q.push_front(&mut self.arena, idx);
+            }
+        }
+        self.resident += 1;
+    }
+
+    #[cfg(test)]
+    fn state(&self) -> (Vec<String>, Vec<u64>) {
+        let mut s = Vec::new();
+        let mut cur = self.s.front();
+        while let Some(idx) = cur {
+            let f = self.f(idx);
+            let tag = if f & LIR != 0 {
+                "L"
+            } else if f & RES != 0 {
+                "H"
+            } else {
+                "N"
+            };
+            s.push(format!("{}{}", self.arena.key(idx), tag));
+            cur = self.s.next_of(&self.arena, idx);
+        }
+        (s, self.q.keys(&self.arena))
+    }
+}
+
+impl Replacement for Lirs {
+    #[inline]
+    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+        let Some(idx) = self.arena.find(a.key) else { return false };
+        match self.variant {
+            Variant::LibCacheSim => self.touch_libcachesim(idx),
+            Variant::Paper => self.touch_paper(idx),
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+        // Pages that left during hits, or the last page not admitted.
+        evicted.append(&mut self.gone);
+        let admitted = match self.variant {
+            Variant::LibCacheSim => self.insert_libcachesim(a.key),
+            Variant::Paper => {
+                self.insert_paper(a.key);
+                true
+            }
+        };
+        self.limit_stack();
+        evicted.append(&mut self.gone);
+        if !admitted {
+            // Reported at the next insert, after the caller has written it.
+            self.gone.push(a.key);
+        }
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        let Some(idx) = self.arena.find(key) else { return false };
+        let f = self.f(idx);
+        let resident = f & (LIR | RES | IN_Q) != 0;
+        if resident {
+            self.resident -= 1;
+        }
+        if f & LIR != 0 {
+            self.lir -= 1;
+        }
+        if f & IN_Q != 0 {
+            self.q.unlink(&mut self.arena, idx);
+        }
+        if f & IN_S != 0 {
+            self.s.unlink(&mut self.arena, idx);
+        }
+        if f & IN_NH != 0 {
+            self.nh.unlink(&mut self.arena, idx);
+        }
+        self.flags[idx as usize] = 0;
+        self.arena.remove(idx);
+        if f & LIR != 0 {
+            self.prune();
+        }
+        resident
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some_and(|idx| self.f(idx) & (LIR | RES | IN_Q) != 0)
+    }
+    fn len(&self) -> usize {
+        self.resident
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+    fn ghosts(&self) -> usize {
+        self.nh.len
+    }
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+    let hir = spec.ratio("hir")?;
+    if hir >= 1.0 {
+        return Err(spec.invalid("hir", "must be below 100% (LIR pages need room)"));
+    }
+    let stack = spec.float("stack")?;
+    if stack < 0.0 || (stack > 0.0 && stack < 1.0) {
+        return Err(spec.invalid("stack", "must be 0 (no bound) or at least 1"));
+    }
+    let capacity = ctx.capacity.max(1);
+    let (variant, sizes) = match spec.choice("variant", &["libcachesim", "paper"])?.as_str() {
+        "paper" => (Variant::Paper, LirsSizes::paper(capacity, hir)),
+        _ => (Variant::LibCacheSim, LirsSizes::libcachesim(capacity, hir)),
+    };
+    Ok(Box::new(ModeCache::new(Lirs::new(capacity, variant, sizes, stack), ctx.mode)))
+}
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "lirs",
+    about: "LIRS: LIR pages by reuse distance, a small FIFO of HIR pages (libCacheSim LIRS)",
+    params: &[
+        ParamInfo {
+            name: "hir",
+            default: "1%",
+            about: "share of the capacity for resident HIR pages (libCacheSim: 1%)",
+        },
+        ParamInfo {
+            name: "stack",
+            default: "2",
+            about: "stack S holds at most this many times the capacity in entries; 0 = unbounded (paper)",
+        },
+        ParamInfo {
+            name: "variant",
+            default: "libcachesim",
+            about: "libcachesim (byte-sized HIR share: caches nothing under 100 pages at 1%) or paper",
+        },
+    ],
+    build,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::{read, run_keys};
+    use crate::policy::{Mode, SpecError};
+
+    fn paper(capacity: usize, hir_pages: usize) -> Lirs {
+        let sizes = LirsSizes { lir: capacity - hir_pages, hir: hir_pages, hir_ceil: hir_pages };
+        Lirs::new(capacity, Variant::Paper, sizes, 0.0)
+    }
+
+    /// Like `run_keys`, but allows libCacheSim's extra resident pages.
+    fn run_loose(l: &mut Lirs, keys: &[u64]) -> Vec<bool> {
+        let mut evicted = Vec::new();
+        keys.iter()
+            .map(|&k| {
+                let a = read(k, 0);
+                let hit = l.touch(&a, false);
+                if !hit {
+                    l.insert(&a, false, &mut evicted);
+                }
+                hit
+            })
+            .collect()
+    }
+
+    fn strs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn sizes_follow_libcachesim_bytes() {
+        // 1% of 100 pages is exactly one page; under 100 pages it is less than one.
+        assert_eq!(LirsSizes::libcachesim(100, 0.01), LirsSizes { lir: 99, hir: 1, hir_ceil: 1 });
+        assert_eq!(LirsSizes::libcachesim(99, 0.01), LirsSizes { lir: 98, hir: 0, hir_ceil: 1 });
+        // 150 pages: 6144 bytes, one and a half pages.
+        assert_eq!(LirsSizes::libcachesim(150, 0.01), LirsSizes { lir: 148, hir: 1, hir_ceil: 2 });
+        assert_eq!(LirsSizes::paper(99, 0.01), LirsSizes { lir: 98, hir: 1, hir_ceil: 1 });
+        assert_eq!(LirsSizes::paper(1000, 0.01), LirsSizes { lir: 990, hir: 10, hir_ceil: 10 });
+    }
+
+    #[test]
+    fn paper_example_sequence() {
+        // The reference string of the paper's Table 1: A D B C B A D A E, with
+        // Llirs = 2 and Lhirs = 1 (A=1 … E=5).
+        let (a, b, c, d, e) = (1, 2, 3, 4, 5);
+        let mut l = paper(3, 1);
+        // A and D warm up as LIR; B enters Q as HIR.
+        assert_eq!(run_keys(&mut l, &[a, d, b]), vec![false; 3]);
+        assert_eq!(l.state(), (strs(&["2H", "4L", "1L"]), vec![b]));
+        // C misses: B leaves Q (non-resident in S), C is HIR.
+        run_keys(&mut l, &[c]);
+        assert_eq!(l.state(), (strs(&["3H", "2N", "4L", "1L"]), vec![c]));
+        // B misses while still in S: it becomes LIR; C is evicted; the bottom LIR
+        // page A turns HIR in Q, and pruning leaves D at the bottom.
+        assert_eq!(run_keys(&mut l, &[b]), vec![false]);
+        assert_eq!(l.state(), (strs(&["2L", "3N", "4L"]), vec![a]));
+        // A hits in Q (not in S): stays HIR, goes on top of S.
+        assert_eq!(run_keys(&mut l, &[a]), vec![true]);
+        assert_eq!(l.state(), (strs(&["1H", "2L", "3N", "4L"]), vec![a]));
+        // D hits (LIR at the bottom): moves up; pruning drops the non-resident C.
+        assert_eq!(run_keys(&mut l, &[d]), vec![true]);
+        assert_eq!(l.state(), (strs(&["4L", "1H", "2L"]), vec![a]));
+        // A hits in S: becomes LIR; B, at the bottom, is demoted to Q.
+        assert_eq!(run_keys(&mut l, &[a]), vec![true]);
+        assert_eq!(l.state(), (strs(&["1L", "4L"]), vec![b]));
+        // E misses: B is evicted (and forgotten, being out of S); E is HIR.
+        assert_eq!(run_keys(&mut l, &[e]), vec![false]);
+        assert_eq!(l.state(), (strs(&["5H", "1L", "4L"]), vec![e]));
+        // Time 10: D (LIR) hits; C is new and evicts E, whose S entry stays non-resident.
+        assert_eq!(run_keys(&mut l, &[d, c]), vec![true, false]);
+        assert_eq!(l.state(), (strs(&["3H", "4L", "5N", "1L"]), vec![c]));
+        assert_eq!(l.ghosts(), 1);
+    }
+
+    #[test]
+    fn libcachesim_differs_on_the_same_sequence() {
+        // The same string through libCacheSim's rules, with an LIR share of 2
+        // pages and an HIR share of 1 (as libCacheSim has with 1-byte objects).
+        let sizes = LirsSizes { lir: 2, hir: 1, hir_ceil: 1 };
+        let mut l = Lirs::new(3, Variant::LibCacheSim, sizes, 2.0);
+        assert_eq!(run_loose(&mut l, &[1, 4, 2, 3, 2]), vec![false; 5]);
+        // As in the paper so far.
+        assert_eq!(l.state(), (strs(&["2L", "3N", "4L"]), vec![1]));
+        // A (1) hits in Q. The LIR share is full, so libCacheSim first demotes the
+        // bottom LIR page D to Q, which pushes A itself out of Q; A still goes on
+        // top of S as a resident HIR page.
+        assert_eq!(run_loose(&mut l, &[1]), vec![true]);
+        assert_eq!(l.state(), (strs(&["1H", "2L"]), vec![4]));
+        // The LIR share has room again: the next new page becomes LIR directly,
+        // and the cache now answers for 4 pages.
+        assert_eq!(run_loose(&mut l, &[6]), vec![false]);
+        assert_eq!(l.state(), (strs(&["6L", "1H", "2L"]), vec![4]));
+        assert_eq!(l.len(), 4);
+        // D hits in Q: the LIR share is full again, so 2 is demoted into Q, which
+        // evicts D from Q during the hit, and pruning then drops A (resident, but
+        // in neither Q nor the LIR set) silently. D goes on top of S.
+        assert!(l.touch(&read(4, 7), false));
+        assert_eq!(l.state(), (strs(&["4H", "6L"]), vec![2]));
+        // A misses now, and takes the free LIR slot.
+        assert_eq!(run_loose(&mut l, &[1]), vec![false]);
+        assert_eq!(l.state(), (strs(&["1L", "4H", "6L"]), vec![2]));
+        assert_eq!(l.len(), 4);
+    }
+
+    #[test]
+    fn evictions_during_hits_are_reported_later() {
+        // 4 pages: LIR share 2, HIR share 2. 1 and 2 become LIR, 3 and 4 HIR.
+        let sizes = LirsSizes { lir: 2, hir: 2, hir_ceil: 2 };
+        let mut l = Lirs::new(4, Variant::LibCacheSim, sizes, 2.0);
+        run_keys(&mut l, &[1, 2, 3, 4]);
+        assert_eq!(l.state(), (strs(&["4H", "3H", "2L", "1L"]), vec![4, 3]));
+        // 5: Q full; 3 leaves (its S entry turns non-resident).
+        let mut ev = Vec::new();
+        run_keys(&mut l, &[5]);
+        assert_eq!(l.state(), (strs(&["5H", "4H", "3N", "2L", "1L"]), vec![5, 4]));
+        // 4 hits in S: it becomes LIR, 1 is demoted to Q (4 left Q, so Q had room).
+        assert!(l.touch(&read(4, 5), false));
+        assert_eq!(l.state(), (strs(&["4L", "5H", "3N", "2L"]), vec![1, 5]));
+        // A hit on a page only in Q (1) with the LIR share full: 2 (bottom) is
+        // demoted into Q, which evicts Q's front (5) during the hit; pruning then
+        // drops the non-resident entries 3 and 5 from S.
+        assert!(l.touch(&read(1, 6), false));
+        assert!(!l.contains(5));
+        assert_eq!(l.state(), (strs(&["1H", "4L"]), vec![2, 1]));
+        l.insert(&read(9, 7), false, &mut ev);
+        assert_eq!(ev[0], 5, "the eviction during the hit is reported first");
+    }
+
+    #[test]
+    fn nothing_cached_below_one_hir_page() {
+        let mut l = Lirs::new(50, Variant::LibCacheSim, LirsSizes::libcachesim(50, 0.01), 2.0);
+        let keys: Vec<u64> = (0..20).chain(0..20).collect();
+        let mut ev = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            let a = read(k, i as u64);
+            assert!(!l.touch(&a, false));
+            l.insert(&a, false, &mut ev);
+            assert_eq!(l.len(), 0);
+        }
+        assert_eq!(ev.len(), keys.len() - 1, "each page is dropped by the next insert");
+    }
+
+    #[test]
+    fn stack_bound_forgets_oldest_non_resident() {
+        let mut l = paper(4, 1);
+        let sizes = l.sizes;
+        l.s_max = 6;
+        assert_eq!(sizes.lir, 3);
+        // 1 2 3 LIR, then a scan: each new page evicts the previous one, which stays
+        // in S as non-resident until S holds 6 entries.
+        run_keys(&mut l, &[1, 2, 3, 10, 11, 12, 13, 14]);
+        assert_eq!(l.state().0, strs(&["14H", "13N", "12N", "3L", "2L", "1L"]));
+        assert_eq!(l.ghosts(), 2);
+    }
+
+    #[test]
+    fn capacity_holds() {
+        let mut x: u64 = 99;
+        let keys: Vec<u64> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 300).min(x % 1000)
+            })
+            .collect();
+        for c in [1, 2, 3, 10, 57] {
+            let mut l = Lirs::new(c, Variant::Paper, LirsSizes::paper(c, 0.01), 2.0);
+            run_keys(&mut l, &keys);
+            assert!(l.s.len() <= 2 * c);
+        }
+        for c in [200, 333, 1000] {
+            // HIR share of two pages or more: no page outside Q stays resident.
+            let mut l = Lirs::new(c, Variant::LibCacheSim, LirsSizes::libcachesim(c, 0.01), 2.0);
+            run_keys(&mut l, &keys);
+            assert!(l.s.len() <= 2 * c);
+        }
+    }
+
+    /// Random reads, writes and trims through every mode; returns, after each
+    /// access, the resident set implied by the effects emitted so far.
+    fn churn<R: Replacement>(make: impl Fn() -> R, keys: u64, mut check: impl FnMut(&R, &hashbrown::HashSet<u64>)) {
+        use crate::policy::{Effects, Io, Policy, NEVER};
+        use crate::trace::Op;
+        for mode in [Mode::WriteBack, Mode::WriteThrough, Mode::WriteAround, Mode::WriteOnly, Mode::ReadOnly] {
+            let mut p = ModeCache::new(make(), mode);
+            let mut shadow = hashbrown::HashSet::new();
+            let mut fx = Effects::new();
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            for i in 0..10_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let key = (x >> 8) % keys;
+                let op = match x % 10 {
+                    0..=5 => Op::Read,
+                    6..=8 => Op::Write,
+                    _ => Op::Trim,
+                };
+                let a = Access { time: i, key, op, partial: x.is_multiple_of(7), seq: i, next_use: NEVER };
+                fx.clear();
+                p.access(&a, &mut fx);
+                for io in &fx.io {
+                    match *io {
+                        Io::CacheWrite { key } => {
+                            shadow.insert(key);
+                        }
+                        Io::Evict { key, .. } | Io::Invalidate { key, .. } => {
+                            assert!(shadow.remove(&key), "{mode}: {key} left but was not cached");
+                        }
+                        _ => {}
+                    }
+                }
+                check(p.replacement(), &shadow);
+            }
+        }
+    }
+
+    #[test]
+    fn effects_match_residency_in_every_mode() {
+        // The effects report pages that left during a hit at the next insert:
+        // until then they are cached as far as the caller knows.
+        let configs = [
+            (Variant::Paper, LirsSizes::paper(7, 0.3), 2.0),
+            (Variant::Paper, LirsSizes::paper(1, 0.01), 0.0),
+            (Variant::LibCacheSim, LirsSizes { lir: 5, hir: 2, hir_ceil: 2 }, 2.0),
+            (Variant::LibCacheSim, LirsSizes { lir: 5, hir: 1, hir_ceil: 2 }, 2.0),
+            (Variant::LibCacheSim, LirsSizes { lir: 6, hir: 1, hir_ceil: 1 }, 3.0),
+            (Variant::LibCacheSim, LirsSizes::libcachesim(7, 0.01), 2.0),
+        ];
+        for (variant, sizes, stack) in configs {
+            let c = sizes.lir + sizes.hir_ceil.max(1);
+            churn(
+                || Lirs::new(c, variant, sizes, stack),
+                40,
+                |l, shadow| {
+                    let live: Vec<u64> = (0..40).filter(|&k| l.contains(k)).collect();
+                    assert_eq!(live.len(), l.len());
+                    assert!(live.iter().all(|k| shadow.contains(k) && !l.gone.contains(k)));
+                    assert!(l.gone.iter().all(|k| shadow.contains(k)));
+                    assert_eq!(shadow.len(), live.len() + l.gone.len());
+                    if variant == Variant::Paper {
+                        assert!(l.len() <= c);
+                    }
+                    assert!(l.s.len() <= (stack * c as f64) as usize || stack == 0.0);
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn remove_and_params() {
+        let mut l = paper(3, 1);
+        run_keys(&mut l, &[1, 2, 3]);
+        assert!(l.remove(1) && !l.remove(1));
+        assert_eq!(l.len(), 2);
+        assert_eq!(run_keys(&mut l, &[4, 2]), vec![false, true]);
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        for ok in ["lirs", "lirs(variant=paper)", "lirs(hir=10%,stack=0)", "lirs(stack=3)"] {
+            assert!(build_spec(ok, &ctx).is_ok(), "{ok}");
+        }
+        for bad in ["lirs(hir=100%)", "lirs(stack=-1)", "lirs(stack=0.5)", "lirs(variant=v2)", "lirs(hir=x)"] {
+            assert!(matches!(build_spec(bad, &ctx), Err(SpecError::BadValue { .. })), "{bad}");
+        }
+    }
+}

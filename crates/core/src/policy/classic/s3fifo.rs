@@ -39,8 +39,9 @@
 //! before the cache first fills. The same byte rounding and the same
 //! one-page minimum for `S` apply.
 //!
-//! Memory per tracked key (resident or ghost): one 24-byte arena node (key,
-//! links, queue tag, counter) plus the hash index (about 5–11 bytes).
+//! Memory per tracked key (resident or ghost): a 16-byte arena node (key,
+//! links), 2 bytes of queue tag and counter in a side array indexed by node,
+//! and the arena's hash index.
 
 use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
@@ -114,7 +115,10 @@ impl S3FifoConfig {
 }
 
 pub struct S3Fifo {
-    arena: Arena<Meta>,
+    arena: Arena<()>,
+    /// Queue and counter of the key in arena node `i` (kept beside the arena so
+    /// a node stays 16 bytes).
+    meta: Vec<Meta>,
     /// Front = newest; back = next to leave.
     small: List,
     main: List,
@@ -129,6 +133,7 @@ impl S3Fifo {
         let capacity = capacity.max(1);
         S3Fifo {
             arena: Arena::with_capacity(capacity + cfg.ghost),
+            meta: Vec::with_capacity(capacity + cfg.ghost),
             small: List::new(),
             main: List::new(),
             ghost: List::new(),
@@ -148,7 +153,7 @@ impl S3Fifo {
             self.arena.remove(idx);
             return;
         }
-        *self.arena.val_mut(idx) = Meta { q: Q::Ghost, freq: 0 };
+        self.meta[idx as usize] = Meta { q: Q::Ghost, freq: 0 };
         self.ghost.push_front(&mut self.arena, idx);
         if self.ghost.len() > self.cfg.ghost {
             let old = self.ghost.pop_back(&mut self.arena).expect("ghost queue is not empty");
@@ -159,7 +164,7 @@ impl S3Fifo {
     /// Frees one page from `S`: pages hit often enough move to `M` until one leaves.
     fn evict_small(&mut self, evicted: &mut Vec<u64>) {
         while let Some(idx) = self.small.pop_back(&mut self.arena) {
-            let m = self.arena.val_mut(idx);
+            let m = &mut self.meta[idx as usize];
             if m.freq >= self.cfg.threshold {
                 *m = Meta { q: Q::Main, freq: 0 };
                 self.main.push_front(&mut self.arena, idx);
@@ -174,7 +179,7 @@ impl S3Fifo {
     /// Frees one page from `M`: pages with a non-zero counter get another round.
     fn evict_main(&mut self, evicted: &mut Vec<u64>) {
         while let Some(idx) = self.main.back() {
-            let m = self.arena.val_mut(idx);
+            let m = &mut self.meta[idx as usize];
             if m.freq == 0 {
                 self.main.unlink(&mut self.arena, idx);
                 evicted.push(self.arena.remove(idx));
@@ -205,7 +210,7 @@ impl Replacement for S3Fifo {
     fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
         match self.arena.find(a.key) {
             Some(idx) => {
-                let m = self.arena.val_mut(idx);
+                let m = &mut self.meta[idx as usize];
                 if m.q == Q::Ghost {
                     return false;
                 }
@@ -222,7 +227,7 @@ impl Replacement for S3Fifo {
         // during the lookup), so this miss's evictions cannot push it out.
         let ghost_hit = match self.arena.find(a.key) {
             Some(idx) => {
-                debug_assert_eq!(self.arena.val(idx).q, Q::Ghost, "insert of a resident key");
+                debug_assert_eq!(self.meta[idx as usize].q, Q::Ghost, "insert of a resident key");
                 self.ghost.unlink(&mut self.arena, idx);
                 self.arena.remove(idx);
                 true
@@ -236,7 +241,14 @@ impl Replacement for S3Fifo {
             || (self.cfg.fill_main
                 && !self.has_evicted
                 && self.small.len() as u64 * LCS_PAGE >= self.cfg.small_bytes);
-        let idx = self.arena.insert(a.key, Meta { q: if to_main { Q::Main } else { Q::Small }, freq: 0 });
+        let idx = self.arena.insert(a.key, ());
+        let m = Meta { q: if to_main { Q::Main } else { Q::Small }, freq: 0 };
+        // Node indices are dense (freed nodes are reused), so this grows only
+        // until the arena has reached its largest size.
+        if idx as usize >= self.meta.len() {
+            self.meta.resize(idx as usize + 1, m);
+        }
+        self.meta[idx as usize] = m;
         if to_main {
             self.main.push_front(&mut self.arena, idx);
         } else {
@@ -246,7 +258,7 @@ impl Replacement for S3Fifo {
 
     fn remove(&mut self, key: u64) -> bool {
         let Some(idx) = self.arena.find(key) else { return false };
-        match self.arena.val(idx).q {
+        match self.meta[idx as usize].q {
             Q::Small => self.small.unlink(&mut self.arena, idx),
             Q::Main => self.main.unlink(&mut self.arena, idx),
             Q::Ghost => return false,
@@ -256,7 +268,7 @@ impl Replacement for S3Fifo {
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena.find(key).is_some_and(|idx| self.arena.val(idx).q != Q::Ghost)
+        self.arena.find(key).is_some_and(|idx| self.meta[idx as usize].q != Q::Ghost)
     }
     fn len(&self) -> usize {
         self.resident()
@@ -401,5 +413,12 @@ mod tests {
         assert!(matches!(build_spec("s3fifo", &tiny), Err(SpecError::BadValue { .. })));
         assert!(build_spec("s3fifo(small=20%)", &tiny).is_ok());
         assert!(build_spec("s3fifo(ghost=0,threshold=1,bits=1,variant=paper)", &ctx).is_ok());
+    }
+
+    #[test]
+    fn compact_nodes() {
+        // 16-byte node + 2 bytes of metadata per tracked key (plus the hash index).
+        assert_eq!(std::mem::size_of::<crate::policy::list::Node<()>>(), 16);
+        assert_eq!(std::mem::size_of::<Meta>(), 2);
     }
 }

@@ -70,7 +70,11 @@ impl Blkparse {
         Blkparse { event, ..Default::default() }
     }
 
-    fn blkparse_event(&mut self, dev: &str, f: &mut std::str::SplitAsciiWhitespace) -> Result<Option<Request>, FieldError> {
+    fn blkparse_event(
+        &mut self,
+        dev: &str,
+        f: &mut std::str::SplitAsciiWhitespace,
+    ) -> Result<Option<Request>, FieldError> {
         let bad_dev = || FieldError::new("device", format!("{dev:?} is not major,minor"));
         let (major, minor) = dev.split_once(',').ok_or_else(bad_dev)?;
         let major: u32 = major.parse().map_err(|_| bad_dev())?;
@@ -118,7 +122,11 @@ impl Blkparse {
         Ok(Some(Request { time, addr, len, dev, op }))
     }
 
-    fn wiscsee_event(&mut self, pid: &str, f: &mut std::str::SplitAsciiWhitespace) -> Result<Option<Request>, FieldError> {
+    fn wiscsee_event(
+        &mut self,
+        pid: &str,
+        f: &mut std::str::SplitAsciiWhitespace,
+    ) -> Result<Option<Request>, FieldError> {
         u64_field("pid", Some(pid))?;
         let issue = match f.next() {
             Some("D") => true,
@@ -151,9 +159,8 @@ impl LineFormat for Blkparse {
         if first.bytes().all(|b| b.is_ascii_digit()) && !self.in_summary {
             return self.wiscsee_event(first, &mut f);
         }
-        let summary_start =
-            (first == "Total" || first.strip_prefix("CPU").is_some_and(|n| n.parse::<u32>().is_ok()))
-                && f.next().is_some_and(|d| d.starts_with('(') && d.ends_with("):"));
+        let summary_start = (first == "Total" || first.strip_prefix("CPU").is_some_and(|n| n.parse::<u32>().is_ok()))
+            && f.next().is_some_and(|d| d.starts_with('(') && d.ends_with("):"));
         if summary_start {
             self.in_summary = true;
         }

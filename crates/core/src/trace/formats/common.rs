@@ -69,7 +69,12 @@ impl<K: Hash + Eq + Clone> DevMap<K> {
     /// The id of the device `is_key` recognises; `make` builds its owned key, called
     /// only when the device differs from the previous line's (so a trace that stays
     /// on one device allocates nothing per line).
-    pub fn id(&mut self, field: &'static str, is_key: impl Fn(&K) -> bool, make: impl FnOnce() -> K) -> Result<u32, FieldError> {
+    pub fn id(
+        &mut self,
+        field: &'static str,
+        is_key: impl Fn(&K) -> bool,
+        make: impl FnOnce() -> K,
+    ) -> Result<u32, FieldError> {
         if let Some((k, id)) = &self.last {
             if is_key(k) {
                 return Ok(*id);
@@ -81,7 +86,10 @@ impl<K: Hash + Eq + Clone> DevMap<K> {
             None => {
                 let id = self.ids.len() as u64;
                 if id >= crate::sim::MAX_DEVICES {
-                    return Err(FieldError::new(field, format!("more than {} distinct devices", crate::sim::MAX_DEVICES)));
+                    return Err(FieldError::new(
+                        field,
+                        format!("more than {} distinct devices", crate::sim::MAX_DEVICES),
+                    ));
                 }
                 self.ids.insert(key.clone(), id as u32);
                 id as u32

@@ -27,7 +27,7 @@
 //! columns are ignored.
 
 use super::common::decimal_time;
-use crate::trace::text::{dev_field, mul_field, size_field, to_nanos, f64_field, u64_field, LineFormat};
+use crate::trace::text::{dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat};
 use crate::trace::{FieldError, Op, Request};
 use std::fmt;
 
@@ -63,8 +63,20 @@ pub struct CsvMapping {
 }
 
 const KEYS: &[&str] = &[
-    "time", "op", "offset", "size", "dev", "header", "sep", "time_unit", "offset_unit", "size_unit", "read", "write",
-    "trim", "skip",
+    "time",
+    "op",
+    "offset",
+    "size",
+    "dev",
+    "header",
+    "sep",
+    "time_unit",
+    "offset_unit",
+    "size_unit",
+    "read",
+    "write",
+    "trim",
+    "skip",
 ];
 
 fn list(s: &str) -> Vec<String> {
@@ -103,10 +115,7 @@ fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
             .split_once('=')
             .ok_or_else(|| format!("{item:?} is not key=value (known keys: {})", KEYS.join(", ")))?;
         let v = v.trim();
-        let v = ['\'', '"']
-            .iter()
-            .find_map(|&q| v.strip_prefix(q).and_then(|v| v.strip_suffix(q)))
-            .unwrap_or(v);
+        let v = ['\'', '"'].iter().find_map(|&q| v.strip_prefix(q).and_then(|v| v.strip_suffix(q))).unwrap_or(v);
         out.push((k.trim().to_ascii_lowercase(), v.to_string()));
     }
     Ok(out)
@@ -124,7 +133,11 @@ fn parse_sep(v: &str) -> Result<Sep, String> {
             let mut chars = v.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) if c != '\n' && c != '\r' => Sep::Char(c),
-                _ => return Err(format!("sep={v:?}: give one character or tab, space, comma, semicolon, pipe, whitespace")),
+                _ => {
+                    return Err(format!(
+                        "sep={v:?}: give one character or tab, space, comma, semicolon, pipe, whitespace"
+                    ))
+                }
             }
         }
     })
@@ -207,7 +220,8 @@ impl std::str::FromStr for CsvMapping {
         if m.size == usize::MAX {
             return Err("the column mapping needs size=COLUMN".into());
         }
-        let roles = [("time", m.time), ("op", m.op), ("offset", Some(m.offset)), ("size", Some(m.size)), ("dev", m.dev)];
+        let roles =
+            [("time", m.time), ("op", m.op), ("offset", Some(m.offset)), ("size", Some(m.size)), ("dev", m.dev)];
         for (i, (a, ca)) in roles.iter().enumerate() {
             for (b, cb) in &roles[i + 1..] {
                 if ca.is_some() && ca == cb {
@@ -216,6 +230,11 @@ impl std::str::FromStr for CsvMapping {
             }
         }
         let ops = [("read", &m.read), ("write", &m.write), ("trim", &m.trim), ("skip", &m.skip)];
+        for (k, values) in ops {
+            if let Some(v) = values.iter().find(|v| v.contains(['\'', '"']) || v.contains(char::is_control)) {
+                return Err(format!("{k}: op value {v:?} holds a quote or control character"));
+            }
+        }
         for (i, (a, va)) in ops.iter().enumerate() {
             for (b, vb) in &ops[i + 1..] {
                 if let Some(v) = va.iter().find(|v| vb.iter().any(|w| w.eq_ignore_ascii_case(v))) {
@@ -328,7 +347,12 @@ impl LineFormat for Csv {
                 } else {
                     return Err(FieldError::new(
                         "op",
-                        format!("{v:?} is not a read ({}), write ({}) or trim ({})", m.read.join("|"), m.write.join("|"), m.trim.join("|")),
+                        format!(
+                            "{v:?} is not a read ({}), write ({}) or trim ({})",
+                            m.read.join("|"),
+                            m.write.join("|"),
+                            m.trim.join("|")
+                        ),
                     ));
                 }
             }
@@ -384,7 +408,10 @@ mod tests {
         let mut c = Csv::new(mapping("time=0,offset=1,size=2,time_unit=min"));
         assert_eq!(c.parse("1.5,0,1").unwrap().unwrap().time, 90_000_000_000);
         let mut c = Csv::new(mapping("time=0, offset=1 ,size=2,op=3, sep=';' ,time_unit=ms"));
-        assert_eq!(c.parse("2.5;0;1;DISCARD").unwrap().unwrap(), Request { time: 2_500_000, addr: 0, len: 1, dev: 0, op: Op::Trim });
+        assert_eq!(
+            c.parse("2.5;0;1;DISCARD").unwrap().unwrap(),
+            Request { time: 2_500_000, addr: 0, len: 1, dev: 0, op: Op::Trim }
+        );
         assert_eq!(mapping("offset=0,size=1,header=true").header, 1);
     }
 
@@ -399,6 +426,19 @@ mod tests {
             let m = mapping(s);
             assert_eq!(mapping(&m.to_string()), m, "{s} -> {m}");
         }
+    }
+
+    /// Fuzz crash (csv target): an op value holding quotes printed as a mapping
+    /// that did not parse back. Such values are now rejected.
+    #[test]
+    fn regression_quoted_op_value_round_trip() {
+        let text = "time=0,op=3,offset=4,size=5,dev=2,header=1,sep=',',time_unit=s,offset_unit=B,size_unit=B,\
+                    read=||||?|\u{f}\0\0\0\0\0\0\0ep=',m,1,W,04,,'0t";
+        assert!(text.parse::<CsvMapping>().unwrap_err().contains("read"));
+        let text = "offset=4,size=5,read='a,b|c=d'";
+        let m = mapping(text);
+        assert_eq!(m.read, ["a,b", "c=d"]);
+        assert_eq!(mapping(&m.to_string()), m);
     }
 
     #[test]
@@ -418,6 +458,9 @@ mod tests {
         assert!(err("offset=1,size=2,read=x,write=X").contains("both read and write"));
         assert!(err("offset=1,size=2,header=some").contains("header"));
         assert!(err("offset=1,size=2,nonsense").contains("key=value"));
+        assert!(err("offset=1,size=2,read=a'b'c").contains("quote"));
+        assert!(err("offset=1,size=2,write=\"'\"").contains("quote"));
+        assert!(err("offset=1,size=2,trim=a\u{0}b").contains("control"));
     }
 
     #[test]

@@ -115,7 +115,9 @@ pub fn reader_over(
 ) -> Result<Box<dyn TraceReader>, TraceError> {
     let skip = opts.skip_bad;
     Ok(match format {
-        Format::Auto => return Err(TraceError::Format { path: path.into(), msg: "format must be resolved before opening".into() }),
+        Format::Auto => {
+            return Err(TraceError::Format { path: path.into(), msg: "format must be resolved before opening".into() })
+        }
         Format::Ssdsim | Format::Mqsim => Box::new(TextReader::new(src, ascii::Ascii::ssdsim(), path, skip)),
         Format::Disksim => Box::new(TextReader::new(src, ascii::Ascii::disksim(), path, skip)),
         Format::Heimdall => Box::new(TextReader::new(src, ascii::Ascii::heimdall(), path, skip)),
@@ -170,7 +172,9 @@ pub fn sniff_bytes(head: &[u8]) -> Option<Format> {
     let text = match std::str::from_utf8(head) {
         Ok(t) => Some(t),
         // a full window may end inside a multi-byte character
-        Err(e) if e.error_len().is_none() && head.len() >= SNIFF_BYTES => std::str::from_utf8(&head[..e.valid_up_to()]).ok(),
+        Err(e) if e.error_len().is_none() && head.len() >= SNIFF_BYTES => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).ok()
+        }
         Err(_) => None,
     };
     match text {
@@ -180,7 +184,8 @@ pub fn sniff_bytes(head: &[u8]) -> Option<Format> {
 }
 
 fn complete_lines(text: &str) -> Vec<&str> {
-    let mut lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).filter(|l| !l.trim().is_empty()).collect();
+    let mut lines: Vec<&str> =
+        text.lines().map(|l| l.trim_end_matches('\r')).filter(|l| !l.trim().is_empty()).collect();
     if !text.ends_with('\n') && lines.len() > 1 {
         lines.pop(); // possibly cut short
     }
@@ -226,9 +231,15 @@ mod tests {
             ("0.5 0 17 3 1\n1.5 0 19 1 0\n", Format::Disksim),
             ("0\n1\n*\n2\n", Format::Keys),
             ("  8,0    3        6     0.000008096   697  D  WS 223490 + 8 [kjournald]\n", Format::Blkparse),
-            ("35181 D read 136318976 4096 0.000000000 0 False\n0 C read 136327168 4096 0.0001 0.0001 False\n", Format::Blkparse),
+            (
+                "35181 D read 136318976 4096 0.000000000 0 False\n0 C read 136327168 4096 0.0001 0.0001 False\n",
+                Format::Blkparse,
+            ),
             ("128166385295514663,hm,0,Write,9056014336,2048,2833\n", Format::Msr),
-            ("Timestamp,Response,IOType,LUN,Offset,Size\n1455591804.310701000,0.006475000,R,0,203468398592,32768\n", Format::Systor),
+            (
+                "Timestamp,Response,IOType,LUN,Offset,Size\n1455591804.310701000,0.006475000,R,0,203468398592,32768\n",
+                Format::Systor,
+            ),
             ("0,303567,3584,w,0.000000\n1,55590,3072,r,0.000000\n", Format::Spc),
             ("1538323200,12910952,8,1,1283\n1538323200,12910960,8,0,1283\n", Format::Tencent),
             ("version,time,op,size,lbn\n1,5633898,2a,512,42932745\n", Format::VscsiCsv),
@@ -277,12 +288,27 @@ mod tests {
     /// (format, good line, bad line, field the error names)
     const BAD: &[(Format, &str, &str, &str)] = &[
         (Format::Spc, "0,303567,3584,w,0.000000", "0,303567,3584,x,0.1", "opcode"),
-        (Format::Msr, "128166385295514663,hm,0,Write,9056014336,2048,2833", "128166385295514663,hm,0,Write,9056014336,0,2833", "size"),
-        (Format::Blkparse, "8,0 3 6 0.000008096 697 D WS 223490 + 8 [k]", "8,0 3 7 0.1 697 D WS 223490 + x [k]", "size"),
+        (
+            Format::Msr,
+            "128166385295514663,hm,0,Write,9056014336,2048,2833",
+            "128166385295514663,hm,0,Write,9056014336,0,2833",
+            "size",
+        ),
+        (
+            Format::Blkparse,
+            "8,0 3 6 0.000008096 697 D WS 223490 + 8 [k]",
+            "8,0 3 7 0.1 697 D WS 223490 + x [k]",
+            "size",
+        ),
         (Format::Blkparse, "1 D read 0 4096 0.0 0 False", "1 D erase 0 4096 0.0 0 False", "op"),
         (Format::VscsiCsv, "1,5633898,2a,512,42932745", "1,5633898,2z,512,42932745", "op"),
         (Format::Tencent, "1538323200,12910952,8,1,1283", "1538323200,12910952,8,3,1283", "iotype"),
-        (Format::Systor, "1455591804.310701000,0.006475000,R,0,203468398592,32768", "1455591804.3,0.0064,R,lun0,0,512", "lun"),
+        (
+            Format::Systor,
+            "1455591804.310701000,0.006475000,R,0,203468398592,32768",
+            "1455591804.3,0.0064,R,lun0,0,512",
+            "lun",
+        ),
         (Format::Keys, "17", "17x", "key"),
         (Format::Ssdsim, "0 0 303567 7 0", "0 0 303567 7 2", "op"),
     ];
@@ -328,7 +354,8 @@ mod tests {
         let f = Temp::new("spc", &text);
         let (mut r, _) = crate::trace::open(&f.0, Format::Auto, &ReadOptions::default()).unwrap();
         assert_eq!(crate::trace::read_all(r.as_mut()).unwrap(), from_mem);
-        let e = crate::trace::from_bytes(b"what is this".to_vec(), Format::Auto, &ReadOptions::default()).err().unwrap();
+        let e =
+            crate::trace::from_bytes(b"what is this".to_vec(), Format::Auto, &ReadOptions::default()).err().unwrap();
         assert!(e.to_string().starts_with("<memory>: cannot tell"), "{e}");
         let e = crate::trace::from_bytes(vec![], Format::Csv, &ReadOptions::default()).err().unwrap();
         assert!(e.to_string().contains("--csv-columns"), "{e}");
@@ -346,7 +373,8 @@ mod tests {
 
     #[test]
     fn csv_through_options() {
-        let opts = ReadOptions { csv: Some("time=0,offset=1,size=2,op=3,header=1".parse().unwrap()), ..Default::default() };
+        let opts =
+            ReadOptions { csv: Some("time=0,offset=1,size=2,op=3,header=1".parse().unwrap()), ..Default::default() };
         let text = b"t,off,size,op\n5,4096,512,w\n6,0,512,x\n".to_vec();
         let (mut r, _) = crate::trace::from_bytes(text, Format::Csv, &opts).unwrap();
         let e = crate::trace::read_all(r.as_mut()).unwrap_err().to_string();

@@ -71,10 +71,7 @@ mod tests {
     fn good_lines() {
         let mut m = Msr::default();
         let r = m.parse("128166385295514663,hm,0,Write,9056014336,2048,2833").unwrap().unwrap();
-        assert_eq!(
-            r,
-            Request { time: 12_816_638_529_551_466_300, addr: 9056014336, len: 2048, dev: 0, op: Op::Write }
-        );
+        assert_eq!(r, Request { time: 12_816_638_529_551_466_300, addr: 9056014336, len: 2048, dev: 0, op: Op::Write });
         let r = m.parse("128166386567849449,hm,0,Read,11946262528,4096,3654").unwrap().unwrap();
         assert_eq!(r.op, Op::Read);
         assert_eq!(r.dev, 0);

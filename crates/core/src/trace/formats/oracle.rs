@@ -160,7 +160,10 @@ impl<W: Write> OracleWriter<W> {
     /// skips zero-size records).
     pub fn new(out: W, page_size: u32) -> std::io::Result<Self> {
         if page_size == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "oracleGeneral page size must not be zero"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "oracleGeneral page size must not be zero",
+            ));
         }
         Ok(OracleWriter { out, page_size, times: Vec::new(), keys: Vec::new() })
     }

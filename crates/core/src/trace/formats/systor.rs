@@ -84,7 +84,8 @@ mod tests {
 
     #[test]
     fn sniffs() {
-        let lines = ["Timestamp,Response,IOType,LUN,Offset,Size", "1455591804.310701000,0.006475000,R,0,203468398592,32768"];
+        let lines =
+            ["Timestamp,Response,IOType,LUN,Offset,Size", "1455591804.310701000,0.006475000,R,0,203468398592,32768"];
         assert_eq!(sniff(&lines), Some(Format::Systor));
         assert_eq!(sniff(&lines[..1]), None);
     }

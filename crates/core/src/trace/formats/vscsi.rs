@@ -76,10 +76,7 @@ mod tests {
     fn good_lines() {
         assert_eq!(VscsiCsv.parse("version,time,op,size,lbn").unwrap(), None);
         let r = VscsiCsv.parse("1,5633898,2a,512,42932745").unwrap().unwrap();
-        assert_eq!(
-            r,
-            Request { time: 5_633_898_000_000_000, addr: 42932745 * 512, len: 512, dev: 0, op: Op::Write }
-        );
+        assert_eq!(r, Request { time: 5_633_898_000_000_000, addr: 42932745 * 512, len: 512, dev: 0, op: Op::Write });
         let r = VscsiCsv.parse("2,5633899,0x28,6656,40409911").unwrap().unwrap();
         assert_eq!((r.op, r.len, r.addr), (Op::Read, 6656, 40409911 * 512));
         assert_eq!(VscsiCsv.parse("1,5,A8,4096,0").unwrap().unwrap().op, Op::Read);
