@@ -188,7 +188,9 @@ mod tests {
     #[test]
     fn bad_params() {
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
-        for spec in ["clock(bits=9)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"] {
+        for spec in
+            ["clock(bits=9)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"]
+        {
             match build_spec(spec, &ctx) {
                 Err(SpecError::BadValue { .. }) => {}
                 Err(e) => panic!("{spec}: wrong error {e}"),

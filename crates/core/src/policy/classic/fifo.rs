@@ -66,12 +66,8 @@ fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(ModeCache::new(Fifo::new(ctx.capacity), ctx.mode)))
 }
 
-pub const INFO: PolicyInfo = PolicyInfo {
-    name: "fifo",
-    about: "first in, first out (libCacheSim FIFO)",
-    params: &[],
-    build,
-};
+pub const INFO: PolicyInfo =
+    PolicyInfo { name: "fifo", about: "first in, first out (libCacheSim FIFO)", params: &[], build };
 
 #[cfg(test)]
 mod tests {

@@ -117,11 +117,8 @@ impl Replacement for Lfu {
             let bucket = &self.buckets[b as usize];
             (bucket.freq + 1, bucket.next)
         };
-        let nb = if next != NIL && self.buckets[next as usize].freq == freq {
-            next
-        } else {
-            self.new_bucket(freq, b, next)
-        };
+        let nb =
+            if next != NIL && self.buckets[next as usize].freq == freq { next } else { self.new_bucket(freq, b, next) };
         self.buckets[b as usize].pages.unlink(&mut self.arena, idx);
         self.buckets[nb as usize].pages.push_front(&mut self.arena, idx);
         *self.arena.val_mut(idx) = nb;
@@ -198,7 +195,10 @@ mod tests {
         assert_eq!(l.freq(6), Some(1));
         // 2 hit -> f=3. 7 evicts 6 (f=1). 8 evicts 7. 9 evicts 8, 3 hit -> 3.
         // 10: f=1 holds 9 -> evict. Now 2 (f=3), 3 (f=3): 11 evicts 10, then 12 evicts 11.
-        assert_eq!(run_keys(&mut l, &[2, 7, 8, 9, 3, 10, 11, 12]), vec![true, false, false, false, true, false, false, false]);
+        assert_eq!(
+            run_keys(&mut l, &[2, 7, 8, 9, 3, 10, 11, 12]),
+            vec![true, false, false, false, true, false, false, false]
+        );
         assert_eq!(l.freq(2), Some(3));
         assert_eq!(l.freq(3), Some(3));
         // Tie at f=4: raise 3 then 2 to f=4, and 12 past them to f=5; the next

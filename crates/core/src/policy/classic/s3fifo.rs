@@ -5,8 +5,8 @@
 //! - a hit adds one to the page's counter;
 //! - a miss on a key remembered in `G` inserts the page into `M`, any other miss
 //!   into `S`; new pages start at 0;
-//! - to make room: if `M` is over its share (equivalently `S` is at or over
-//!   its share) or `S` is empty, evict from `M`, else from `S`;
+//! - to make room: if `M` is over its share (equivalently, with the cache full,
+//!   `S` is under its share) or `S` is empty, evict from `M`, else from `S`;
 //! - evicting from `S`: the oldest page moves to the head of `M` (counter reset
 //!   to 0) if it was hit at least `threshold` times while in `S`; otherwise it
 //!   leaves the cache and its key enters `G`. Repeat until a page has left;
@@ -38,6 +38,10 @@
 //! variant equals it: every miss that is not a ghost hit goes to `S`, also
 //! before the cache first fills. The same byte rounding and the same
 //! one-page minimum for `S` apply.
+//!
+//! Descriptions of S3-FIFO differ on how many hits in `S` earn the move to `M`
+//! (the authors' blog illustrates it with a threshold of 1); `threshold` sets
+//! it, 2 by default as in both libCacheSim versions.
 //!
 //! Memory per tracked key (resident or ghost): a 16-byte arena node (key,
 //! links), 2 bytes of queue tag and counter in a side array indexed by node,
@@ -238,9 +242,7 @@ impl Replacement for S3Fifo {
             self.evict(evicted);
         }
         let to_main = ghost_hit
-            || (self.cfg.fill_main
-                && !self.has_evicted
-                && self.small.len() as u64 * LCS_PAGE >= self.cfg.small_bytes);
+            || (self.cfg.fill_main && !self.has_evicted && self.small.len() as u64 * LCS_PAGE >= self.cfg.small_bytes);
         let idx = self.arena.insert(a.key, ());
         let m = Meta { q: if to_main { Q::Main } else { Q::Small }, freq: 0 };
         // Node indices are dense (freed nodes are reused), so this grows only
@@ -310,8 +312,16 @@ pub const INFO: PolicyInfo = PolicyInfo {
     params: &[
         ParamInfo { name: "small", default: "10%", about: "small queue share of the capacity (small-size-ratio)" },
         ParamInfo { name: "ghost", default: "90%", about: "ghost keys as a share of the capacity (ghost-size-ratio)" },
-        ParamInfo { name: "threshold", default: "2", about: "hits in the small queue to move to main (move-to-main-threshold)" },
-        ParamInfo { name: "bits", default: "2", about: "main queue counter width; reinsertion keeps min(hits, 2^bits-1)-1" },
+        ParamInfo {
+            name: "threshold",
+            default: "2",
+            about: "hits in the small queue to move to main (move-to-main-threshold)",
+        },
+        ParamInfo {
+            name: "bits",
+            default: "2",
+            about: "main queue counter width; reinsertion keeps min(hits, 2^bits-1)-1",
+        },
         ParamInfo {
             name: "variant",
             default: "libcachesim",

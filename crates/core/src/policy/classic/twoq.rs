@@ -90,7 +90,11 @@ impl TwoQSizes {
                 format!("Am gets less than one page of a {capacity}-page cache; use a smaller kin or variant=paper"),
             ));
         }
-        Ok(TwoQSizes { kin: (ain / LCS_PAGE) as usize, kout: (lcs_share_bytes(capacity, kout) / LCS_PAGE) as usize, am: am as usize })
+        Ok(TwoQSizes {
+            kin: (ain / LCS_PAGE) as usize,
+            kout: (lcs_share_bytes(capacity, kout) / LCS_PAGE) as usize,
+            am: am as usize,
+        })
     }
 
     /// The paper's sizes for `capacity` pages: `Am` limited only by the capacity.
@@ -254,7 +258,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "2Q: FIFO A1in + LRU Am + ghost A1out (libCacheSim TwoQ)",
     params: &[
         ParamInfo { name: "kin", default: "25%", about: "A1in share of the capacity (libCacheSim Ain-size-ratio)" },
-        ParamInfo { name: "kout", default: "50%", about: "A1out ghost keys as a share of the capacity (Aout-size-ratio)" },
+        ParamInfo {
+            name: "kout",
+            default: "50%",
+            about: "A1out ghost keys as a share of the capacity (Aout-size-ratio)",
+        },
         ParamInfo {
             name: "variant",
             default: "libcachesim",
