@@ -2,80 +2,100 @@
 
 libCacheSim (PyPI `libcachesim`) is the peer nobody here wrote. The page stream is
 made once by ssdcache (`trace convert --to keys`: every page every request touches,
-devices kept apart), written as libCacheSim's oracleGeneral binary with unit-size
-objects (obj_size = 4096, cache_size = pages * 4096), and replayed by both.
-Where definitions differ, ssdcache's defaults are aligned to libCacheSim and the
-difference is documented in the policy's source file; LIBCACHESIM below holds
-the constructor each spec is compared with.
+devices kept apart), written as libCacheSim's oracleGeneral binary with one object
+per page (obj_size = 4096, cache_size = pages * 4096, unless a case says obj_size 1),
+and replayed by both, at tiny (1, 3, 7 pages) to large (70 % of the footprint) caches.
+Where definitions differ, ssdcache's default is the original paper's algorithm and
+`variant=libcachesim` reproduces libCacheSim; each policy's source file lists the
+differences. CASES holds the libCacheSim constructor each spec is compared with.
 """
 
 import pathlib
-import struct
 
 import libcachesim as lcs
 import numpy as np
 import pytest
+from libcachesim.cache import CacheBase, _create_common_params
+from libcachesim.libcachesim_python import S3FIFOv0_init
 
 from conftest import TRACES, shared_traces, sim_json, ssdcache
 
-# ssdcache spec -> libCacheSim constructor (cache size in bytes)
-LIBCACHESIM = {
-    "lru": lambda size: lcs.LRU(size),
-    "fifo": lambda size: lcs.FIFO(size),
-    "clock": lambda size: lcs.Clock(size),
-    "lfu": lambda size: lcs.LFU(size),
-    "2q": lambda size: lcs.TwoQ(size),
-    "arc": lambda size: lcs.ARC(size),
-    "lirs": lambda size: lcs.LIRS(size),
-    "s3fifo": lambda size: lcs.S3FIFO(size),
-    "belady": lambda size: lcs.Belady(size),
-}
+
+def s3fifo_v0(size: int):
+    """libCacheSim's S3FIFOv0: the S3-FIFO of the SOSP'23 paper (its source says so)."""
+    params = "small-size-ratio=0.1,ghost-size-ratio=0.9,move-to-main-threshold=2"
+    return CacheBase(_cache=S3FIFOv0_init(_create_common_params(size), params))
+
+
 PAGE = 4096
+# (ssdcache spec, libCacheSim constructor taking a cache size in bytes, object size in the stream).
+# Our defaults are the original papers' algorithms; variant=libcachesim reproduces
+# libCacheSim's departures from them (each policy's source file lists them).
+CASES = [
+    ("lru", lcs.LRU, PAGE),
+    ("fifo", lcs.FIFO, PAGE),
+    ("clock", lcs.Clock, PAGE),
+    ("lfu", lcs.LFU, PAGE),
+    ("belady", lcs.Belady, PAGE),
+    ("2q(variant=libcachesim)", lcs.TwoQ, PAGE),
+    ("arc(variant=libcachesim)", lcs.ARC, PAGE),
+    ("lirs(variant=libcachesim)", lcs.LIRS, PAGE),
+    ("s3fifo(variant=libcachesim)", lcs.S3FIFO, PAGE),
+    # defaults that libCacheSim also has: ARC on unit-size objects adapts by whole
+    # objects as the paper does; S3FIFOv0 is the paper's S3-FIFO
+    ("arc", lcs.ARC, 1),
+    ("s3fifo", s3fifo_v0, PAGE),
+]
 FRACTIONS = (0.005, 0.02, 0.1, 0.3, 0.7)
 NO_NEXT_ACCESS = -1  # oracleGeneral's "never requested again"
 
 
-def write_oracle_general(keys: np.ndarray, path: pathlib.Path) -> None:
-    """Records <u32 time, u64 id, u32 size, i64 next_access_vtime>."""
+def write_oracle_general(keys: np.ndarray, path: pathlib.Path, obj_size: int) -> None:
+    """Records <u32 time, u64 id, u32 size, i64 next_access_vtime>; the next access
+    at 0-based position j is stored as j + 1 (libCacheSim's traceConv convention)."""
     n = len(keys)
     nxt = np.full(n, NO_NEXT_ACCESS, dtype=np.int64)
     last = {}
     for i in range(n - 1, -1, -1):
         k = int(keys[i])
         nxt[i] = last.get(k, NO_NEXT_ACCESS)
-        last[k] = i
+        last[k] = i + 1
     rec = np.zeros(n, dtype=np.dtype([("t", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")]))
     rec["t"] = np.arange(n, dtype=np.uint32)
     rec["id"] = keys
-    rec["size"] = PAGE
+    rec["size"] = obj_size
     rec["next"] = nxt
     assert rec.dtype.itemsize == 24
     path.write_bytes(rec.tobytes())
 
 
-def libcachesim_misses(policy: str, pages: int, oracle: pathlib.Path, n: int) -> int:
-    cache = LIBCACHESIM[policy](pages * PAGE)
+def libcachesim_misses(make, pages: int, obj_size: int, oracle: pathlib.Path, n: int) -> int:
+    cache = make(pages * obj_size)
     reader = lcs.TraceReader(str(oracle), lcs.TraceType.ORACLE_GENERAL_TRACE)
     miss_ratio, _ = cache.process_trace(reader)
     return round(miss_ratio * n)
 
 
 def compare(keys_file: pathlib.Path, tmp: pathlib.Path) -> list[str]:
+    """Runs every case at five cache sizes; returns the disagreements."""
     keys = np.loadtxt(keys_file, dtype=np.uint64, ndmin=1)
     footprint = len(np.unique(keys))
-    # 2Q and S3-FIFO refuse caches too small for their queues (libCacheSim would cache nothing)
-    sizes = sorted({max(16, int(f * footprint)) for f in FRACTIONS})
-    oracle = tmp / "stream.oracleGeneral.bin"
-    write_oracle_general(keys, oracle)
+    sizes = sorted({max(2, int(f * footprint)) for f in FRACTIONS} | {1, 3, 7})
+    oracles = {}
+    for obj_size in {c[2] for c in CASES}:
+        oracles[obj_size] = tmp / f"stream.{obj_size}.oracleGeneral.bin"
+        write_oracle_general(keys, oracles[obj_size], obj_size)
     reports = sim_json(
         "--trace", keys_file, "--format", "keys",
-        "--policy", ",".join(LIBCACHESIM), "--cache", ",".join(f"{s * PAGE}B" for s in sizes),
+        "--policy", ",".join(c[0] for c in CASES), "--cache", ",".join(f"{s * PAGE}B" for s in sizes),
     )
-    assert len(reports) == len(LIBCACHESIM) * len(sizes)
+    assert len(reports) == len(CASES) * len(sizes)
+    peers = {spec: (make, obj_size) for spec, make, obj_size in CASES}
     mismatches = []
     for r in reports:
         assert r["pages"] == len(keys)
-        theirs = libcachesim_misses(r["policy"], r["capacity_pages"], oracle, len(keys))
+        make, obj_size = peers[r["policy"]]
+        theirs = libcachesim_misses(make, r["capacity_pages"], obj_size, oracles[obj_size], len(keys))
         if r["misses"] != theirs:
             mismatches.append(f"{r['policy']} @ {r['capacity_pages']} pages: ssdcache {r['misses']} libCacheSim {theirs}")
     return mismatches

@@ -1,11 +1,15 @@
 //! The `ssdcache` command.
 
+mod heap;
 mod output;
 mod policies;
 mod run;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static ALLOC: heap::Counting = heap::Counting;
 
 #[derive(Parser)]
 #[command(name = "ssdcache", version, about = "Flash-aware storage caching: simulate cache policies on block traces")]
@@ -40,6 +44,9 @@ fn main() {
         }
         Command::Trace { command } => trace_cmd::run(command),
     };
+    if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {
+        eprintln!("heap peak bytes: {}", heap::peak());
+    }
     if let Err(e) = result {
         // One line, what and where; exit status 2 as for any bad input.
         eprintln!("ssdcache: error: {e:#}");

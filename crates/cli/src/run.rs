@@ -8,7 +8,8 @@ use rayon::prelude::*;
 use ssdcache::metrics::Report;
 use ssdcache::policy::spec::split_list;
 use ssdcache::policy::Mode;
-use ssdcache::sim::{run, RunSpec, TraceSource};
+use ssdcache::sim::{run, RunSpec, SimError, TraceSource};
+use ssdcache::trace::formats::csv::CsvMapping;
 use ssdcache::trace::{Format, ReadOptions};
 use ssdcache::units::parse_bytes;
 use std::io::IsTerminal;
@@ -61,9 +62,10 @@ pub struct SimArgs {
 }
 
 fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
-    let opts = ReadOptions { skip_bad: args.skip_bad, ..Default::default() };
+    let mut opts = ReadOptions { skip_bad: args.skip_bad, ..Default::default() };
     if let Some(cols) = &args.csv_columns {
-        bail!("--csv-columns {cols:?}: TEMP not wired yet");
+        let mapping = cols.parse::<CsvMapping>().map_err(|e| anyhow::anyhow!("--csv-columns: {e}"))?;
+        opts.csv = Some(mapping);
     }
     let mut out: Vec<TraceSource> = args
         .trace
@@ -110,7 +112,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
         // Several runs per trace: parse each trace once, share it.
         for s in sources.iter_mut() {
             let was_file = matches!(s, TraceSource::File { .. });
-            *s = s.load().with_context(|| s.name())?;
+            *s = s.load().map_err(|e| with_trace_name(e, s))?;
             if let TraceSource::Memory { format, name, skipped, .. } = s {
                 if was_file && args.format == Format::Auto {
                     eprintln!("{name}: format {format} (auto)");
@@ -135,6 +137,14 @@ pub fn sim(args: SimArgs) -> Result<()> {
     }
 }
 
+/// Trace errors name their file already; others get the trace's name in front.
+fn with_trace_name(e: SimError, source: &TraceSource) -> anyhow::Error {
+    match e {
+        SimError::Trace(_) => anyhow::Error::new(e),
+        other => anyhow::anyhow!("{}: {other}", source.name()),
+    }
+}
+
 fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usize>) -> Result<Vec<Report>> {
     let bar = if grid.len() > 1 && std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(grid.len() as u64);
@@ -147,7 +157,7 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     let results: Vec<Result<Report>> = pool.install(|| {
         grid.par_iter()
             .map(|(s, spec)| {
-                let r = run(&sources[*s], spec).with_context(|| sources[*s].name());
+                let r = run(&sources[*s], spec).map_err(|e| with_trace_name(e, &sources[*s]));
                 bar.inc(1);
                 r
             })

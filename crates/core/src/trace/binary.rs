@@ -24,7 +24,7 @@ pub struct BinaryReader {
 }
 
 fn io(path: &Path, e: std::io::Error) -> TraceError {
-    TraceError::Io { path: path.to_path_buf(), source: e }
+    TraceError::Io { path: path.to_path_buf(), error: e }
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

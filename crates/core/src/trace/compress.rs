@@ -35,7 +35,7 @@ impl Compression {
 const BUF: usize = 1 << 18;
 
 fn io_err(path: &Path, source: std::io::Error) -> TraceError {
-    TraceError::Io { path: path.to_path_buf(), source }
+    TraceError::Io { path: path.to_path_buf(), error: source }
 }
 
 /// Opens `path` and returns a buffered reader over its decompressed bytes.

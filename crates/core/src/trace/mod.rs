@@ -69,8 +69,9 @@ pub struct ReadOptions {
 /// Everything that can go wrong reading a trace. Messages name file, line and field.
 #[derive(Debug, Error)]
 pub enum TraceError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    // (`error`, not `source`: the message already carries it, and error chains would print it twice)
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path}:{line}: field {field}: {msg}")]
     Parse { path: PathBuf, line: u64, field: &'static str, msg: String },
     #[error("{path}: {msg}")]

@@ -55,7 +55,7 @@ impl<F: LineFormat> TextReader<F> {
         let n = (&mut self.src)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut self.line)
-            .map_err(|e| TraceError::Io { path: self.path.clone(), source: e })?;
+            .map_err(|e| TraceError::Io { path: self.path.clone(), error: e })?;
         if n == 0 {
             return Ok(false);
         }

@@ -50,7 +50,7 @@ impl TraceReader for KeysU32be {
                     Ok(0) => break,
                     Ok(n) => got += n,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => return Err(TraceError::Io { path: self.path.clone(), source: e }),
+                    Err(e) => return Err(TraceError::Io { path: self.path.clone(), error: e }),
                 }
             }
             match got {

@@ -85,7 +85,7 @@ impl TraceReader for OracleGeneral {
         }
         while out.is_empty() && !self.done {
             let got = read_full(&mut self.src, &mut self.buf)
-                .map_err(|e| TraceError::Io { path: self.path.clone(), source: e })?;
+                .map_err(|e| TraceError::Io { path: self.path.clone(), error: e })?;
             if got < want {
                 self.done = true;
             }
