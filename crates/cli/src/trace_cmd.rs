@@ -1,8 +1,8 @@
 //! `ssdcache trace …`: formats, info, convert, gen.
 
 use anyhow::{bail, Context, Result};
-use clap::Subcommand;
-use ssdcache::sim::{page_key, TraceSource};
+use clap::{Args, Subcommand};
+use ssdcache::sim::{pages_of, TraceSource};
 use ssdcache::trace::binary::BinaryWriter;
 use ssdcache::trace::formats::FORMATS;
 use ssdcache::trace::formats::oracle::OracleWriter;
@@ -11,6 +11,21 @@ use ssdcache::units::parse_bytes;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+/// Where and how `trace gen` and `trace convert` write.
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Output: binary (requests as they are, fast to replay), ssdsim (text), keys (one page
+    /// key per line per page access) or oracle-general (libCacheSim's binary, one record per page access).
+    #[arg(long, default_value = "binary")]
+    to: String,
+    /// Page size for page streams (keys, oracle-general).
+    #[arg(long, default_value = "4KiB")]
+    page: String,
+    /// Compress the output with zstd.
+    #[arg(long)]
+    zstd: bool,
+}
 
 #[derive(Subcommand)]
 pub enum TraceCommand {
@@ -40,15 +55,8 @@ pub enum TraceCommand {
         spec: Option<String>,
         #[arg(required_unless_present = "list")]
         output: Option<PathBuf>,
-        /// Output form: binary, keys, oracle-general or ssdsim.
-        #[arg(long, default_value = "binary")]
-        to: String,
-        /// Page size for page streams (keys, oracle-general).
-        #[arg(long, default_value = "4KiB")]
-        page: String,
-        /// Compress the output with zstd.
-        #[arg(long)]
-        zstd: bool,
+        #[command(flatten)]
+        out: OutputArgs,
         /// List the generators and their parameters.
         #[arg(long)]
         list: bool,
@@ -60,16 +68,8 @@ pub enum TraceCommand {
         /// Input format.
         #[arg(long, short, default_value = "auto")]
         format: Format,
-        /// Output: binary (requests as they are), ssdsim (text), keys (one page key per
-        /// line per page access) or oracle-general (libCacheSim's binary, one record per page access).
-        #[arg(long, default_value = "binary")]
-        to: String,
-        /// Page size for page streams (keys, oracle-general).
-        #[arg(long, default_value = "4KiB")]
-        page: String,
-        /// Compress the output with zstd.
-        #[arg(long)]
-        zstd: bool,
+        #[command(flatten)]
+        out: OutputArgs,
     },
 }
 
@@ -108,28 +108,26 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             }
             Ok(())
         }
-        TraceCommand::Gen { spec, output, to, page, zstd, .. } => {
-            let (spec, output) = (spec.unwrap(), output.unwrap());
-            let (mut reader, _) = TraceSource::Gen(spec).open()?;
-            let page_bytes = parse_bytes(&page).context("--page")?;
-            let n = write_as(reader.as_mut(), &output, &to, page_bytes, zstd)
-                .with_context(|| format!("writing {}", output.display()))?;
-            eprintln!("wrote {n} records to {}", output.display());
-            Ok(())
+        TraceCommand::Gen { spec, output, out, .. } => {
+            let (mut reader, _) = TraceSource::Gen(spec.unwrap()).open()?;
+            write_output(reader.as_mut(), &output.unwrap(), &out)
         }
-        TraceCommand::Convert { input, output, format, to, page, zstd } => {
+        TraceCommand::Convert { input, output, format, out } => {
             let source = TraceSource::File { path: input.clone(), format, opts: ReadOptions::default() };
             let (mut reader, used) = source.open()?;
             if format == Format::Auto {
                 eprintln!("{}: format {used} (auto)", input.display());
             }
-            let page_bytes = parse_bytes(&page).context("--page")?;
-            let n = write_as(reader.as_mut(), &output, &to, page_bytes, zstd)
-                .with_context(|| format!("writing {}", output.display()))?;
-            eprintln!("wrote {n} records to {}", output.display());
-            Ok(())
+            write_output(reader.as_mut(), &output, &out)
         }
     }
+}
+
+fn write_output(reader: &mut dyn TraceReader, path: &Path, out: &OutputArgs) -> Result<()> {
+    let page_bytes = parse_bytes(&out.page).context("--page")?;
+    let n = write_as(reader, path, &out.to, page_bytes, out.zstd).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {n} records to {}", path.display());
+    Ok(())
 }
 
 fn create(path: &Path, zstd: bool) -> Result<Box<dyn Write>> {
@@ -206,15 +204,7 @@ pub fn write_as(reader: &mut dyn TraceReader, path: &Path, to: &str, page_bytes:
     Ok(n)
 }
 
-/// Page keys of a request, as the simulator forms them.
+/// Page keys of a request, exactly as the simulator forms them.
 fn page_keys(r: &ssdcache::trace::Request, unit: Unit, page_bytes: u64) -> Result<impl Iterator<Item = u64>> {
-    let (first, last) = match unit {
-        Unit::Pages => (r.addr, r.addr + r.len as u64 - 1),
-        Unit::Bytes => (r.addr / page_bytes, (r.addr + r.len as u64 - 1) / page_bytes),
-    };
-    if page_key(r.dev, last).is_none() {
-        bail!("page {last} of device {} out of range", r.dev);
-    }
-    let dev = r.dev;
-    Ok((first..=last).map(move |p| page_key(dev, p).unwrap()))
+    Ok(pages_of(r, unit, page_bytes, 0)?.keys())
 }

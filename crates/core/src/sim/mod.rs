@@ -42,7 +42,7 @@ pub fn split_key(key: u64) -> (u32, u64) {
 
 /// The page accesses of one request: keys and whether each page is only partly written.
 #[derive(Clone, Copy, Debug)]
-struct PageRange {
+pub struct PageRange {
     first: u64,
     count: u64,
     /// A write leaves the first / last page partly uncovered.
@@ -57,9 +57,16 @@ impl PageRange {
     fn key(&self, i: u64) -> u64 {
         (self.dev as u64) << PAGE_BITS | (self.first + i)
     }
+
+    /// The page keys, in address order.
+    pub fn keys(self) -> impl Iterator<Item = u64> {
+        (0..self.count).map(move |i| self.key(i))
+    }
 }
 
-fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<PageRange, SimError> {
+/// The pages request number `index` touches, with `page_bytes` pages; an error if
+/// they do not fit a page key.
+pub fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<PageRange, SimError> {
     let bad = |msg: String| SimError::Request { request: index, msg };
     let (first, count, head_partial, tail_partial) = match unit {
         Unit::Pages => (r.addr, r.len as u64, false, false),
