@@ -117,17 +117,37 @@ pub trait Policy: Send {
 /// A page-replacement rule: which resident page leaves. Knows nothing of devices
 /// or dirtiness beyond the hints it is given; [`ModeCache`] adds write semantics.
 ///
-/// Caller's guarantees: `insert` is only called for a key that is not resident
-/// (after `touch` returned false); `capacity()` pages at most are ever resident.
+/// `touch`, `insert` and `remove` report every page that leaves the cache (other
+/// than the page `remove` was asked to drop) by pushing its key into `evicted`
+/// during the same call, never later, so that [`ModeCache`] writes a dirty page
+/// back within the access that evicted it. A rule only appends to `evicted`; it
+/// reports a key once, and only one that was resident.
+///
+/// Caller's guarantees: `insert` is only called for a key that is not resident,
+/// right after `touch` returned false for the same access (or never, if the
+/// caller does not cache the miss: the rule must cope with `touch` alone).
+///
+/// The rule's guarantees: after `touch` returns true the page is resident; after
+/// `insert` returns true it is resident, after it returns false it is not;
+/// [`len`](Replacement::len) counts the resident pages and stays within
+/// [`capacity`](Replacement::capacity) (unless the rule documents otherwise:
+/// libCacheSim's LIRS can briefly keep a few pages more).
 pub trait Replacement: Send {
     /// An access to `a.key`. If resident, update recency/frequency and return true;
     /// otherwise return false and change nothing but history the rule keeps
-    /// for non-resident keys. `dirty` says whether the page is dirty after this access.
-    fn touch(&mut self, a: &Access, dirty: bool) -> bool;
-    /// Make `a.key` resident; push every key evicted to make room into `evicted`.
-    fn insert(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>);
-    /// Drop `key` if resident (trim, invalidation). Returns whether it was.
-    fn remove(&mut self, key: u64) -> bool;
+    /// for non-resident keys. `dirty` says whether the page is dirty after this
+    /// access. A rule may evict other pages while handling a hit (libCacheSim's
+    /// LIRS does): it pushes them into `evicted`; never `a.key` itself.
+    fn touch(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool;
+    /// Admit `a.key` after a miss, pushing every key evicted to make room into
+    /// `evicted`. Returns false if the rule declines to cache the page (libCacheSim's
+    /// 2Q, S3-FIFO and LIRS do at tiny capacities): then the page is not resident
+    /// and nothing changes but what the rule keeps as history, and whatever it
+    /// evicted before deciding (reported in `evicted` all the same).
+    fn insert(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool;
+    /// Drop `key` if resident (trim, invalidation). Returns whether it was. Other
+    /// pages that leave as a consequence (libCacheSim's LIRS pruning) go into `evicted`.
+    fn remove(&mut self, key: u64, evicted: &mut Vec<u64>) -> bool;
     /// Whether `key` is resident, without changing any state.
     fn contains(&self, key: u64) -> bool;
     /// A dirty resident page was written back and is clean now.

@@ -1,30 +1,52 @@
 //! Helpers for policy unit tests.
 
 use super::list::{Arena, List};
-use super::{Access, Replacement, NEVER};
+use super::{Access, Effects, Policy, Replacement, NEVER};
 use crate::trace::Op;
 
 pub fn read(key: u64, seq: u64) -> Access {
     Access { time: seq, key, op: Op::Read, partial: false, seq, next_use: NEVER }
 }
 
-/// Replays reads of `keys` through a replacement rule (inserting on every miss)
-/// and returns hit/miss per access. Checks the capacity after every step.
+pub fn write(key: u64, seq: u64) -> Access {
+    Access { op: Op::Write, ..read(key, seq) }
+}
+
+/// Replays reads of `keys` through a replacement rule (offering every miss to
+/// `insert`) and returns hit/miss per access. Checks after every step that the
+/// capacity holds, that a page is resident exactly when it hit or was admitted,
+/// and that no key is reported evicted twice or without having been resident.
 pub fn run_keys<R: Replacement>(r: &mut R, keys: &[u64]) -> Vec<bool> {
     let mut evicted = Vec::new();
     keys.iter()
         .enumerate()
         .map(|(i, &k)| {
             let a = read(k, i as u64);
-            let hit = r.touch(&a, false);
-            if !hit {
-                r.insert(&a, false, &mut evicted);
-            }
+            evicted.clear();
+            let hit = r.touch(&a, false, &mut evicted);
+            assert!(!evicted.contains(&k), "key {k} evicted during its own hit at access {i}");
+            let resident = hit || r.insert(&a, false, &mut evicted);
             assert!(r.len() <= r.capacity(), "capacity exceeded at access {i}");
-            assert!(r.contains(k), "key {k} not resident right after access {i}");
+            assert_eq!(r.contains(k), resident, "key {k}: residency after access {i}");
+            for (j, e) in evicted.iter().enumerate() {
+                assert!(!r.contains(*e) && !evicted[..j].contains(e), "key {e} evicted but resident, or twice");
+            }
             hit
         })
         .collect()
+}
+
+/// Reads of `keys` through a policy; returns the misses.
+pub fn misses(p: &mut dyn Policy, keys: &[u64]) -> usize {
+    let mut fx = Effects::new();
+    keys.iter()
+        .enumerate()
+        .filter(|&(i, &k)| {
+            fx.clear();
+            p.access(&read(k, i as u64), &mut fx);
+            !fx.hit
+        })
+        .count()
 }
 
 pub fn keys_of<T>(list: &List, arena: &Arena<T>) -> Vec<u64> {

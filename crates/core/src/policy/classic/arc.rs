@@ -23,7 +23,12 @@
 //! Each access is `O(1)`; each tracked key (page or ghost) costs a 16-byte arena
 //! node, a list tag byte and a hash slot.
 //!
-//! ## `variant=libcachesim` (default): libCacheSim's `ARC` (`ARC.c`)
+//! ## `variant=paper` (default)
+//!
+//! `p` in pages and steps of `δ` pages, as in the paper. This is what libCacheSim
+//! computes when every object is one byte.
+//!
+//! ## `variant=libcachesim`: libCacheSim's `ARC` (`ARC.c`)
 //!
 //! Miss counts equal libCacheSim's `ARC` run on the same keys as 4 KiB objects.
 //! libCacheSim keeps `p` and the list sizes in bytes but steps `p` by the ratio
@@ -35,12 +40,7 @@
 //! reproduce it exactly. Otherwise libCacheSim follows the paper, with two harmless
 //! rewrites: case IV(A) tests "`B1` is not empty" instead of `|T1| < c` (the
 //! same for unit-size pages), and `REPLACE` falls back to `T1` when `T2` is
-//! empty.
-//!
-//! ## `variant=paper`
-//!
-//! `p` in pages and steps of `δ` pages, as in the paper. This is what libCacheSim
-//! computes when every object is one byte.
+//! empty. Both variants work at every capacity.
 
 use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
@@ -176,7 +176,7 @@ impl Arc {
 
 impl Replacement for Arc {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         self.settle();
         let Some(idx) = self.arena.find(a.key) else { return false };
         match self.tag[idx as usize] {
@@ -211,7 +211,7 @@ impl Replacement for Arc {
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         let ghost = match self.pending.take() {
             Some((idx, list)) if self.arena.key(idx) == a.key => Some((idx, list)),
             Some((idx, _)) => {
@@ -237,9 +237,10 @@ impl Replacement for Arc {
                 self.t1.push_front(&mut self.arena, idx);
             }
         }
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         self.settle();
         let Some(idx) = self.arena.find(key) else { return false };
         let tag = self.tag[idx as usize];
@@ -269,20 +270,20 @@ impl Replacement for Arc {
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    let unit = match spec.choice("variant", &["libcachesim", "paper"])?.as_str() {
-        "paper" => 1,
-        _ => LCS_PAGE,
+    let unit = match spec.choice("variant", &["paper", "libcachesim"])?.as_str() {
+        "libcachesim" => LCS_PAGE,
+        _ => 1,
     };
     Ok(Box::new(ModeCache::new(Arc::new(ctx.capacity, unit), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "arc",
-    about: "ARC: adaptive split between recency (T1) and frequency (T2), with ghosts (libCacheSim ARC)",
+    about: "ARC: adaptive split between recency (T1) and frequency (T2), with ghosts (Megiddo & Modha)",
     params: &[ParamInfo {
         name: "variant",
-        default: "libcachesim",
-        about: "libcachesim (p steps by δ/4096 page, as libCacheSim with 4 KiB objects) or paper (δ pages)",
+        default: "paper",
+        about: "paper (p steps by δ pages) or libcachesim (δ/4096 page, as libCacheSim's ARC with 4 KiB objects)",
     }],
     build,
 };
@@ -318,9 +319,9 @@ mod tests {
         run_keys(&mut arc, &[1, 2, 3, 1, 4, 5]);
         // T1 5 4, T2 1, B1 3. A hit in B1: δ = max(0/1, 1) = 1, p = 1. REPLACE:
         // |T1| = 2 > p, so 4 goes to B1; 3 enters T2.
-        assert!(!arc.touch(&read(3, 6), false));
-        assert_eq!(arc.target(), 1.0);
         let mut ev = Vec::new();
+        assert!(!arc.touch(&read(3, 6), false, &mut ev));
+        assert_eq!(arc.target(), 1.0);
         arc.insert(&read(3, 6), false, &mut ev);
         assert_eq!(ev, vec![4]);
         assert_eq!(arc.lists(), [vec![5], vec![3, 1], vec![4], vec![]]);
@@ -332,7 +333,7 @@ mod tests {
         run_keys(&mut arc, &[8]);
         assert_eq!(arc.lists(), [vec![8, 7], vec![3], vec![6], vec![1]]);
         // A hit in B2: δ = max(1/1, 1) = 1, p = 0; |T1| = 2 > p: 7 goes to B1.
-        assert!(!arc.touch(&read(1, 9), false));
+        assert!(!arc.touch(&read(1, 9), false, &mut ev));
         assert_eq!(arc.target(), 0.0);
         ev.clear();
         arc.insert(&read(1, 9), false, &mut ev);
@@ -340,13 +341,13 @@ mod tests {
         assert_eq!(arc.lists(), [vec![8], vec![1, 3], vec![7, 6], vec![]]);
         // A hit in B1 with |B2| = 0: δ = 1, p = 1. |T1| = 1 = p, the key is not
         // from B2, so T2's LRU page (3) goes to B2 and T1 keeps 8.
-        assert!(!arc.touch(&read(6, 10), false));
+        assert!(!arc.touch(&read(6, 10), false, &mut ev));
         ev.clear();
         arc.insert(&read(6, 10), false, &mut ev);
         assert_eq!(ev, vec![3]);
         assert_eq!(arc.lists(), [vec![8], vec![6, 1], vec![7], vec![3]]);
         // Another hit in B1: δ = max(1/1, 1) = 1, p = 2; |T1| = 1 < p: 1 goes to B2.
-        assert!(!arc.touch(&read(7, 11), false));
+        assert!(!arc.touch(&read(7, 11), false, &mut ev));
         ev.clear();
         arc.insert(&read(7, 11), false, &mut ev);
         assert_eq!(ev, vec![1]);
@@ -354,7 +355,7 @@ mod tests {
         assert_eq!(arc.target(), 2.0);
         // A hit in B2: δ = max(0/2, 1) = 1, p = 1 = |T1|, and for a key from B2
         // REPLACE then takes T1's page (8), where a new key took T2's above.
-        assert!(!arc.touch(&read(3, 12), false));
+        assert!(!arc.touch(&read(3, 12), false, &mut ev));
         ev.clear();
         arc.insert(&read(3, 12), false, &mut ev);
         assert_eq!(ev, vec![8]);
@@ -379,16 +380,18 @@ mod tests {
         run_keys(&mut arc, &[1, 2, 1, 3]);
         assert_eq!(arc.lists(), [vec![3], vec![1], vec![2], vec![]]);
         // A ghost hit not followed by an insert (write-around) forgets the ghost.
-        assert!(!arc.touch(&read(2, 4), false));
+        let mut ev = Vec::new();
+        assert!(!arc.touch(&read(2, 4), false, &mut ev));
         assert!(!arc.contains(2));
-        assert!(arc.touch(&read(3, 5), false));
+        assert!(arc.touch(&read(3, 5), false, &mut ev));
         assert_eq!(arc.lists(), [vec![], vec![3, 1], vec![], vec![]]);
         assert_eq!(arc.target(), 1.0);
         // 2 is new again: |T1| = 0, so T2's LRU page goes to B2.
         assert_eq!(run_keys(&mut arc, &[2]), vec![false]);
         assert_eq!(arc.lists(), [vec![2], vec![3], vec![], vec![1]]);
-        assert!(arc.remove(2) && !arc.remove(2));
-        assert!(!arc.remove(1), "a ghost is not resident");
+        assert!(arc.remove(2, &mut ev) && !arc.remove(2, &mut ev));
+        assert!(!arc.remove(1, &mut ev), "a ghost is not resident");
+        assert!(ev.is_empty());
         assert_eq!((arc.len(), arc.ghosts()), (1, 0));
     }
 
@@ -409,7 +412,7 @@ mod tests {
                 let mut ev = Vec::new();
                 for (i, &k) in keys.iter().enumerate() {
                     let a = read(k, i as u64);
-                    if !arc.touch(&a, false) {
+                    if !arc.touch(&a, false, &mut ev) {
                         ev.clear();
                         arc.insert(&a, false, &mut ev);
                         assert!(ev.len() <= 1);

@@ -142,7 +142,7 @@ impl Belady {
 
 impl Replacement for Belady {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         match self.find(a.key) {
             Some(slot) => {
                 let old = self.slots[slot as usize].next;
@@ -162,7 +162,7 @@ impl Replacement for Belady {
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         let entry = Slot { key: a.key, next: a.next_use };
         if self.heap.len() >= self.capacity {
             // The farthest page leaves; the new page takes over its slot and heap place.
@@ -172,7 +172,7 @@ impl Replacement for Belady {
             self.slots[slot as usize] = entry;
             self.index_insert(slot);
             self.sift_down(0);
-            return;
+            return true;
         }
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -189,9 +189,10 @@ impl Replacement for Belady {
         self.heap.push(slot);
         self.pos[slot as usize] = (self.heap.len() - 1) as u32;
         self.sift_up(self.heap.len() - 1);
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         match self.find(key) {
             Some(slot) => {
                 self.index_remove(slot);
@@ -246,7 +247,7 @@ mod tests {
             .enumerate()
             .map(|(i, &k)| {
                 let a = Access { next_use: next[i], ..read(k, i as u64) };
-                let hit = b.touch(&a, false);
+                let hit = b.touch(&a, false, &mut evicted);
                 if !hit {
                     b.insert(&a, false, &mut evicted);
                 }
@@ -283,11 +284,11 @@ mod tests {
     fn remove_and_reuse_slots() {
         let mut b = Belady::new(3);
         run(&mut b, &[1, 2, 3]);
-        assert!(b.remove(2) && !b.remove(2));
+        let mut ev = Vec::new();
+        assert!(b.remove(2, &mut ev) && !b.remove(2, &mut ev));
         assert_eq!(b.len(), 2);
         // 7 takes the free slot. Then 1 and 3, never used again, leave before 7
         // (next use 100), which leaves before 9 (next use 60).
-        let mut ev = Vec::new();
         b.insert(&Access { next_use: 100, ..read(7, 3) }, false, &mut ev);
         assert!(ev.is_empty());
         b.insert(&Access { next_use: 50, ..read(8, 4) }, false, &mut ev);
@@ -299,7 +300,7 @@ mod tests {
         assert_eq!(ev[2], 7);
         assert_eq!(b.victim(), Some(10));
         // A hit moves a page's next use later.
-        assert!(b.touch(&Access { next_use: 200, ..read(8, 50) }, false));
+        assert!(b.touch(&Access { next_use: 200, ..read(8, 50) }, false, &mut ev));
         assert_eq!(b.victim(), Some(8));
         assert_eq!(b.len(), 3);
     }

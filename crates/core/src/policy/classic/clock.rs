@@ -58,7 +58,7 @@ impl Clock {
 
 impl Replacement for Clock {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(a.key) {
             Some(idx) => {
                 let f = &mut self.freq[idx as usize];
@@ -72,7 +72,7 @@ impl Replacement for Clock {
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         if self.ring.len() >= self.capacity {
             // Terminates: every pass over a page lowers its counter.
             while let Some(idx) = self.ring.back() {
@@ -94,9 +94,10 @@ impl Replacement for Clock {
         }
         self.freq[idx as usize] = self.init_freq;
         self.ring.push_front(&mut self.arena, idx);
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(key) {
             Some(idx) => {
                 self.ring.unlink(&mut self.arena, idx);

@@ -25,12 +25,12 @@ impl Fifo {
 
 impl Replacement for Fifo {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         self.arena.find(a.key).is_some()
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         if self.queue.len() >= self.capacity {
             if let Some(victim) = self.queue.pop_back(&mut self.arena) {
                 evicted.push(self.arena.remove(victim));
@@ -38,9 +38,10 @@ impl Replacement for Fifo {
         }
         let idx = self.arena.insert(a.key, ());
         self.queue.push_front(&mut self.arena, idx);
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(key) {
             Some(idx) => {
                 self.queue.unlink(&mut self.arena, idx);
@@ -88,8 +89,10 @@ mod tests {
     fn remove_frees_a_slot() {
         let mut f = Fifo::new(2);
         run_keys(&mut f, &[1, 2]);
-        assert!(f.remove(1));
-        assert!(!f.remove(1));
+        let mut ev = Vec::new();
+        assert!(f.remove(1, &mut ev));
+        assert!(!f.remove(1, &mut ev));
+        assert!(ev.is_empty());
         assert_eq!(run_keys(&mut f, &[3, 2]), vec![false, true]);
         assert_eq!(keys_of(&f.queue, &f.arena), vec![3, 2]);
     }

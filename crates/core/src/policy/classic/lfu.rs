@@ -110,7 +110,7 @@ impl Lfu {
 
 impl Replacement for Lfu {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         let Some(idx) = self.arena.find(a.key) else { return false };
         let b = *self.arena.val(idx);
         let (freq, next) = {
@@ -127,7 +127,7 @@ impl Replacement for Lfu {
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         if self.len >= self.capacity && self.head != NIL {
             let victim = self.buckets[self.head as usize].pages.back().expect("buckets in the chain are never empty");
             evicted.push(self.forget(victim));
@@ -140,9 +140,10 @@ impl Replacement for Lfu {
         let idx = self.arena.insert(a.key, b);
         self.buckets[b as usize].pages.push_front(&mut self.arena, idx);
         self.len += 1;
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(key) {
             Some(idx) => {
                 self.forget(idx);
@@ -206,7 +207,8 @@ mod tests {
         assert_eq!(run_keys(&mut l, &[3, 2, 12, 12, 12, 12, 13]), vec![true, true, true, true, true, true, false]);
         assert_eq!(l.freq(12), Some(5));
         assert!(l.contains(2) && !l.contains(3), "3 reached f=4 first, so it is the victim");
-        assert!(l.remove(2) && !l.remove(2));
+        let mut ev = Vec::new();
+        assert!(l.remove(2, &mut ev) && !l.remove(2, &mut ev));
         assert_eq!(run_keys(&mut l, &[14, 15]), vec![false, false]);
         assert!(l.contains(12) && l.contains(14) && l.contains(15) && !l.contains(13));
     }

@@ -11,7 +11,20 @@
 //! `stack` times the capacity in entries (2 by default); beyond that the oldest
 //! non-resident keys are forgotten (0 = no bound).
 //!
-//! ## `variant=libcachesim` (default): libCacheSim's `LIRS` (`LIRS.c`)
+//! ## `variant=paper` (default): the algorithm as published
+//!
+//! `max(1, ⌊hir · capacity⌋)` pages for HIR, the rest for LIR. A miss evicts
+//! `Q`'s front only when the cache is full; while more than the HIR share is
+//! free, a missed page becomes LIR (warm-up). A hit on an HIR page in `S` makes
+//! it LIR and demotes the bottom LIR page to `Q`'s end; a hit on an HIR page not
+//! in `S` keeps it HIR, moves it to `Q`'s end and puts it on top of `S`. No
+//! eviction happens on a hit, every miss is cached, and at most `capacity` pages
+//! are resident, at any capacity. The paper does not bound `S` (`stack=0`; the
+//! default `stack=2` bounds it here too, as libCacheSim does); the authors' code
+//! bounds it at 2500 times the cache size, keeps at least 2 HIR pages, and
+//! ignores an immediate re-reference of the same block.
+//!
+//! ## `variant=libcachesim`: libCacheSim's `LIRS` (`LIRS.c`)
 //!
 //! Miss counts equal libCacheSim's `LIRS` run on the same keys as 4 KiB objects.
 //! libCacheSim builds LIRS from three LRU lists (`S`, `Q`, and `NH`, the
@@ -20,33 +33,24 @@
 //! capacity · 4096))` bytes for HIR pages, the rest for LIR pages. Where it
 //! departs from the paper:
 //! - **Nothing is cached below 100 pages** (at `hir=1%`): the HIR share is then
-//!   smaller than one 4 KiB object and libCacheSim refuses every new object.
-//!   Here such a page is written to the cache and dropped at once (reported as
-//!   evicted at the next insertion), so every access misses, as in libCacheSim.
+//!   smaller than one 4 KiB object and libCacheSim refuses every new object
+//!   (`LIRS_can_insert`). Every miss is declined ([`Replacement::insert`]
+//!   returns false, keeping no history), so every access misses.
 //! - A new page becomes LIR whenever the LIR share has room, not only while the
 //!   cache warms up; after an LIR page is demoted, the next new page takes its
 //!   LIR slot.
 //! - A hit on a resident HIR page that is not in `S` demotes the bottom LIR page
 //!   to `Q` when the LIR share is full, although the hit page stays HIR; the
-//!   demoted page can push `Q`'s front page out of the cache during the hit.
-//!   Evictions during hits are reported at the next insertion.
+//!   demoted page can push `Q`'s front page out of the cache during the hit
+//!   (reported by [`Replacement::touch`]).
 //! - When `Q` has room for one page only, such a hit can push the hit page itself
 //!   out of `Q` while it re-enters `S` as resident: libCacheSim keeps answering
 //!   hits for it without counting it in the cache's size, so a page or a few more
 //!   than the capacity can be resident until it is hit again or pruned from `S`.
-//!   [`Replacement::len`] counts them.
+//!   [`Replacement::len`] counts them. Pruning (on a hit, or when a trim
+//!   removes an LIR page) can later drop such a page from `S`, and with it from
+//!   the cache: it is reported evicted by that `touch` or `remove`.
 //! - Pruning keeps the top entry of `S` even when it is not LIR.
-//!
-//! ## `variant=paper`: the algorithm as published
-//!
-//! `max(1, ⌊hir · capacity⌋)` pages for HIR, the rest for LIR. A miss evicts
-//! `Q`'s front only when the cache is full; while more than the HIR share is
-//! free, a missed page becomes LIR (warm-up). A hit on an HIR page in `S` makes
-//! it LIR and demotes the bottom LIR page to `Q`'s end; a hit on an HIR page not
-//! in `S` keeps it HIR, moves it to `Q`'s end and puts it on top of `S`. No
-//! eviction happens on a hit. The paper does not bound `S` (`stack=0`); the
-//! authors' code bounds it at 2500 times the cache size, keeps at least 2 HIR
-//! pages, and ignores an immediate re-reference of the same block.
 //!
 //! libCacheSim fixes `hir` at 1% and the stack bound at 2 (`limitStack`: while `S`
 //! holds more than twice the cache size, drop the oldest non-resident entry).
@@ -195,8 +199,8 @@ pub struct Lirs {
     lir: usize,
     /// Resident pages (what a hit would be answered for).
     resident: usize,
-    /// Pages that left the cache during a hit (or were never admitted); reported
-    /// at the next `insert`.
+    /// Pages that left the cache during the current call; handed to the
+    /// caller's `evicted` before it returns (empty between calls).
     gone: Vec<u64>,
 }
 
@@ -437,7 +441,8 @@ impl Lirs {
             }
             None => {
                 if sz.lir == 0 || sz.hir == 0 {
-                    // libCacheSim admits nothing: the page is dropped at once.
+                    // Smaller than the HIR or the LIR share: libCacheSim refuses
+                    // the page before changing anything (LIRS_can_insert).
                     return false;
                 }
                 if self.lir + 1 > sz.lir && self.q.len + 1 > sz.hir {
@@ -557,18 +562,22 @@ impl Lirs {
 
 impl Replacement for Lirs {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        debug_assert!(self.gone.is_empty());
         let Some(idx) = self.arena.find(a.key) else { return false };
-        match self.variant {
+        let hit = match self.variant {
             Variant::LibCacheSim => self.touch_libcachesim(idx),
             Variant::Paper => self.touch_paper(idx),
-        }
+        };
+        // Pages the hit pushed out of the cache (libCacheSim only).
+        debug_assert!(!self.gone.contains(&a.key));
+        evicted.append(&mut self.gone);
+        hit
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
-        // Pages that left during hits, or the last page not admitted.
-        evicted.append(&mut self.gone);
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        debug_assert!(self.gone.is_empty());
         let admitted = match self.variant {
             Variant::LibCacheSim => self.insert_libcachesim(a.key),
             Variant::Paper => {
@@ -578,13 +587,33 @@ impl Replacement for Lirs {
         };
         self.limit_stack();
         evicted.append(&mut self.gone);
-        if !admitted {
-            // Reported at the next insert, after the caller has written it.
-            self.gone.push(a.key);
-        }
+        admitted
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, evicted: &mut Vec<u64>) -> bool {
+        let resident = self.remove_key(key);
+        // Pages pruning dropped from S along with their residency (libCacheSim only).
+        evicted.append(&mut self.gone);
+        resident
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some_and(|idx| self.f(idx) & (LIR | RES | IN_Q) != 0)
+    }
+    fn len(&self) -> usize {
+        self.resident
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+    fn ghosts(&self) -> usize {
+        self.nh.len
+    }
+}
+
+impl Lirs {
+    /// Forgets `key`; returns whether it was resident.
+    fn remove_key(&mut self, key: u64) -> bool {
         let Some(idx) = self.arena.find(key) else { return false };
         let f = self.f(idx);
         let resident = f & (LIR | RES | IN_Q) != 0;
@@ -610,19 +639,6 @@ impl Replacement for Lirs {
         }
         resident
     }
-
-    fn contains(&self, key: u64) -> bool {
-        self.arena.find(key).is_some_and(|idx| self.f(idx) & (LIR | RES | IN_Q) != 0)
-    }
-    fn len(&self) -> usize {
-        self.resident
-    }
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-    fn ghosts(&self) -> usize {
-        self.nh.len
-    }
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
@@ -635,16 +651,16 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         return Err(spec.invalid("stack", "must be 0 (no bound) or at least 1"));
     }
     let capacity = ctx.capacity.max(1);
-    let (variant, sizes) = match spec.choice("variant", &["libcachesim", "paper"])?.as_str() {
-        "paper" => (Variant::Paper, LirsSizes::paper(capacity, hir)),
-        _ => (Variant::LibCacheSim, LirsSizes::libcachesim(capacity, hir)),
+    let (variant, sizes) = match spec.choice("variant", &["paper", "libcachesim"])?.as_str() {
+        "libcachesim" => (Variant::LibCacheSim, LirsSizes::libcachesim(capacity, hir)),
+        _ => (Variant::Paper, LirsSizes::paper(capacity, hir)),
     };
     Ok(Box::new(ModeCache::new(Lirs::new(capacity, variant, sizes, stack), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lirs",
-    about: "LIRS: LIR pages by reuse distance, a small FIFO of HIR pages (libCacheSim LIRS)",
+    about: "LIRS: LIR pages by reuse distance, a small FIFO of HIR pages (Jiang & Zhang)",
     params: &[
         ParamInfo {
             name: "hir",
@@ -658,8 +674,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
         ParamInfo {
             name: "variant",
-            default: "libcachesim",
-            about: "libcachesim (byte-sized HIR share: caches nothing under 100 pages at 1%) or paper",
+            default: "paper",
+            about: "paper or libcachesim (libCacheSim LIRS: byte-sized HIR share, caches nothing under 100 pages \
+                    at 1%; can evict during hits)",
         },
     ],
     build,
@@ -669,7 +686,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{read, run_keys};
+    use crate::policy::testing::{misses, read, run_keys};
     use crate::policy::{Mode, SpecError};
 
     fn paper(capacity: usize, hir_pages: usize) -> Lirs {
@@ -683,7 +700,7 @@ mod tests {
         keys.iter()
             .map(|&k| {
                 let a = read(k, 0);
-                let hit = l.touch(&a, false);
+                let hit = l.touch(&a, false, &mut evicted);
                 if !hit {
                     l.insert(&a, false, &mut evicted);
                 }
@@ -761,10 +778,13 @@ mod tests {
         assert_eq!(l.state(), (strs(&["6L", "1H", "2L"]), vec![4]));
         assert_eq!(l.len(), 4);
         // D hits in Q: the LIR share is full again, so 2 is demoted into Q, which
-        // evicts D from Q during the hit, and pruning then drops A (resident, but
-        // in neither Q nor the LIR set) silently. D goes on top of S.
-        assert!(l.touch(&read(4, 7), false));
+        // pushes D out of Q during the hit, and pruning then drops A (resident,
+        // but in neither Q nor the LIR set) from S and from the cache. D goes on
+        // top of S, resident; the hit reports A as evicted.
+        let mut ev = Vec::new();
+        assert!(l.touch(&read(4, 7), false, &mut ev));
         assert_eq!(l.state(), (strs(&["4H", "6L"]), vec![2]));
+        assert_eq!(ev, vec![1]);
         // A misses now, and takes the free LIR slot.
         assert_eq!(run_loose(&mut l, &[1]), vec![false]);
         assert_eq!(l.state(), (strs(&["1L", "4H", "6L"]), vec![2]));
@@ -772,7 +792,7 @@ mod tests {
     }
 
     #[test]
-    fn evictions_during_hits_are_reported_later() {
+    fn evictions_during_hits_are_reported_by_the_hit() {
         // 4 pages: LIR share 2, HIR share 2. 1 and 2 become LIR, 3 and 4 HIR.
         let sizes = LirsSizes { lir: 2, hir: 2, hir_ceil: 2 };
         let mut l = Lirs::new(4, Variant::LibCacheSim, sizes, 2.0);
@@ -783,30 +803,58 @@ mod tests {
         run_keys(&mut l, &[5]);
         assert_eq!(l.state(), (strs(&["5H", "4H", "3N", "2L", "1L"]), vec![5, 4]));
         // 4 hits in S: it becomes LIR, 1 is demoted to Q (4 left Q, so Q had room).
-        assert!(l.touch(&read(4, 5), false));
+        assert!(l.touch(&read(4, 5), false, &mut ev));
         assert_eq!(l.state(), (strs(&["4L", "5H", "3N", "2L"]), vec![1, 5]));
+        assert!(ev.is_empty());
         // A hit on a page only in Q (1) with the LIR share full: 2 (bottom) is
         // demoted into Q, which evicts Q's front (5) during the hit; pruning then
         // drops the non-resident entries 3 and 5 from S.
-        assert!(l.touch(&read(1, 6), false));
+        assert!(l.touch(&read(1, 6), false, &mut ev));
         assert!(!l.contains(5));
         assert_eq!(l.state(), (strs(&["1H", "4L"]), vec![2, 1]));
-        l.insert(&read(9, 7), false, &mut ev);
-        assert_eq!(ev[0], 5, "the eviction during the hit is reported first");
+        assert_eq!(ev, vec![5], "the hit reports the page it evicted");
+        // The next insert reports nothing more (the LIR share has room for 9).
+        ev.clear();
+        assert!(l.insert(&read(9, 7), false, &mut ev));
+        assert!(ev.is_empty());
+        assert_eq!(l.state(), (strs(&["9L", "1H", "4L"]), vec![2, 1]));
+    }
+
+    #[test]
+    fn trim_reports_pages_pruning_drops() {
+        // As in `libcachesim_differs_on_the_same_sequence`: A (1) is resident but
+        // neither LIR nor in Q, between the LIR pages 6 and 2.
+        let sizes = LirsSizes { lir: 2, hir: 1, hir_ceil: 1 };
+        let mut l = Lirs::new(3, Variant::LibCacheSim, sizes, 2.0);
+        run_loose(&mut l, &[1, 4, 2, 3, 2, 1, 6]);
+        assert_eq!(l.state(), (strs(&["6L", "1H", "2L"]), vec![4]));
+        // Trimming 2 (LIR, at the bottom) prunes A from S and from the cache.
+        let mut ev = Vec::new();
+        assert!(l.remove(2, &mut ev));
+        assert_eq!(ev, vec![1]);
+        assert_eq!(l.state(), (strs(&["6L"]), vec![4]));
+        assert_eq!(l.len(), 2);
     }
 
     #[test]
     fn nothing_cached_below_one_hir_page() {
         let mut l = Lirs::new(50, Variant::LibCacheSim, LirsSizes::libcachesim(50, 0.01), 2.0);
         let keys: Vec<u64> = (0..20).chain(0..20).collect();
-        let mut ev = Vec::new();
-        for (i, &k) in keys.iter().enumerate() {
-            let a = read(k, i as u64);
-            assert!(!l.touch(&a, false));
-            l.insert(&a, false, &mut ev);
-            assert_eq!(l.len(), 0);
+        assert_eq!(run_keys(&mut l, &keys), vec![false; keys.len()]);
+        assert_eq!((l.len(), l.ghosts(), l.s.len(), l.q.len), (0, 0, 0, 0));
+        // Through the registry, in every mode: every access misses, nothing is
+        // cached, and nothing overruns the capacity.
+        for (_, mode, _) in crate::policy::mode::MODES {
+            let ctx = BuildCtx { capacity: 50, mode: *mode };
+            let (mut p, _) = build_spec("lirs(variant=libcachesim)", &ctx).unwrap();
+            assert_eq!(misses(p.as_mut(), &keys), keys.len(), "{mode}");
+            let st = p.stats();
+            assert_eq!((st.resident, st.dirty, st.capacity), (0, 0, 50), "{mode}");
+            // The paper's LIRS caches them all.
+            let (mut p, _) = build_spec("lirs", &ctx).unwrap();
+            let expect = if *mode == Mode::WriteOnly { keys.len() } else { 20 };
+            assert_eq!(misses(p.as_mut(), &keys), expect, "{mode}");
         }
-        assert_eq!(ev.len(), keys.len() - 1, "each page is dropped by the next insert");
     }
 
     #[test]
@@ -887,8 +935,8 @@ mod tests {
 
     #[test]
     fn effects_match_residency_in_every_mode() {
-        // The effects report pages that left during a hit at the next insert:
-        // until then they are cached as far as the caller knows.
+        // Every access's effects report exactly the pages that left the cache
+        // (during hits and trims too), so the caller's view is always the rule's.
         let configs = [
             (Variant::Paper, LirsSizes::paper(7, 0.3), 2.0),
             (Variant::Paper, LirsSizes::paper(1, 0.01), 0.0),
@@ -905,9 +953,9 @@ mod tests {
                 |l, shadow| {
                     let live: Vec<u64> = (0..40).filter(|&k| l.contains(k)).collect();
                     assert_eq!(live.len(), l.len());
-                    assert!(live.iter().all(|k| shadow.contains(k) && !l.gone.contains(k)));
-                    assert!(l.gone.iter().all(|k| shadow.contains(k)));
-                    assert_eq!(shadow.len(), live.len() + l.gone.len());
+                    assert!(l.gone.is_empty());
+                    assert!(live.iter().all(|k| shadow.contains(k)));
+                    assert_eq!(shadow.len(), live.len());
                     if variant == Variant::Paper {
                         assert!(l.len() <= c);
                     }
@@ -921,7 +969,9 @@ mod tests {
     fn remove_and_params() {
         let mut l = paper(3, 1);
         run_keys(&mut l, &[1, 2, 3]);
-        assert!(l.remove(1) && !l.remove(1));
+        let mut ev = Vec::new();
+        assert!(l.remove(1, &mut ev) && !l.remove(1, &mut ev));
+        assert!(ev.is_empty());
         assert_eq!(l.len(), 2);
         assert_eq!(run_keys(&mut l, &[4, 2]), vec![false, true]);
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };

@@ -18,7 +18,7 @@ impl Lru {
 
 impl Replacement for Lru {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(a.key) {
             Some(idx) => {
                 self.list.move_to_front(&mut self.arena, idx);
@@ -29,7 +29,7 @@ impl Replacement for Lru {
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         if self.list.len() >= self.capacity {
             if let Some(victim) = self.list.pop_back(&mut self.arena) {
                 evicted.push(self.arena.remove(victim));
@@ -37,9 +37,10 @@ impl Replacement for Lru {
         }
         let idx = self.arena.insert(a.key, ());
         self.list.push_front(&mut self.arena, idx);
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(key) {
             Some(idx) => {
                 self.list.unlink(&mut self.arena, idx);

@@ -15,29 +15,35 @@
 //!
 //! Defaults are libCacheSim's: `small=10%`, `ghost=90%` (of the capacity, in
 //! keys; ghosts do not count towards the capacity), `threshold=2`, and a 2-bit
-//! counter (`bits=2`).
+//! counter (`bits=2`). Queue sizes are worked out as libCacheSim does in bytes
+//! for 4 KiB objects: with `C` pages, `S` gets `s = trunc(C·4096·small)` bytes,
+//! `M` gets `C·4096 − s`, `G` keeps `⌊trunc(C·4096·ghost)/4096⌋` keys. (`M` is
+//! over its share when its pages take more bytes than that; `S`'s share only
+//! matters through `M`'s, so it may be less than a page.)
 //!
-//! ## `variant=libcachesim` (default): libCacheSim's `S3FIFO` (`S3FIFO.c`)
+//! ## `variant=paper` (default): the SOSP'23 algorithm
 //!
-//! Miss counts equal libCacheSim's `S3FIFO` for unit-size objects. Queue sizes
-//! are worked out as libCacheSim does in bytes for 4 KiB objects: with `C`
-//! pages, `S` gets `s = trunc(C·4096·small)` bytes, `M` gets `C·4096 − s`, `G`
-//! keeps `⌊trunc(C·4096·ghost)/4096⌋` keys. Its choices, kept here:
+//! Every miss that is not a ghost hit goes to `S`, also before the cache first
+//! fills. libCacheSim keeps the implementation used for the paper as
+//! `S3FIFOv0`, and this variant has its miss counts wherever `S3FIFOv0` caches
+//! anything (`S` over one page, e.g. more than 10 pages at `small=10%`). Where
+//! `S` is one page or less, `S3FIFOv0` refuses every object; the paper's
+//! algorithm runs at any capacity, and so does this variant (with `S` under a
+//! page, each miss still enters `S`, and leaves it at the next eviction from `S`
+//! unless it was hit `threshold` times).
+//!
+//! ## `variant=libcachesim`: libCacheSim's `S3FIFO` (`S3FIFO.c`)
+//!
+//! Miss counts equal libCacheSim's `S3FIFO` for unit-size objects, at every
+//! capacity. Its choices, kept here:
 //! - until the first eviction, a miss goes to `M` once `S` has reached its
 //!   share (libCacheSim's comment: objects admitted before the cache first
 //!   fills stay slightly longer). The paper always inserts into `S`;
 //! - moving a page from `S` to `M` never evicts from `M` by itself: `M` may run
 //!   over its share until the next eviction picks `M`;
-//! - libCacheSim admits nothing when `S` is one page or less (`small=10%` of at
-//!   most 10 pages). A replacement rule here must admit every miss, so such
-//!   configurations are rejected with an error instead.
-//!
-//! ## `variant=paper`: the SOSP'23 algorithm (libCacheSim's `S3FIFOv0`)
-//!
-//! libCacheSim keeps the implementation used for the paper as `S3FIFOv0`; this
-//! variant equals it: every miss that is not a ghost hit goes to `S`, also
-//! before the cache first fills. The same byte rounding and the same
-//! one-page minimum for `S` apply.
+//! - **nothing is cached when `S` is one page or less** (`small=10%` of at most
+//!   10 pages): libCacheSim refuses an object as large as `S`, so every miss is
+//!   declined ([`Replacement::insert`] returns false) and every access misses.
 //!
 //! Descriptions of S3-FIFO differ on how many hits in `S` earn the move to `M`
 //! (the authors' blog illustrates it with a threshold of 1); `threshold` sets
@@ -89,32 +95,29 @@ pub struct S3FifoConfig {
     pub max_freq: u8,
     /// Before the first eviction, send misses to `M` once `S` is full (libCacheSim).
     pub fill_main: bool,
+    /// Whether misses are cached at all (libCacheSim: only if `S` is over one page).
+    pub admit: bool,
 }
 
 impl S3FifoConfig {
-    /// libCacheSim's sizes for `capacity` pages; `Err` explains why `S` is too small.
-    pub fn new(capacity: usize, small: f64, ghost: f64) -> Result<S3FifoConfig, String> {
+    /// libCacheSim's `S3FIFO` sizes and knobs for `capacity` pages.
+    pub fn libcachesim(capacity: usize, small: f64, ghost: f64) -> S3FifoConfig {
         let small_bytes = lcs_share_bytes(capacity, small);
-        if small_bytes <= LCS_PAGE {
-            let need = if small > 0.0 {
-                format!("a capacity of more than {} pages", (1.0 / small).floor())
-            } else {
-                "a small ratio above 0".to_string()
-            };
-            return Err(format!(
-                "the small queue gets one page or less of a {capacity}-page cache, and libCacheSim's S3-FIFO \
-                 then caches nothing; use a larger small ratio or {need}"
-            ));
-        }
         let total = capacity as u64 * LCS_PAGE;
-        Ok(S3FifoConfig {
+        S3FifoConfig {
             small_bytes,
             main_bytes: total - small_bytes.min(total),
             ghost: (lcs_share_bytes(capacity, ghost) / LCS_PAGE) as usize,
             threshold: 2,
             max_freq: 3,
             fill_main: true,
-        })
+            admit: small_bytes > LCS_PAGE,
+        }
+    }
+
+    /// The paper's algorithm with the same sizes: every miss goes to `S` and is cached.
+    pub fn paper(capacity: usize, small: f64, ghost: f64) -> S3FifoConfig {
+        S3FifoConfig { fill_main: false, admit: true, ..S3FifoConfig::libcachesim(capacity, small, ghost) }
     }
 }
 
@@ -211,7 +214,7 @@ impl S3Fifo {
 
 impl Replacement for S3Fifo {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(a.key) {
             Some(idx) => {
                 let m = &mut self.meta[idx as usize];
@@ -226,7 +229,12 @@ impl Replacement for S3Fifo {
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        if !self.cfg.admit {
+            // libCacheSim: `S` cannot take the page, so it is refused outright
+            // (and as nothing is ever cached, there are no ghosts either).
+            return false;
+        }
         // A ghost key leaves G before anything is evicted (libCacheSim removes it
         // during the lookup), so this miss's evictions cannot push it out.
         let ghost_hit = match self.arena.find(a.key) {
@@ -256,9 +264,10 @@ impl Replacement for S3Fifo {
         } else {
             self.small.push_front(&mut self.arena, idx);
         }
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         let Some(idx) = self.arena.find(key) else { return false };
         match self.meta[idx as usize].q {
             Q::Small => self.small.unlink(&mut self.arena, idx),
@@ -288,6 +297,9 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     if small >= 1.0 {
         return Err(spec.invalid("small", "must be below 100% (the main queue needs room)"));
     }
+    if small <= 0.0 {
+        return Err(spec.invalid("small", "must be above 0 (the small queue is the filter)"));
+    }
     let ghost = spec.ratio("ghost")?;
     let threshold = spec.uint("threshold")?;
     if threshold > 255 {
@@ -297,18 +309,19 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     if !(1..=8).contains(&bits) {
         return Err(spec.invalid("bits", "between 1 and 8"));
     }
-    let fill_main = spec.choice("variant", &["libcachesim", "paper"])? == "libcachesim";
     let capacity = ctx.capacity.max(1);
-    let mut cfg = S3FifoConfig::new(capacity, small, ghost).map_err(|why| spec.invalid("small", why))?;
+    let mut cfg = match spec.choice("variant", &["paper", "libcachesim"])?.as_str() {
+        "libcachesim" => S3FifoConfig::libcachesim(capacity, small, ghost),
+        _ => S3FifoConfig::paper(capacity, small, ghost),
+    };
     cfg.threshold = threshold as u8;
     cfg.max_freq = ((1u32 << bits) - 1) as u8;
-    cfg.fill_main = fill_main;
     Ok(Box::new(ModeCache::new(S3Fifo::new(capacity, cfg), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "s3fifo",
-    about: "S3-FIFO: small FIFO filter + main FIFO with reinsertion + ghost FIFO (libCacheSim S3FIFO)",
+    about: "S3-FIFO: small FIFO filter + main FIFO with reinsertion + ghost FIFO (Yang et al.)",
     params: &[
         ParamInfo { name: "small", default: "10%", about: "small queue share of the capacity (small-size-ratio)" },
         ParamInfo { name: "ghost", default: "90%", about: "ghost keys as a share of the capacity (ghost-size-ratio)" },
@@ -324,8 +337,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
         ParamInfo {
             name: "variant",
-            default: "libcachesim",
-            about: "libcachesim (S3FIFO: fills main once small is full before the first eviction) or paper (S3FIFOv0)",
+            default: "paper",
+            about: "paper (every miss to small; libCacheSim S3FIFOv0 where that caches) or libcachesim (S3FIFO: \
+                    fills main once small is full before the first eviction; caches nothing with small <= 1 page)",
         },
     ],
     build,
@@ -335,23 +349,26 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::run_keys;
+    use crate::policy::testing::{misses, run_keys};
     use crate::policy::{Mode, SpecError};
 
     #[test]
     fn sizes_follow_libcachesim_rounding() {
         // 20 pages: S 2 pages (8192 bytes), M 18, G 18 keys.
-        let c = S3FifoConfig::new(20, 0.1, 0.9).unwrap();
+        let c = S3FifoConfig::libcachesim(20, 0.1, 0.9);
         assert_eq!((c.small_bytes, c.main_bytes, c.ghost), (8192, 73728, 18));
         // 11 pages: S is 1.1 pages (4505 bytes), enough to admit.
-        assert_eq!(S3FifoConfig::new(11, 0.1, 0.9).unwrap().small_bytes, 4505);
-        assert!(S3FifoConfig::new(10, 0.1, 0.9).is_err());
+        assert_eq!(S3FifoConfig::libcachesim(11, 0.1, 0.9).small_bytes, 4505);
+        assert!(S3FifoConfig::libcachesim(11, 0.1, 0.9).admit);
+        // 10 pages: S is exactly one page, too small for libCacheSim to admit a page.
+        assert!(!S3FifoConfig::libcachesim(10, 0.1, 0.9).admit);
+        assert!(S3FifoConfig::paper(10, 0.1, 0.9).admit);
     }
 
     #[test]
     fn by_hand() {
         // 20 pages: S 2 pages, M 18 pages share, G 18 keys.
-        let mut s = S3Fifo::new(20, S3FifoConfig::new(20, 0.1, 0.9).unwrap());
+        let mut s = S3Fifo::new(20, S3FifoConfig::libcachesim(20, 0.1, 0.9));
         // Fill: 1 2 go to S; S is then full (2 pages = its share), and before the
         // first eviction libCacheSim sends 3..20 to M.
         let fill: Vec<u64> = (1..=20).collect();
@@ -385,9 +402,7 @@ mod tests {
 
     #[test]
     fn paper_variant_always_fills_small() {
-        let mut cfg = S3FifoConfig::new(20, 0.1, 0.9).unwrap();
-        cfg.fill_main = false;
-        let mut s = S3Fifo::new(20, cfg);
+        let mut s = S3Fifo::new(20, S3FifoConfig::paper(20, 0.1, 0.9));
         let fill: Vec<u64> = (1..=20).collect();
         run_keys(&mut s, &fill);
         assert_eq!(s.queues().0.len(), 20);
@@ -419,10 +434,43 @@ mod tests {
                 Ok(_) => panic!("{spec}: accepted"),
             }
         }
-        let tiny = BuildCtx { capacity: 10, mode: Mode::WriteBack };
-        assert!(matches!(build_spec("s3fifo", &tiny), Err(SpecError::BadValue { .. })));
-        assert!(build_spec("s3fifo(small=20%)", &tiny).is_ok());
+        // Every capacity builds, in both variants.
+        for capacity in 1..=10 {
+            let tiny = BuildCtx { capacity, mode: Mode::WriteBack };
+            for ok in ["s3fifo", "s3fifo(variant=libcachesim)", "s3fifo(small=20%)"] {
+                assert!(build_spec(ok, &tiny).is_ok(), "{ok} at {capacity} pages");
+            }
+        }
         assert!(build_spec("s3fifo(ghost=0,threshold=1,bits=1,variant=paper)", &ctx).is_ok());
+    }
+
+    #[test]
+    fn libcachesim_declines_everything_with_a_one_page_small_queue() {
+        // 8 pages (libCacheSim's S3FIFO(8·4096) with 4096-byte objects): S gets
+        // 3276 bytes, and every access misses.
+        let keys: Vec<u64> = [1, 2, 1, 1, 3, 2, 2, 1].repeat(3);
+        let mut s = S3Fifo::new(8, S3FifoConfig::libcachesim(8, 0.1, 0.9));
+        assert_eq!(run_keys(&mut s, &keys), vec![false; keys.len()]);
+        assert_eq!((s.len(), s.ghosts()), (0, 0));
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let (mut p, _) = build_spec("s3fifo(variant=libcachesim)", &ctx).unwrap();
+        assert_eq!(misses(p.as_mut(), &keys), keys.len());
+    }
+
+    #[test]
+    fn paper_variant_caches_at_every_capacity() {
+        // 1 page: S's share is 409 bytes, M's 3687. 1 enters S and is hit once; 2
+        // evicts it (to G) and is hit twice. 1 comes back from G: 2 moves to M
+        // (two hits), which is then over its share and drops 2; 1 enters M.
+        let mut s = S3Fifo::new(1, S3FifoConfig::paper(1, 0.1, 0.9));
+        assert_eq!(run_keys(&mut s, &[1, 1, 2, 2, 2, 1, 1]), vec![false, true, false, true, true, false, true]);
+        for c in 1..=10 {
+            let mut s = S3Fifo::new(c, S3FifoConfig::paper(c, 0.1, 0.9));
+            // Each key twice in a row: the second access hits.
+            let keys: Vec<u64> = (0..400u64).map(|i| (i / 2 * 7) % 23).collect();
+            let hits = run_keys(&mut s, &keys).into_iter().filter(|&h| h).count();
+            assert_eq!(hits, 200, "{c} pages");
+        }
     }
 
     #[test]

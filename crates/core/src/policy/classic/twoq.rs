@@ -15,26 +15,30 @@
 //! Aout-size-ratio=0.5`). `A1in` may grow past `kin` while there is free room;
 //! ghosts do not count towards the capacity.
 //!
-//! ## `variant=libcachesim` (default): libCacheSim's `TwoQ` (`TwoQ.c`)
+//! ## `variant=paper` (default): Johnson & Shasha's full 2Q
 //!
-//! Miss counts equal libCacheSim's `TwoQ` for unit-size objects. Sizes are
-//! worked out as libCacheSim does in bytes for 4 KiB objects: with `C` pages,
-//! `ain = trunc(C·4096·kin)` bytes, `A1in` sheds pages while it holds more than
-//! `ain` bytes; `A1out` keeps `⌊trunc(C·4096·kout)/4096⌋` keys. Where libCacheSim
-//! departs from the paper:
+//! `kin = ⌊C·kin⌋` and `kout = ⌊C·kout⌋` pages; `Am` is bounded only by the
+//! capacity. Every miss is cached, at any capacity of at least one page.
+//!
+//! ## `variant=libcachesim`: libCacheSim's `TwoQ` (`TwoQ.c`)
+//!
+//! Miss counts equal libCacheSim's `TwoQ` for unit-size objects, at every
+//! capacity. Sizes are worked out as libCacheSim does in bytes for 4 KiB
+//! objects: with `C` pages, `ain = trunc(C·4096·kin)` bytes, `A1in` sheds pages
+//! while it holds more than `ain` bytes; `A1out` keeps `⌊trunc(C·4096·kout)/4096⌋`
+//! keys. Where libCacheSim departs from the paper:
 //! - `Am` is a separate LRU cache of `⌊(C·4096 − ain)/4096⌋` pages (about
 //!   `C − kin`): when a page comes back from `A1out` and `Am` is at that size,
 //!   `Am` drops its own LRU page even if `A1in` is small and the whole cache is
 //!   not full. In the paper `Am` may use every slot `A1in` does not.
-//! - libCacheSim admits nothing at all when `A1in`'s share is under one page
-//!   (e.g. `kin=25%` of fewer than 4 pages), and would never admit to `Am` if its
-//!   share were under one page. A replacement rule here must admit every miss,
-//!   so these configurations are rejected with an error instead.
-//!
-//! ## `variant=paper`: Johnson & Shasha's full 2Q
-//!
-//! `kin = ⌊C·kin⌋` and `kout = ⌊C·kout⌋` pages; `Am` is bounded only by the
-//! capacity. Any capacity of at least one page works.
+//! - **Nothing is cached when `A1in`'s share is under one page** (`kin=25%` of
+//!   fewer than 4 pages): libCacheSim refuses every object (`TwoQ_can_insert`),
+//!   so every miss is declined ([`Replacement::insert`] returns false) and
+//!   every access misses.
+//! - When `Am`'s share is under one page (`kin` above `1 − 1/C`), `A1in` and
+//!   `A1out` work as usual but a page coming back from `A1out` is declined: its
+//!   ghost is dropped and room is made for it (`A1in`'s oldest page leaves, to
+//!   `A1out`) before `Am` refuses it, as in libCacheSim.
 
 use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
@@ -64,43 +68,30 @@ pub struct TwoQSizes {
     pub kin: usize,
     /// Ghost keys kept in `A1out`.
     pub kout: usize,
-    /// Largest size of `Am`.
+    /// Largest size of `Am`; 0 (libCacheSim only): `Am` refuses every page.
     pub am: usize,
+    /// Whether a miss is cached at all (libCacheSim: not when `A1in`'s share is
+    /// under one page).
+    pub admit: bool,
 }
 
 impl TwoQSizes {
-    /// libCacheSim's sizes for `capacity` pages; `Err` names the parameter that
-    /// leaves a queue without a whole page.
-    pub fn libcachesim(capacity: usize, kin: f64, kout: f64) -> Result<TwoQSizes, (&'static str, String)> {
+    /// libCacheSim's sizes for `capacity` pages (`kin` below 1).
+    pub fn libcachesim(capacity: usize, kin: f64, kout: f64) -> TwoQSizes {
         let ain = lcs_share_bytes(capacity, kin);
         let total = capacity as u64 * LCS_PAGE;
-        let am = total.saturating_sub(ain) / LCS_PAGE;
-        if ain < LCS_PAGE {
-            return Err((
-                "kin",
-                format!(
-                    "A1in gets less than one page of a {capacity}-page cache, and libCacheSim's 2Q then caches \
-                     nothing; use a larger kin or capacity, or variant=paper"
-                ),
-            ));
-        }
-        if am < 1 {
-            return Err((
-                "kin",
-                format!("Am gets less than one page of a {capacity}-page cache; use a smaller kin or variant=paper"),
-            ));
-        }
-        Ok(TwoQSizes {
+        TwoQSizes {
             kin: (ain / LCS_PAGE) as usize,
             kout: (lcs_share_bytes(capacity, kout) / LCS_PAGE) as usize,
-            am: am as usize,
-        })
+            am: (total.saturating_sub(ain) / LCS_PAGE) as usize,
+            admit: ain >= LCS_PAGE,
+        }
     }
 
     /// The paper's sizes for `capacity` pages: `Am` limited only by the capacity.
     pub fn paper(capacity: usize, kin: f64, kout: f64) -> TwoQSizes {
         let c = capacity as f64;
-        TwoQSizes { kin: (c * kin) as usize, kout: (c * kout) as usize, am: capacity }
+        TwoQSizes { kin: (c * kin) as usize, kout: (c * kout) as usize, am: capacity, admit: true }
     }
 }
 
@@ -121,7 +112,6 @@ impl TwoQ {
     pub fn new(capacity: usize, sizes: TwoQSizes) -> Self {
         let capacity = capacity.max(1);
         assert!(sizes.kin < capacity || capacity == 1, "kin must leave room for Am");
-        assert!(sizes.am >= 1, "Am needs at least one page");
         TwoQ {
             arena: Arena::with_capacity(capacity + sizes.kout),
             a1in: List::new(),
@@ -171,7 +161,7 @@ impl TwoQ {
 
 impl Replacement for TwoQ {
     #[inline]
-    fn touch(&mut self, a: &Access, _dirty: bool) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(a.key) {
             Some(idx) => match *self.arena.val(idx) {
                 Q::In => true,
@@ -186,7 +176,12 @@ impl Replacement for TwoQ {
     }
 
     #[inline]
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        if !self.sizes.admit {
+            // libCacheSim: A1in cannot hold the page, so it is refused outright
+            // (and as nothing is ever cached, there are no ghosts either).
+            return false;
+        }
         // A remembered key leaves A1out before anything is evicted (as in
         // libCacheSim, where the lookup itself removes it), so it is neither
         // pushed out of A1out by this miss's eviction nor takes a ghost slot.
@@ -203,6 +198,11 @@ impl Replacement for TwoQ {
             self.reclaim(evicted);
         }
         if ghost {
+            if self.sizes.am == 0 {
+                // libCacheSim: Am cannot hold a page; it refuses the page after
+                // the room for it was made.
+                return false;
+            }
             while self.am.len() >= self.sizes.am {
                 self.evict_am(evicted);
             }
@@ -212,9 +212,10 @@ impl Replacement for TwoQ {
             let idx = self.arena.insert(a.key, Q::In);
             self.a1in.push_front(&mut self.arena, idx);
         }
+        true
     }
 
-    fn remove(&mut self, key: u64) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         let Some(idx) = self.arena.find(key) else { return false };
         match *self.arena.val(idx) {
             Q::In => self.a1in.unlink(&mut self.arena, idx),
@@ -246,16 +247,16 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         return Err(spec.invalid("kin", "must be below 100% (Am needs room)"));
     }
     let capacity = ctx.capacity.max(1);
-    let sizes = match spec.choice("variant", &["libcachesim", "paper"])?.as_str() {
-        "paper" => TwoQSizes::paper(capacity, kin, kout),
-        _ => TwoQSizes::libcachesim(capacity, kin, kout).map_err(|(p, why)| spec.invalid(p, why))?,
+    let sizes = match spec.choice("variant", &["paper", "libcachesim"])?.as_str() {
+        "libcachesim" => TwoQSizes::libcachesim(capacity, kin, kout),
+        _ => TwoQSizes::paper(capacity, kin, kout),
     };
     Ok(Box::new(ModeCache::new(TwoQ::new(capacity, sizes), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "2q",
-    about: "2Q: FIFO A1in + LRU Am + ghost A1out (libCacheSim TwoQ)",
+    about: "2Q: FIFO A1in + LRU Am + ghost A1out (Johnson & Shasha)",
     params: &[
         ParamInfo { name: "kin", default: "25%", about: "A1in share of the capacity (libCacheSim Ain-size-ratio)" },
         ParamInfo {
@@ -265,8 +266,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
         ParamInfo {
             name: "variant",
-            default: "libcachesim",
-            about: "libcachesim (Am capped at its own share) or paper (Am uses any free slot)",
+            default: "paper",
+            about: "paper (Am uses any free slot) or libcachesim (libCacheSim TwoQ: Am capped at its own share; \
+                    caches nothing when A1in's share is under a page)",
         },
     ],
     build,
@@ -276,22 +278,25 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::run_keys;
+    use crate::policy::testing::{misses, read, run_keys};
     use crate::policy::{Mode, SpecError};
 
     #[test]
     fn sizes_follow_libcachesim_rounding() {
         // 10 pages, 25%: A1in threshold 2 pages (2.5 truncated), Am 7 pages (7.5 truncated), A1out 5.
-        assert_eq!(TwoQSizes::libcachesim(10, 0.25, 0.5).unwrap(), TwoQSizes { kin: 2, kout: 5, am: 7 });
-        assert_eq!(TwoQSizes::libcachesim(4, 0.25, 0.5).unwrap(), TwoQSizes { kin: 1, kout: 2, am: 3 });
-        assert!(TwoQSizes::libcachesim(3, 0.25, 0.5).is_err());
-        assert_eq!(TwoQSizes::paper(3, 0.25, 0.5), TwoQSizes { kin: 0, kout: 1, am: 3 });
+        assert_eq!(TwoQSizes::libcachesim(10, 0.25, 0.5), TwoQSizes { kin: 2, kout: 5, am: 7, admit: true });
+        assert_eq!(TwoQSizes::libcachesim(4, 0.25, 0.5), TwoQSizes { kin: 1, kout: 2, am: 3, admit: true });
+        // 3 pages: A1in's share is 3072 bytes, under one page: nothing is admitted.
+        assert!(!TwoQSizes::libcachesim(3, 0.25, 0.5).admit);
+        // 2 pages at kin=75%: A1in 6144 bytes, Am 2048 bytes (no page).
+        assert_eq!(TwoQSizes::libcachesim(2, 0.75, 0.5), TwoQSizes { kin: 1, kout: 1, am: 0, admit: true });
+        assert_eq!(TwoQSizes::paper(3, 0.25, 0.5), TwoQSizes { kin: 0, kout: 1, am: 3, admit: true });
     }
 
     #[test]
     fn full_2q_by_hand() {
         // 4 pages: kin 1, kout 2, Am 3.
-        let mut q = TwoQ::new(4, TwoQSizes::libcachesim(4, 0.25, 0.5).unwrap());
+        let mut q = TwoQ::new(4, TwoQSizes::libcachesim(4, 0.25, 0.5));
         // 1 2 3 4 fill A1in (free slots). 1 hits in A1in: no change.
         // 5: full; A1in has 4 > 1 -> 1 leaves to A1out. A1in 5 4 3 2, A1out 1.
         // 6: 2 leaves -> A1out 2 1. 7: 3 leaves -> A1out 3 2 (1 forgotten).
@@ -315,8 +320,8 @@ mod tests {
     fn am_cap_differs_between_variants() {
         // 6 pages, kin 25% = 1.5 pages: libCacheSim's A1in threshold is 1 page and
         // Am is capped at 4 pages (4.5 truncated); kout 3. The paper lets Am use 6.
-        let lcs = TwoQSizes::libcachesim(6, 0.25, 0.5).unwrap();
-        assert_eq!(lcs, TwoQSizes { kin: 1, kout: 3, am: 4 });
+        let lcs = TwoQSizes::libcachesim(6, 0.25, 0.5);
+        assert_eq!(lcs, TwoQSizes { kin: 1, kout: 3, am: 4, admit: true });
         let paper = TwoQSizes::paper(6, 0.25, 0.5);
         // 1..6 fill A1in; 7..10 push 1..4 out (A1out keeps 4 3 2). Ghost hits
         // 4 3 2 each push A1in's oldest (5 6 7) to A1out and enter Am; 5 and 6
@@ -337,16 +342,54 @@ mod tests {
     #[test]
     fn bad_params() {
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
-        for spec in ["2q(kin=100%)", "2q(kin=120%)", "2q(kout=x)", "2q(variant=textbook)", "2q(kin=10%)"] {
+        for spec in ["2q(kin=100%)", "2q(kin=120%)", "2q(kout=x)", "2q(variant=textbook)"] {
             match build_spec(spec, &ctx) {
                 Err(SpecError::BadValue { .. }) => {}
                 Err(e) => panic!("{spec}: wrong error {e}"),
                 Ok(_) => panic!("{spec}: accepted"),
             }
         }
-        let tiny = BuildCtx { capacity: 3, mode: Mode::WriteBack };
-        assert!(matches!(build_spec("2q", &tiny), Err(SpecError::BadValue { .. })));
-        assert!(build_spec("2q(variant=paper)", &tiny).is_ok());
+        // Every capacity builds, in both variants.
+        for capacity in 1..=4 {
+            let tiny = BuildCtx { capacity, mode: Mode::WriteBack };
+            for ok in ["2q", "2q(variant=paper)", "2q(variant=libcachesim)", "2q(kin=99%,variant=libcachesim)"] {
+                assert!(build_spec(ok, &tiny).is_ok(), "{ok} at {capacity} pages");
+            }
+        }
         assert!(build_spec("2q(kin=0.5,kout=0)", &ctx).is_ok());
+        assert!(build_spec("2q(kin=10%,variant=libcachesim)", &ctx).is_ok());
+    }
+
+    #[test]
+    fn libcachesim_declines_everything_without_an_a1in_page() {
+        // 2 pages (libCacheSim's TwoQ(8192) with 4096-byte objects): every access misses.
+        let mut q = TwoQ::new(2, TwoQSizes::libcachesim(2, 0.25, 0.5));
+        let keys = [1, 2, 1, 1, 3, 2, 2, 1];
+        assert_eq!(run_keys(&mut q, &keys), vec![false; 8]);
+        assert_eq!((q.len(), q.ghosts()), (0, 0));
+        let ctx = BuildCtx { capacity: 2, mode: Mode::WriteBack };
+        let (mut p, _) = build_spec("2q(variant=libcachesim)", &ctx).unwrap();
+        assert_eq!(misses(p.as_mut(), &keys), 8);
+        // The paper's 2Q caches at the same size.
+        let (mut p, _) = build_spec("2q", &ctx).unwrap();
+        assert_eq!(misses(p.as_mut(), &keys), 4);
+    }
+
+    #[test]
+    fn libcachesim_without_an_am_page_declines_ghost_hits() {
+        // 2 pages at kin=75%: A1in threshold 1 page, A1out 1 key, Am no page.
+        let mut q = TwoQ::new(2, TwoQSizes::libcachesim(2, 0.75, 0.5));
+        // 1 2 fill A1in; 3: A1in over kin, 1 leaves to A1out.
+        assert_eq!(run_keys(&mut q, &[1, 2, 3]), vec![false; 3]);
+        assert_eq!(q.queues(), (vec![3, 2], vec![], vec![1]));
+        // 1 comes back: its ghost goes, room is made (2 leaves to A1out), and Am refuses it.
+        let mut ev = Vec::new();
+        assert!(!q.touch(&read(1, 3), false, &mut ev));
+        assert!(!q.insert(&read(1, 3), false, &mut ev));
+        assert_eq!(ev, vec![2]);
+        assert_eq!(q.queues(), (vec![3], vec![], vec![2]));
+        // 3 hits; 4 fills the free slot; 2 is declined the same way, pushing 3 out.
+        assert_eq!(run_keys(&mut q, &[3, 4, 2, 4]), vec![true, false, false, true]);
+        assert_eq!(q.queues(), (vec![4], vec![], vec![3]));
     }
 }
