@@ -30,11 +30,15 @@ pub struct Arena<T> {
 }
 
 impl<T> Arena<T> {
+    /// Room for `n` live keys. The index is sized for `2n` so that it never grows:
+    /// under steady insert/remove churn hashbrown's tombstones use up free slots,
+    /// and a table more than half full would then double (briefly holding both
+    /// copies); at most half full it rehashes in place instead.
     pub fn with_capacity(n: usize) -> Self {
         Arena {
             nodes: Vec::with_capacity(n),
             free: NIL,
-            index: HashTable::with_capacity(n),
+            index: HashTable::with_capacity(n.saturating_mul(2)),
             hasher: DefaultHashBuilder::default(),
             live: 0,
         }
