@@ -1,7 +1,8 @@
 //! Helpers for policy unit tests.
 
 use super::list::{Arena, List};
-use super::{Access, Effects, Policy, Replacement, NEVER};
+use super::mode::MODES;
+use super::{Access, Effects, Io, ModeCache, Policy, Replacement, NEVER};
 use crate::trace::Op;
 
 pub fn read(key: u64, seq: u64) -> Access {
@@ -51,4 +52,42 @@ pub fn misses(p: &mut dyn Policy, keys: &[u64]) -> usize {
 
 pub fn keys_of<T>(list: &List, arena: &Arena<T>) -> Vec<u64> {
     list.keys(arena)
+}
+
+/// Random reads, writes and trims through every mode; after each access, calls
+/// `check` with the rule and the resident set the effects emitted so far imply.
+pub fn churn<R: Replacement>(make: impl Fn() -> R, keys: u64, mut check: impl FnMut(&R, &hashbrown::HashSet<u64>)) {
+    for (_, mode, _) in MODES {
+        let mode = *mode;
+        let mut p = ModeCache::new(make(), mode);
+        let mut shadow = hashbrown::HashSet::new();
+        let mut fx = Effects::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..10_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = (x >> 8) % keys;
+            let op = match x % 10 {
+                0..=5 => Op::Read,
+                6..=8 => Op::Write,
+                _ => Op::Trim,
+            };
+            let a = Access { time: i, key, op, partial: x.is_multiple_of(7), seq: i, next_use: NEVER };
+            fx.clear();
+            p.access(&a, &mut fx);
+            for io in &fx.io {
+                match *io {
+                    Io::CacheWrite { key } => {
+                        shadow.insert(key);
+                    }
+                    Io::Evict { key, .. } | Io::Invalidate { key, .. } => {
+                        assert!(shadow.remove(&key), "{mode}: {key} left but was not cached");
+                    }
+                    _ => {}
+                }
+            }
+            check(p.replacement(), &shadow);
+        }
+    }
 }

@@ -894,45 +894,6 @@ mod tests {
         }
     }
 
-    /// Random reads, writes and trims through every mode; returns, after each
-    /// access, the resident set implied by the effects emitted so far.
-    fn churn<R: Replacement>(make: impl Fn() -> R, keys: u64, mut check: impl FnMut(&R, &hashbrown::HashSet<u64>)) {
-        use crate::policy::{Effects, Io, Policy, NEVER};
-        use crate::trace::Op;
-        for mode in [Mode::WriteBack, Mode::WriteThrough, Mode::WriteAround, Mode::WriteOnly, Mode::ReadOnly] {
-            let mut p = ModeCache::new(make(), mode);
-            let mut shadow = hashbrown::HashSet::new();
-            let mut fx = Effects::new();
-            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-            for i in 0..10_000u64 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let key = (x >> 8) % keys;
-                let op = match x % 10 {
-                    0..=5 => Op::Read,
-                    6..=8 => Op::Write,
-                    _ => Op::Trim,
-                };
-                let a = Access { time: i, key, op, partial: x.is_multiple_of(7), seq: i, next_use: NEVER };
-                fx.clear();
-                p.access(&a, &mut fx);
-                for io in &fx.io {
-                    match *io {
-                        Io::CacheWrite { key } => {
-                            shadow.insert(key);
-                        }
-                        Io::Evict { key, .. } | Io::Invalidate { key, .. } => {
-                            assert!(shadow.remove(&key), "{mode}: {key} left but was not cached");
-                        }
-                        _ => {}
-                    }
-                }
-                check(p.replacement(), &shadow);
-            }
-        }
-    }
-
     #[test]
     fn effects_match_residency_in_every_mode() {
         // Every access's effects report exactly the pages that left the cache
@@ -947,7 +908,7 @@ mod tests {
         ];
         for (variant, sizes, stack) in configs {
             let c = sizes.lir + sizes.hir_ceil.max(1);
-            churn(
+            crate::policy::testing::churn(
                 || Lirs::new(c, variant, sizes, stack),
                 40,
                 |l, shadow| {
