@@ -138,7 +138,8 @@ impl<R: Replacement> ModeCache<R> {
     }
 
     fn read(&mut self, a: &Access, fx: &mut Effects) {
-        let dirty = self.dirty.contains(&a.key);
+        // (skips hashing on read-only traces, where nothing is ever dirty)
+        let dirty = !self.dirty.is_empty() && self.dirty.contains(&a.key);
         fx.hit = self.touch(a, dirty, fx);
         if !fx.hit {
             fx.push(Io::Fetch { key: a.key, pages: 1 });
