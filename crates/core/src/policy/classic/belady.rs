@@ -47,8 +47,7 @@ impl Belady {
             slots: Vec::with_capacity(capacity),
             pos: Vec::with_capacity(capacity),
             heap: Vec::with_capacity(capacity),
-            // twice the keys, so tombstones never make it grow (see `list::Arena::with_capacity`)
-            index: HashTable::with_capacity(capacity.saturating_mul(2)),
+            index: HashTable::with_capacity(capacity),
             hasher: DefaultHashBuilder::default(),
             free: Vec::new(),
             capacity,
