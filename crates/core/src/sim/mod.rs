@@ -32,7 +32,7 @@ pub enum SimError {
 /// address space. `None` if the page number does not fit in [`PAGE_BITS`].
 #[inline]
 pub fn page_key(dev: u32, page: u64) -> Option<u64> {
-    (page < 1 << PAGE_BITS).then(|| (dev as u64) << PAGE_BITS | page)
+    (page < 1 << PAGE_BITS).then_some((dev as u64) << PAGE_BITS | page)
 }
 
 /// The device and page number a key stands for.
@@ -75,7 +75,7 @@ pub fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<
             let first = r.addr / page_bytes;
             let last = (end - 1) / page_bytes;
             let is_write = r.op == Op::Write;
-            (first, last - first + 1, is_write && r.addr % page_bytes != 0, is_write && end % page_bytes != 0)
+            (first, last - first + 1, is_write && !r.addr.is_multiple_of(page_bytes), is_write && end % page_bytes != 0)
         }
     };
     let last = first.checked_add(count - 1).ok_or_else(|| bad("page range overflows".into()))?;

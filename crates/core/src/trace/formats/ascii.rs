@@ -68,7 +68,7 @@ pub fn sniff(lines: &[&str]) -> Option<Format> {
         fractional |= cols[0].contains('.');
         let addr: u64 = cols[2].parse().ok()?;
         let size: u64 = cols[3].parse().ok()?;
-        byte_sized &= addr % 512 == 0 && size % 512 == 0 && size > 0;
+        byte_sized &= addr.is_multiple_of(512) && size.is_multiple_of(512) && size > 0;
     }
     Some(match (fractional, byte_sized) {
         (false, _) => Format::Ssdsim,

@@ -80,7 +80,7 @@ pub fn sniff(lines: &[&str]) -> Option<Format> {
 
 /// Binary data whose length is a multiple of 4 and not another known format.
 pub fn sniff_u32be(head: &[u8]) -> Option<Format> {
-    (head.len() % 4 == 0 && !head.is_empty()).then_some(Format::KeysU32be)
+    (head.len().is_multiple_of(4) && !head.is_empty()).then_some(Format::KeysU32be)
 }
 
 #[cfg(test)]

@@ -120,7 +120,7 @@ impl TraceReader for OracleGeneral {
 pub fn sniff(head: &[u8]) -> Option<Format> {
     let n = head.len() / RECORD;
     let whole = head.len() < super::SNIFF_BYTES;
-    if n == 0 || (whole && head.len() % RECORD != 0) {
+    if n == 0 || (whole && !head.len().is_multiple_of(RECORD)) {
         return None;
     }
     let limit: u64 = if whole { n as u64 } else { 1 << 40 };
