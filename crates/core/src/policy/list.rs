@@ -222,6 +222,19 @@ impl List {
         }
     }
 
+    /// Unlinks and frees the node of `key`, which must be in this list if it is in
+    /// the arena at all. Returns whether it was there.
+    pub fn remove_key<T>(&mut self, a: &mut Arena<T>, key: u64) -> bool {
+        match a.find(key) {
+            Some(idx) => {
+                self.unlink(a, idx);
+                a.remove(idx);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Unlinks and returns the back node.
     #[inline]
     pub fn pop_back<T>(&mut self, a: &mut Arena<T>) -> Option<u32> {

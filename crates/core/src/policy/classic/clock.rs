@@ -98,14 +98,7 @@ impl Replacement for Clock {
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
-        match self.arena.find(key) {
-            Some(idx) => {
-                self.ring.unlink(&mut self.arena, idx);
-                self.arena.remove(idx);
-                true
-            }
-            None => false,
-        }
+        self.ring.remove_key(&mut self.arena, key)
     }
 
     fn contains(&self, key: u64) -> bool {

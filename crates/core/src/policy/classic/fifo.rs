@@ -42,14 +42,7 @@ impl Replacement for Fifo {
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
-        match self.arena.find(key) {
-            Some(idx) => {
-                self.queue.unlink(&mut self.arena, idx);
-                self.arena.remove(idx);
-                true
-            }
-            None => false,
-        }
+        self.queue.remove_key(&mut self.arena, key)
     }
 
     fn contains(&self, key: u64) -> bool {

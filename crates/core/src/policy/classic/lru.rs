@@ -41,14 +41,7 @@ impl Replacement for Lru {
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
-        match self.arena.find(key) {
-            Some(idx) => {
-                self.list.unlink(&mut self.arena, idx);
-                self.arena.remove(idx);
-                true
-            }
-            None => false,
-        }
+        self.list.remove_key(&mut self.arena, key)
     }
 
     fn contains(&self, key: u64) -> bool {
