@@ -81,8 +81,16 @@ pub fn check(spec: &RunSpec) -> Result<(), SimError> {
     build_policy(spec).map(|_| ())
 }
 
-/// Builds the policy of a run; returns it with its canonical spec, mode name and capacity in pages.
-fn build_policy(spec: &RunSpec) -> Result<(Box<dyn crate::policy::Policy>, String, String, usize), SimError> {
+/// A run's policy, ready to go.
+struct Built {
+    policy: Box<dyn crate::policy::Policy>,
+    /// Canonical spec text.
+    spec: String,
+    mode: String,
+    capacity: usize,
+}
+
+fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
     if spec.page_bytes == 0 {
         return Err(SimError::Config("page size must be greater than zero".into()));
     }
@@ -105,12 +113,12 @@ fn build_policy(spec: &RunSpec) -> Result<(Box<dyn crate::policy::Policy>, Strin
         .find(|(k, _)| k == "mode")
         .map(|(_, v)| v.clone())
         .unwrap_or_else(|| spec.mode.name().to_string());
-    Ok((policy, canonical.canonical(), mode, capacity))
+    Ok(Built { policy, spec: canonical.canonical(), mode, capacity })
 }
 
 /// Runs one simulation and returns its report.
 pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
-    let (mut policy, canonical, mode, capacity) = build_policy(spec)?;
+    let Built { mut policy, spec: canonical, mode, capacity } = build_policy(spec)?;
     let (mut reader, format) = source.open()?;
     let counters = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes }).run(reader.as_mut())?;
     let skipped = match source {
