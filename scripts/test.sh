@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 step "python packages"
-python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt 2>&1 | grep -v "as the 'root' user" || true
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 
 step "build"
 cargo build --release --locked -p ssdcache-cli
