@@ -4,13 +4,20 @@
 //! costs and keeps the counters flash needs reported alongside hit ratios
 //! (host writes, GC copies, erases, write amplification; DESIGN "Metrics").
 //! [`nand`] holds the raw NAND timings from the papers, [`ftl_page`] a
-//! page-mapping FTL over them. Not yet wired into the simulator.
+//! page-mapping FTL over them; [`hdd`] is paper 001's disks, [`ssd`] paper
+//! 004's black-box SSD, [`memory`] DRAM and NVRAM. Not yet wired into the simulator.
 
 pub mod ftl_page;
+pub mod hdd;
+pub mod memory;
 pub mod nand;
+pub mod ssd;
 
 pub use ftl_page::{FtlError, PageFtl};
+pub use hdd::{Hdd, HddParams, HddPreset, UnknownHddPreset, HDD_PRESETS};
+pub use memory::{Memory, MemoryParams, MemoryPreset, UnknownMemoryPreset, MEMORY_PRESETS};
 pub use nand::{NandTiming, UnknownPreset, PRESETS};
+pub use ssd::{Ssd, SsdParams, SsdPreset, UnknownSsdPreset, SSD_PRESETS};
 
 use crate::Nanos;
 use serde::Serialize;
