@@ -54,7 +54,7 @@ use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use thiserror::Error;
+use super::UnknownPreset;
 
 const US: Nanos = 1_000;
 const NS_PER_S: u128 = 1_000_000_000;
@@ -76,7 +76,7 @@ pub struct HddParams {
 
 impl HddParams {
     /// Looks a preset up by name (case, `_` and `-` ignored: `RPM_7200` = `rpm7200`).
-    pub fn preset(name: &str) -> Result<HddParams, UnknownHddPreset> {
+    pub fn preset(name: &str) -> Result<HddParams, UnknownPreset> {
         HddPreset::find(name).map(|p| p.params)
     }
 
@@ -116,17 +116,10 @@ impl HddParams {
 }
 
 impl FromStr for HddParams {
-    type Err = UnknownHddPreset;
+    type Err = UnknownPreset;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         HddParams::preset(s)
     }
-}
-
-#[derive(Debug, Error, PartialEq)]
-#[error("unknown HDD preset {name:?} (known: {known})")]
-pub struct UnknownHddPreset {
-    pub name: String,
-    pub known: String,
 }
 
 /// A named disk from the papers.
@@ -138,13 +131,8 @@ pub struct HddPreset {
 }
 
 impl HddPreset {
-    pub fn find(name: &str) -> Result<&'static HddPreset, UnknownHddPreset> {
-        let norm: String =
-            name.trim().chars().filter(|c| *c != '_' && *c != '-').map(|c| c.to_ascii_lowercase()).collect();
-        HDD_PRESETS.iter().find(|p| p.name == norm).ok_or_else(|| UnknownHddPreset {
-            name: name.to_string(),
-            known: HDD_PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
-        })
+    pub fn find(name: &str) -> Result<&'static HddPreset, UnknownPreset> {
+        super::find_preset("HDD", HDD_PRESETS, |p| p.name, name)
     }
 }
 

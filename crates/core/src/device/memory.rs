@@ -25,7 +25,7 @@ use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use thiserror::Error;
+use super::UnknownPreset;
 
 /// Per-page latencies of a memory device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -37,7 +37,7 @@ pub struct MemoryParams {
 
 impl MemoryParams {
     /// Looks a preset up by name (case, `_` and `-` ignored).
-    pub fn preset(name: &str) -> Result<MemoryParams, UnknownMemoryPreset> {
+    pub fn preset(name: &str) -> Result<MemoryParams, UnknownPreset> {
         MemoryPreset::find(name).map(|p| p.params)
     }
 
@@ -52,17 +52,10 @@ impl MemoryParams {
 }
 
 impl FromStr for MemoryParams {
-    type Err = UnknownMemoryPreset;
+    type Err = UnknownPreset;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         MemoryParams::preset(s)
     }
-}
-
-#[derive(Debug, Error, PartialEq)]
-#[error("unknown memory preset {name:?} (known: {known})")]
-pub struct UnknownMemoryPreset {
-    pub name: String,
-    pub known: String,
 }
 
 /// A named memory device.
@@ -74,13 +67,8 @@ pub struct MemoryPreset {
 }
 
 impl MemoryPreset {
-    pub fn find(name: &str) -> Result<&'static MemoryPreset, UnknownMemoryPreset> {
-        let norm: String =
-            name.trim().chars().filter(|c| *c != '_' && *c != '-').map(|c| c.to_ascii_lowercase()).collect();
-        MEMORY_PRESETS.iter().find(|p| p.name == norm).ok_or_else(|| UnknownMemoryPreset {
-            name: name.to_string(),
-            known: MEMORY_PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
-        })
+    pub fn find(name: &str) -> Result<&'static MemoryPreset, UnknownPreset> {
+        super::find_preset("memory", MEMORY_PRESETS, |p| p.name, name)
     }
 }
 

@@ -14,13 +14,39 @@ pub mod nand;
 pub mod ssd;
 
 pub use ftl_page::{FtlError, PageFtl};
-pub use hdd::{Hdd, HddParams, HddPreset, UnknownHddPreset, HDD_PRESETS};
-pub use memory::{Memory, MemoryParams, MemoryPreset, UnknownMemoryPreset, MEMORY_PRESETS};
-pub use nand::{NandTiming, UnknownPreset, PRESETS};
-pub use ssd::{Ssd, SsdParams, SsdPreset, UnknownSsdPreset, SSD_PRESETS};
+pub use hdd::{Hdd, HddParams, HddPreset, HDD_PRESETS};
+pub use memory::{Memory, MemoryParams, MemoryPreset, MEMORY_PRESETS};
+pub use nand::{NandTiming, PRESETS};
+pub use ssd::{Ssd, SsdParams, SsdPreset, SSD_PRESETS};
 
 use crate::Nanos;
 use serde::Serialize;
+use thiserror::Error;
+
+/// A preset name that names no preset.
+#[derive(Debug, Error, PartialEq)]
+#[error("unknown {kind} preset {name:?} (known: {known})")]
+pub struct UnknownPreset {
+    /// What was looked up: "NAND", "HDD", "SSD", "memory".
+    pub kind: &'static str,
+    pub name: String,
+    pub known: String,
+}
+
+/// Finds a preset by name, ignoring case, `_`, `-` and surrounding spaces.
+pub(crate) fn find_preset<P>(
+    kind: &'static str,
+    presets: &'static [P],
+    name_of: fn(&P) -> &'static str,
+    name: &str,
+) -> Result<&'static P, UnknownPreset> {
+    let norm: String = name.trim().chars().filter(|c| *c != '_' && *c != '-').map(|c| c.to_ascii_lowercase()).collect();
+    presets.iter().find(|p| name_of(p) == norm).ok_or_else(|| UnknownPreset {
+        kind,
+        name: name.to_string(),
+        known: presets.iter().map(name_of).collect::<Vec<_>>().join(", "),
+    })
+}
 
 /// A storage device as a cost model.
 pub trait Device {

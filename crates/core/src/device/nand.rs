@@ -3,7 +3,7 @@
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use thiserror::Error;
+use super::UnknownPreset;
 
 const US: Nanos = 1_000;
 const KIB: u64 = 1024;
@@ -39,13 +39,6 @@ impl FromStr for NandTiming {
     }
 }
 
-#[derive(Debug, Error, PartialEq)]
-#[error("unknown NAND preset {name:?} (known: {known})")]
-pub struct UnknownPreset {
-    pub name: String,
-    pub known: String,
-}
-
 /// A named configuration from the papers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Preset {
@@ -58,12 +51,7 @@ pub struct Preset {
 
 impl Preset {
     pub fn find(name: &str) -> Result<&'static Preset, UnknownPreset> {
-        let norm: String =
-            name.trim().chars().filter(|c| *c != '_' && *c != '-').map(|c| c.to_ascii_lowercase()).collect();
-        PRESETS.iter().find(|p| p.name == norm).ok_or_else(|| UnknownPreset {
-            name: name.to_string(),
-            known: PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
-        })
+        super::find_preset("NAND", PRESETS, |p| p.name, name)
     }
 }
 

@@ -34,7 +34,7 @@ use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use thiserror::Error;
+use super::UnknownPreset;
 
 const NS_PER_S: u128 = 1_000_000_000;
 
@@ -51,7 +51,7 @@ pub struct SsdParams {
 
 impl SsdParams {
     /// Looks a preset up by name (case, `_` and `-` ignored).
-    pub fn preset(name: &str) -> Result<SsdParams, UnknownSsdPreset> {
+    pub fn preset(name: &str) -> Result<SsdParams, UnknownPreset> {
         SsdPreset::find(name).map(|p| p.params)
     }
 
@@ -96,17 +96,10 @@ impl Default for SsdParams {
 }
 
 impl FromStr for SsdParams {
-    type Err = UnknownSsdPreset;
+    type Err = UnknownPreset;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         SsdParams::preset(s)
     }
-}
-
-#[derive(Debug, Error, PartialEq)]
-#[error("unknown SSD preset {name:?} (known: {known})")]
-pub struct UnknownSsdPreset {
-    pub name: String,
-    pub known: String,
 }
 
 /// A named SSD from the papers.
@@ -118,13 +111,8 @@ pub struct SsdPreset {
 }
 
 impl SsdPreset {
-    pub fn find(name: &str) -> Result<&'static SsdPreset, UnknownSsdPreset> {
-        let norm: String =
-            name.trim().chars().filter(|c| *c != '_' && *c != '-').map(|c| c.to_ascii_lowercase()).collect();
-        SSD_PRESETS.iter().find(|p| p.name == norm).ok_or_else(|| UnknownSsdPreset {
-            name: name.to_string(),
-            known: SSD_PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
-        })
+    pub fn find(name: &str) -> Result<&'static SsdPreset, UnknownPreset> {
+        super::find_preset("SSD", SSD_PRESETS, |p| p.name, name)
     }
 }
 
