@@ -30,6 +30,8 @@ pub struct Counters {
     pub backing_writes: u64,
     /// Backing reads made so a partial write could be cached (paper 001 §3.3).
     pub read_for_write: u64,
+    /// Clean pages read from backing to pad a block flush (BPLRU).
+    pub padding_reads: u64,
     /// Dirty pages written back on eviction.
     pub dirty_writebacks: u64,
     pub evictions: u64,

@@ -91,6 +91,11 @@ fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> 
                     let fresh = m.backing.get(&k) == m.latest.get(&k) || op == Op::Write && k == key;
                     prop_assert!(fresh, "{ctx}: stale read of {k}");
                 }
+                Io::PadRead { key: k, pages } => {
+                    for p in k..k + pages as u64 {
+                        prop_assert!(m.backing.get(&p) == m.latest.get(&p), "{ctx}: stale padding read of {p}");
+                    }
+                }
                 Io::WriteThrough { key: k } => {
                     prop_assert_eq!(k, key, "{}", ctx);
                     m.backing.insert(k, m.latest[&k]);

@@ -6,10 +6,12 @@
 //! implement [`Replacement`] and get write semantics (dirty pages, write-back,
 //! the [`Mode`]s) from [`ModeCache`], so every mode works with every policy.
 //!
-//! Policies live one per file, grouped by family: [`classic`] (LRU … Belady).
+//! Policies live one per file, grouped by family: [`classic`] (LRU … Belady),
+//! [`flash`] (the flash-aware buffers of papers 001, 002 and 004).
 //! [`registry`] names them for the command line.
 
 pub mod classic;
+pub mod flash;
 pub mod list;
 pub mod mode;
 pub mod registry;
@@ -51,6 +53,9 @@ pub enum Io {
     Fetch { key: u64, pages: u32 },
     /// Read the old page from backing so that a partial write can be cached.
     ReadForWrite { key: u64 },
+    /// Read `pages` clean pages from `key` on backing so that a block flush can
+    /// be written as one full block (BPLRU's page padding).
+    PadRead { key: u64, pages: u32 },
     /// A write sent on to the backing device now (write-through, write-around, read-only).
     WriteThrough { key: u64 },
     /// A dirty run of `pages` pages from `key` written back to the backing device.

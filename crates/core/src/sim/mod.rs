@@ -233,6 +233,10 @@ fn account(c: &mut Counters, a: &Access, fx: &Effects) {
                 c.backing_reads += 1;
                 c.read_for_write += 1;
             }
+            Io::PadRead { pages, .. } => {
+                c.backing_reads += pages as u64;
+                c.padding_reads += pages as u64;
+            }
             Io::WriteThrough { .. } => c.backing_writes += 1,
             Io::WriteBack { pages, .. } => {
                 c.backing_writes += pages as u64;
