@@ -12,7 +12,11 @@ use clap::{Parser, Subcommand};
 static ALLOC: heap::Counting = heap::Counting;
 
 #[derive(Parser)]
-#[command(name = "ssdcache", version, about = "Flash-aware storage caching: simulate cache policies on block traces")]
+#[command(
+    name = "ssdcache",
+    version,
+    about = "Flash-aware storage caching: simulate cache policies on block traces"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,6 +31,8 @@ enum Command {
     Sim(run::SimArgs),
     /// List every policy with its parameters and defaults, and the cache modes.
     Policies,
+    /// List the backing device models (--device), their parameters and presets.
+    Devices,
     /// Inspect, convert and generate traces.
     Trace {
         #[command(subcommand)]
@@ -40,6 +46,10 @@ fn main() {
         Command::Sim(args) => run::sim(args),
         Command::Policies => {
             policies::print();
+            Ok(())
+        }
+        Command::Devices => {
+            policies::print_devices();
             Ok(())
         }
         Command::Trace { command } => trace_cmd::run(command),

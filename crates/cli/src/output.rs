@@ -28,28 +28,149 @@ pub fn detail(r: &Report) {
     let rows: Vec<(&str, String)> = vec![
         ("trace", format!("{} ({})", r.trace, r.format)),
         ("policy", format!("{} ({})", r.policy, r.mode)),
-        ("cache", format!("{} = {} pages of {}", format_bytes(r.cache_bytes), thousands(r.capacity_pages), format_bytes(r.page_bytes))),
-        ("requests", format!("{} ({} read, {} write, {} trim)", thousands(c.requests), thousands(c.read_requests), thousands(c.write_requests), thousands(c.trim_requests))),
-        ("page accesses", format!("{} ({} read, {} write)", thousands(c.pages), thousands(c.read_pages), thousands(c.write_pages))),
-        ("hit ratio", format!("{}  (read {}, write {}; requests fully hit {})", pct(r.hit_ratio), pct(r.read_hit_ratio), pct(r.write_hit_ratio), pct(r.request_hit_ratio))),
-        ("hits / misses", format!("{} / {}", thousands(c.hits), thousands(r.misses))),
-        ("backing reads", format!("{} pages (of which read-for-write {})", thousands(c.backing_reads), thousands(c.read_for_write))),
-        ("backing writes", format!("{} pages (dirty write-backs {})", thousands(c.backing_writes), thousands(c.dirty_writebacks))),
+        (
+            "cache",
+            format!(
+                "{} = {} pages of {}",
+                format_bytes(r.cache_bytes),
+                thousands(r.capacity_pages),
+                format_bytes(r.page_bytes)
+            ),
+        ),
+        (
+            "requests",
+            format!(
+                "{} ({} read, {} write, {} trim)",
+                thousands(c.requests),
+                thousands(c.read_requests),
+                thousands(c.write_requests),
+                thousands(c.trim_requests)
+            ),
+        ),
+        (
+            "page accesses",
+            format!(
+                "{} ({} read, {} write)",
+                thousands(c.pages),
+                thousands(c.read_pages),
+                thousands(c.write_pages)
+            ),
+        ),
+        (
+            "hit ratio",
+            format!(
+                "{}  (read {}, write {}; requests fully hit {})",
+                pct(r.hit_ratio),
+                pct(r.read_hit_ratio),
+                pct(r.write_hit_ratio),
+                pct(r.request_hit_ratio)
+            ),
+        ),
+        (
+            "hits / misses",
+            format!("{} / {}", thousands(c.hits), thousands(r.misses)),
+        ),
+        (
+            "backing reads",
+            format!(
+                "{} pages (of which read-for-write {})",
+                thousands(c.backing_reads),
+                thousands(c.read_for_write)
+            ),
+        ),
+        (
+            "backing writes",
+            format!(
+                "{} pages (dirty write-backs {})",
+                thousands(c.backing_writes),
+                thousands(c.dirty_writebacks)
+            ),
+        ),
         ("evictions", thousands(c.evictions)),
         ("cache writes", thousands(c.cache_writes)),
-        ("drain writes", format!("{} pages (written back at the end, not counted above)", thousands(c.drain_writes))),
-        ("read-replace-dirty", format!("{}  (x2)", thousands(c.read_replace_dirty))),
-        ("read-overwrite-clean", format!("{}  (x1)", thousands(c.read_overwrite_clean))),
-        ("write-replace-dirty", format!("{}  (x1)", thousands(c.write_replace_dirty))),
-        ("write-overwrite-clean", format!("{}  (x0)", thousands(c.write_overwrite_clean))),
-        ("backing accesses", format!("{}  (paper 003: 2*RRD + ROC + WRD)", thousands(r.backing_accesses))),
+        (
+            "drain writes",
+            format!(
+                "{} pages (written back at the end, not counted above)",
+                thousands(c.drain_writes)
+            ),
+        ),
+        (
+            "read-replace-dirty",
+            format!("{}  (x2)", thousands(c.read_replace_dirty)),
+        ),
+        (
+            "read-overwrite-clean",
+            format!("{}  (x1)", thousands(c.read_overwrite_clean)),
+        ),
+        (
+            "write-replace-dirty",
+            format!("{}  (x1)", thousands(c.write_replace_dirty)),
+        ),
+        (
+            "write-overwrite-clean",
+            format!("{}  (x0)", thousands(c.write_overwrite_clean)),
+        ),
+        (
+            "backing accesses",
+            format!(
+                "{}  (paper 003: 2*RRD + ROC + WRD)",
+                thousands(r.backing_accesses)
+            ),
+        ),
     ];
     for (k, v) in rows {
         println!("{k:<22} {v}");
     }
+    if let Some(d) = &r.device {
+        let s = &d.stats;
+        let rows: Vec<(&str, String)> = vec![
+            ("device", d.device.clone()),
+            ("device page reads", thousands(s.host_page_reads)),
+            (
+                "device page writes",
+                format!(
+                    "{} host + {} extra (GC copies)",
+                    thousands(s.host_page_writes),
+                    thousands(s.extra_page_writes)
+                ),
+            ),
+            ("erases", thousands(s.erases)),
+            (
+                "write amplification",
+                format!("{:.3}", s.write_amplification),
+            ),
+            (
+                "execution time",
+                format!(
+                    "{}  (read {}, write {}, extra write {}, erase {})",
+                    secs(d.execution_time_ns),
+                    secs(s.read_time),
+                    secs(s.write_time),
+                    secs(s.extra_write_time),
+                    secs(s.erase_time)
+                ),
+            ),
+        ];
+        for (k, v) in rows {
+            println!("{k:<22} {v}");
+        }
+        if s.out_of_range_pages > 0 {
+            println!(
+                "{:<22} {} pages past the device's end (not charged)",
+                "out of range",
+                thousands(s.out_of_range_pages)
+            );
+        }
+    }
     if r.skipped > 0 {
         println!("{:<22} {}", "skipped lines", thousands(r.skipped));
     }
+}
+
+/// Nanoseconds as seconds with three decimals.
+fn secs(ns: u64) -> String {
+    format!("{:.3} s", ns as f64 / 1e9)
 }
 
 /// A row per run.
@@ -64,7 +185,23 @@ pub fn table(reports: &[Report]) {
     if multi_mode {
         header.push("mode");
     }
-    header.extend(["hit%", "read%", "write%", "bk reads", "bk writes", "writebacks", "RRD", "ROC", "WRD", "WOC", "bk accesses"]);
+    header.extend([
+        "hit%",
+        "read%",
+        "write%",
+        "bk reads",
+        "bk writes",
+        "writebacks",
+        "RRD",
+        "ROC",
+        "WRD",
+        "WOC",
+        "bk accesses",
+    ]);
+    let with_device = reports.iter().any(|r| r.device.is_some());
+    if with_device {
+        header.extend(["erases", "GC writes", "WA", "exec s"]);
+    }
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in reports {
         let c = &r.counters;
@@ -89,24 +226,49 @@ pub fn table(reports: &[Report]) {
             thousands(c.write_overwrite_clean),
             thousands(r.backing_accesses),
         ]);
+        if with_device {
+            match &r.device {
+                Some(d) => row.extend([
+                    thousands(d.stats.erases),
+                    thousands(d.stats.extra_page_writes),
+                    format!("{:.3}", d.stats.write_amplification),
+                    format!("{:.3}", d.execution_time_ns as f64 / 1e9),
+                ]),
+                None => row.extend(std::iter::repeat_n(String::new(), 4)),
+            }
+        }
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap()).collect();
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap())
+        .collect();
     let text_cols = if multi_trace { 2 } else { 1 };
     for row in &rows {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(i, cell)| if i < text_cols { format!("{cell:<w$}", w = widths[i]) } else { format!("{cell:>w$}", w = widths[i]) })
+            .map(|(i, cell)| {
+                if i < text_cols {
+                    format!("{cell:<w$}", w = widths[i])
+                } else {
+                    format!("{cell:>w$}", w = widths[i])
+                }
+            })
             .collect();
         println!("{}", cells.join("  ").trim_end());
     }
     let mut context = vec![format!("page {}", format_bytes(reports[0].page_bytes))];
     if !multi_trace {
-        context.insert(0, format!("trace {} ({})", reports[0].trace, reports[0].format));
+        context.insert(
+            0,
+            format!("trace {} ({})", reports[0].trace, reports[0].format),
+        );
     }
     if !multi_mode {
         context.push(format!("mode {}", reports[0].mode));
+    }
+    if let Some(d) = reports.iter().find_map(|r| r.device.as_ref()) {
+        context.push(format!("device {}", d.device));
     }
     println!("\n{}", context.join("; "));
     println!("RRD/ROC/WRD/WOC: paper 003's read-replace-dirty, read-overwrite-clean, write-replace-dirty, write-overwrite-clean; bk accesses = 2*RRD + ROC + WRD");
@@ -145,11 +307,17 @@ fn csv_cell(v: &serde_json::Value) -> String {
 pub fn csv(reports: &[Report]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     for (i, r) in reports.iter().enumerate() {
-        let serde_json::Value::Object(map) = serde_json::to_value(r)? else { unreachable!() };
+        let serde_json::Value::Object(map) = serde_json::to_value(r)? else {
+            unreachable!()
+        };
         if i == 0 {
             writeln!(out, "{}", map.keys().cloned().collect::<Vec<_>>().join(","))?;
         }
-        writeln!(out, "{}", map.values().map(csv_cell).collect::<Vec<_>>().join(","))?;
+        writeln!(
+            out,
+            "{}",
+            map.values().map(csv_cell).collect::<Vec<_>>().join(",")
+        )?;
     }
     Ok(())
 }
@@ -168,7 +336,10 @@ mod tests {
 
     #[test]
     fn csv_quotes_specs_with_commas() {
-        assert_eq!(csv_cell(&serde_json::json!("2q(kin=25%,kout=50%)")), "\"2q(kin=25%,kout=50%)\"");
+        assert_eq!(
+            csv_cell(&serde_json::json!("2q(kin=25%,kout=50%)")),
+            "\"2q(kin=25%,kout=50%)\""
+        );
         assert_eq!(csv_cell(&serde_json::json!(3)), "3");
     }
 }

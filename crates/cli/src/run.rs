@@ -50,6 +50,10 @@ pub struct SimArgs {
     /// Cache mode(s), comma-separated: write-back, write-through, write-around, write-only, read-only.
     #[arg(long, default_value = "write-back")]
     pub mode: String,
+    /// Backing device model charged with the cache's I/O, e.g. 'ftl(type=page,nand=mlc2,op=7%)',
+    /// 'hdd(model=rpm7200)', 'ssd'. `ssdcache devices` lists them and their parameters.
+    #[arg(long, short)]
+    pub device: Option<String>,
     /// Print one JSON object per run (one per line).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -62,15 +66,24 @@ pub struct SimArgs {
 }
 
 fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
-    let mut opts = ReadOptions { skip_bad: args.skip_bad, ..Default::default() };
+    let mut opts = ReadOptions {
+        skip_bad: args.skip_bad,
+        ..Default::default()
+    };
     if let Some(cols) = &args.csv_columns {
-        let mapping = cols.parse::<CsvMapping>().map_err(|e| anyhow::anyhow!("--csv-columns: {e}"))?;
+        let mapping = cols
+            .parse::<CsvMapping>()
+            .map_err(|e| anyhow::anyhow!("--csv-columns: {e}"))?;
         opts.csv = Some(mapping);
     }
     let mut out: Vec<TraceSource> = args
         .trace
         .iter()
-        .map(|p| TraceSource::File { path: p.clone(), format: args.format, opts: opts.clone() })
+        .map(|p| TraceSource::File {
+            path: p.clone(),
+            format: args.format,
+            opts: opts.clone(),
+        })
         .collect();
     out.extend(args.gen.iter().map(|g| TraceSource::Gen(g.clone())));
     if out.is_empty() {
@@ -88,7 +101,10 @@ pub fn sim(args: SimArgs) -> Result<()> {
         .collect::<Result<Vec<u64>>>()?;
     let modes = split_list(&args.mode)
         .iter()
-        .map(|m| m.parse::<Mode>().map_err(|e| anyhow::anyhow!("--mode: {e}")))
+        .map(|m| {
+            m.parse::<Mode>()
+                .map_err(|e| anyhow::anyhow!("--mode: {e}"))
+        })
         .collect::<Result<Vec<Mode>>>()?;
     if policies.is_empty() || caches.is_empty() || modes.is_empty() {
         bail!("--policy, --cache and --mode each need at least one value");
@@ -99,7 +115,16 @@ pub fn sim(args: SimArgs) -> Result<()> {
         for p in &policies {
             for &c in &caches {
                 for &m in &modes {
-                    grid.push((s, RunSpec { policy: p.clone(), cache_bytes: c, page_bytes, mode: m }));
+                    grid.push((
+                        s,
+                        RunSpec {
+                            policy: p.clone(),
+                            cache_bytes: c,
+                            page_bytes,
+                            mode: m,
+                            device: args.device.clone(),
+                        },
+                    ));
                 }
             }
         }
@@ -113,7 +138,13 @@ pub fn sim(args: SimArgs) -> Result<()> {
         for s in sources.iter_mut() {
             let was_file = matches!(s, TraceSource::File { .. });
             *s = s.load().map_err(|e| with_trace_name(e, s))?;
-            if let TraceSource::Memory { format, name, skipped, .. } = s {
+            if let TraceSource::Memory {
+                format,
+                name,
+                skipped,
+                ..
+            } = s
+            {
                 if was_file && args.format == Format::Auto {
                     eprintln!("{name}: format {format} (auto)");
                 }
@@ -145,15 +176,23 @@ fn with_trace_name(e: SimError, source: &TraceSource) -> anyhow::Error {
     }
 }
 
-fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usize>) -> Result<Vec<Report>> {
+fn run_grid(
+    sources: &[TraceSource],
+    grid: &[(usize, RunSpec)],
+    jobs: Option<usize>,
+) -> Result<Vec<Report>> {
     let bar = if grid.len() > 1 && std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(grid.len() as u64);
-        bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}").unwrap());
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}").unwrap(),
+        );
         bar
     } else {
         ProgressBar::hidden()
     };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.unwrap_or(0))
+        .build()?;
     let results: Vec<Result<Report>> = pool.install(|| {
         grid.par_iter()
             .map(|(s, spec)| {

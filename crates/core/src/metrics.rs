@@ -1,6 +1,8 @@
 //! What a run counts and reports. Counters are per page access unless named
 //! `*_requests`; the paper 003 classification counts page misses.
 
+use crate::device::DeviceStats;
+use crate::Nanos;
 use serde::Serialize;
 
 /// Raw counters accumulated by the simulator.
@@ -95,6 +97,31 @@ pub struct Report {
     pub backing_accesses: u64,
     /// Lines skipped as malformed (`--skip-bad`).
     pub skipped: u64,
+    /// What the backing device model did (`--device`).
+    #[serde(flatten)]
+    pub device: Option<DeviceReport>,
+}
+
+/// The backing device's side of a run: flash writes, erases, time.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceReport {
+    /// Canonical device spec.
+    pub device: String,
+    #[serde(flatten)]
+    pub stats: DeviceStats,
+    /// Cost-model execution time: Σ count × cost over reads, writes, extra
+    /// (GC) writes and erases (paper 004), the final drain included.
+    pub execution_time_ns: Nanos,
+}
+
+impl DeviceReport {
+    pub fn new(device: String, stats: DeviceStats) -> DeviceReport {
+        DeviceReport {
+            device,
+            execution_time_ns: stats.total_time(),
+            stats,
+        }
+    }
 }
 
 /// What a run was: the parts of a report that are not counters.
@@ -127,6 +154,7 @@ impl Report {
             backing_accesses: c.backing_accesses(),
             skipped,
             counters: c,
+            device: None,
         }
     }
 }

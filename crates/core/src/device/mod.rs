@@ -5,8 +5,10 @@
 //! (host writes, GC copies, erases, write amplification; DESIGN "Metrics").
 //! [`nand`] holds the raw NAND timings from the papers, [`ftl_page`] a
 //! page-mapping FTL over them; [`hdd`] is paper 001's disks, [`ssd`] paper
-//! 004's black-box SSD, [`memory`] DRAM and NVRAM. Not yet wired into the simulator.
+//! 004's black-box SSD, [`memory`] DRAM and NVRAM. [`catalog`] builds them from
+//! specs (`--device ftl(nand=mlc2)`); the simulator charges a run's backing I/O to one.
 
+pub mod catalog;
 pub mod ftl_page;
 pub mod hdd;
 pub mod memory;
@@ -40,12 +42,20 @@ pub(crate) fn find_preset<P>(
     name_of: fn(&P) -> &'static str,
     name: &str,
 ) -> Result<&'static P, UnknownPreset> {
-    let norm: String = name.trim().chars().filter(|c| *c != '_' && *c != '-').map(|c| c.to_ascii_lowercase()).collect();
-    presets.iter().find(|p| name_of(p) == norm).ok_or_else(|| UnknownPreset {
-        kind,
-        name: name.to_string(),
-        known: presets.iter().map(name_of).collect::<Vec<_>>().join(", "),
-    })
+    let norm: String = name
+        .trim()
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    presets
+        .iter()
+        .find(|p| name_of(p) == norm)
+        .ok_or_else(|| UnknownPreset {
+            kind,
+            name: name.to_string(),
+            known: presets.iter().map(name_of).collect::<Vec<_>>().join(", "),
+        })
 }
 
 /// A storage device as a cost model.
@@ -73,10 +83,14 @@ pub struct DeviceStats {
     pub write_amplification: f64,
     /// Pages of requests past the end of the device: ignored, cost nothing.
     pub out_of_range_pages: u64,
+    #[serde(rename = "read_time_ns")]
     pub read_time: Nanos,
+    #[serde(rename = "write_time_ns")]
     pub write_time: Nanos,
     /// Time spent on GC copies (read + program of each copied page).
+    #[serde(rename = "extra_write_time_ns")]
     pub extra_write_time: Nanos,
+    #[serde(rename = "erase_time_ns")]
     pub erase_time: Nanos,
 }
 
@@ -103,7 +117,12 @@ mod tests {
 
     #[test]
     fn write_amplification_is_derived() {
-        let s = DeviceStats { host_page_writes: 4, extra_page_writes: 2, ..Default::default() }.finish();
+        let s = DeviceStats {
+            host_page_writes: 4,
+            extra_page_writes: 2,
+            ..Default::default()
+        }
+        .finish();
         assert_eq!(s.write_amplification, 1.5);
         assert_eq!(DeviceStats::default().finish().write_amplification, 0.0);
     }

@@ -7,7 +7,10 @@ use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
 use hashbrown::HashMap;
 use thiserror::Error;
 
+pub mod backing;
 pub mod run;
+use crate::Nanos;
+pub use backing::{Backing, Layout};
 pub use run::{run, RunSpec, TraceSource};
 
 /// Devices per trace: a page key gives the device 20 bits.
@@ -66,26 +69,53 @@ impl PageRange {
 
 /// The pages request number `index` touches, with `page_bytes` pages; an error if
 /// they do not fit a page key.
-pub fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<PageRange, SimError> {
-    let bad = |msg: String| SimError::Request { request: index, msg };
+pub fn pages_of(
+    r: &Request,
+    unit: Unit,
+    page_bytes: u64,
+    index: u64,
+) -> Result<PageRange, SimError> {
+    let bad = |msg: String| SimError::Request {
+        request: index,
+        msg,
+    };
     let (first, count, head_partial, tail_partial) = match unit {
         Unit::Pages => (r.addr, r.len as u64, false, false),
         Unit::Bytes => {
-            let end = r.addr.checked_add(r.len as u64).ok_or_else(|| bad("offset + size overflows".into()))?;
+            let end = r
+                .addr
+                .checked_add(r.len as u64)
+                .ok_or_else(|| bad("offset + size overflows".into()))?;
             let first = r.addr / page_bytes;
             let last = (end - 1) / page_bytes;
             let is_write = r.op == Op::Write;
-            (first, last - first + 1, is_write && !r.addr.is_multiple_of(page_bytes), is_write && end % page_bytes != 0)
+            (
+                first,
+                last - first + 1,
+                is_write && !r.addr.is_multiple_of(page_bytes),
+                is_write && end % page_bytes != 0,
+            )
         }
     };
-    let last = first.checked_add(count - 1).ok_or_else(|| bad("page range overflows".into()))?;
+    let last = first
+        .checked_add(count - 1)
+        .ok_or_else(|| bad("page range overflows".into()))?;
     // Key traces on device 0 use their keys as they are (any u64: e.g. a page
     // stream written by `trace convert --to keys` carries device bits already).
     let raw_keys = unit == Unit::Pages && r.dev == 0;
     if !raw_keys && page_key(r.dev, last).is_none() {
-        return Err(bad(format!("page {last} of device {} is beyond the 2^{PAGE_BITS} pages a device may have", r.dev)));
+        return Err(bad(format!(
+            "page {last} of device {} is beyond the 2^{PAGE_BITS} pages a device may have",
+            r.dev
+        )));
     }
-    Ok(PageRange { first, count, head_partial, tail_partial, dev: r.dev })
+    Ok(PageRange {
+        first,
+        count,
+        head_partial,
+        tail_partial,
+        dev: r.dev,
+    })
 }
 
 /// Simulation settings.
@@ -94,9 +124,11 @@ pub struct SimConfig {
     pub page_bytes: u64,
 }
 
-/// Replays requests through a policy and counts.
+/// Replays requests through a policy and counts; with a [`Backing`], charges
+/// the policy's I/O to a device model too.
 pub struct Simulator<'p> {
     policy: &'p mut dyn Policy,
+    backing: Option<&'p mut Backing>,
     cfg: SimConfig,
     fx: Effects,
     seq: u64,
@@ -107,7 +139,21 @@ pub struct Simulator<'p> {
 impl<'p> Simulator<'p> {
     pub fn new(policy: &'p mut dyn Policy, cfg: SimConfig) -> Self {
         assert!(cfg.page_bytes > 0);
-        Simulator { policy, cfg, fx: Effects::new(), seq: 0, requests: 0, counters: Counters::default() }
+        Simulator {
+            policy,
+            backing: None,
+            cfg,
+            fx: Effects::new(),
+            seq: 0,
+            requests: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Charges every backing read and write (and trims) to `backing`'s device.
+    pub fn with_backing(mut self, backing: &'p mut Backing) -> Self {
+        self.backing = Some(backing);
+        self
     }
 
     /// Replays a whole trace, drains, and returns the counters.
@@ -151,46 +197,89 @@ impl<'p> Simulator<'p> {
     }
 
     /// Replays a batch of requests. `next` holds next-use positions for offline policies.
-    pub fn replay(&mut self, requests: &[Request], unit: Unit, next: Option<&[u64]>) -> Result<(), SimError> {
+    pub fn replay(
+        &mut self,
+        requests: &[Request],
+        unit: Unit,
+        next: Option<&[u64]>,
+    ) -> Result<(), SimError> {
         for r in requests {
-            let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
-            self.requests += 1;
-            let c = &mut self.counters;
-            c.requests += 1;
-            match r.op {
-                Op::Read => {
-                    c.read_requests += 1;
-                    c.read_bytes += r.len as u64;
-                }
-                Op::Write => {
-                    c.write_requests += 1;
-                    c.write_bytes += r.len as u64;
-                }
-                Op::Trim => c.trim_requests += 1,
-            }
-            let mut all_hit = true;
-            for p in 0..pr.count {
-                let partial = (p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial);
-                let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
-                let a = Access {
-                    time: r.time,
-                    key: pr.key(p),
-                    op: r.op,
-                    partial,
-                    seq: self.seq,
-                    next_use,
-                };
-                self.seq += 1;
-                self.fx.clear();
-                self.policy.access(&a, &mut self.fx);
-                all_hit &= self.fx.hit;
-                account(&mut self.counters, &a, &self.fx);
-            }
-            if all_hit && r.op != Op::Trim {
-                self.counters.request_hits += 1;
-            }
+            self.request(r, unit, next)?;
         }
         Ok(())
+    }
+
+    /// Tells the policy a request entered the device queue (QLRU's lookahead):
+    /// each of its pages, as [`Policy::queued`].
+    pub fn queued(&mut self, r: &Request, unit: Unit, index: u64) -> Result<(), SimError> {
+        let pr = pages_of(r, unit, self.cfg.page_bytes, index)?;
+        for key in pr.keys() {
+            let a = Access {
+                time: r.time,
+                key,
+                op: r.op,
+                partial: false,
+                seq: self.seq,
+                next_use: NEVER,
+            };
+            self.policy.queued(&a);
+        }
+        Ok(())
+    }
+
+    /// Serves one request: every page through the policy, the policy's I/O
+    /// charged to the backing device. Returns the device time it cost (0
+    /// without a backing device).
+    pub fn request(
+        &mut self,
+        r: &Request,
+        unit: Unit,
+        next: Option<&[u64]>,
+    ) -> Result<Nanos, SimError> {
+        let mut busy = 0;
+        let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
+        self.requests += 1;
+        let c = &mut self.counters;
+        c.requests += 1;
+        match r.op {
+            Op::Read => {
+                c.read_requests += 1;
+                c.read_bytes += r.len as u64;
+            }
+            Op::Write => {
+                c.write_requests += 1;
+                c.write_bytes += r.len as u64;
+            }
+            Op::Trim => c.trim_requests += 1,
+        }
+        let mut all_hit = true;
+        for p in 0..pr.count {
+            let partial = (p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial);
+            let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
+            let a = Access {
+                time: r.time,
+                key: pr.key(p),
+                op: r.op,
+                partial,
+                seq: self.seq,
+                next_use,
+            };
+            self.seq += 1;
+            self.fx.clear();
+            self.policy.access(&a, &mut self.fx);
+            all_hit &= self.fx.hit;
+            account(&mut self.counters, &a, &self.fx);
+            if let Some(b) = self.backing.as_deref_mut() {
+                busy += self.fx.io.iter().map(|io| b.charge(io)).sum::<Nanos>();
+                if r.op == Op::Trim {
+                    b.trim(a.key);
+                }
+            }
+        }
+        if all_hit && r.op != Op::Trim {
+            self.counters.request_hits += 1;
+        }
+        Ok(busy)
     }
 
     /// Drains dirty data (counted as `drain_writes`) and returns the counters.
@@ -200,6 +289,9 @@ impl<'p> Simulator<'p> {
         for io in &self.fx.io {
             if let Io::WriteBack { pages, .. } = io {
                 self.counters.drain_writes += *pages as u64;
+            }
+            if let Some(b) = self.backing.as_deref_mut() {
+                b.charge(io);
             }
         }
         self.counters

@@ -2,8 +2,8 @@
 //! cache size, a page size and a mode. The CLI and the Python package both go
 //! through [`run`], so the same inputs give the same numbers everywhere.
 
-use super::{SimConfig, SimError, Simulator};
-use crate::metrics::{Report, RunInfo};
+use super::{Backing, SimConfig, SimError, Simulator};
+use crate::metrics::{DeviceReport, Report, RunInfo};
 use crate::policy::registry::BuildCtx;
 use crate::policy::{build, Mode};
 use crate::trace::{self, Format, MemoryReader, ReadOptions, Request, TraceReader, Unit};
@@ -15,11 +15,21 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub enum TraceSource {
     /// A trace file in a format (or [`Format::Auto`]).
-    File { path: PathBuf, format: Format, opts: ReadOptions },
+    File {
+        path: PathBuf,
+        format: Format,
+        opts: ReadOptions,
+    },
     /// A synthetic workload spec (see [`crate::trace::gen`]).
     Gen(String),
     /// Requests already in memory, e.g. a file loaded once for a sweep.
-    Memory { name: String, format: String, requests: Arc<[Request]>, unit: Unit, skipped: u64 },
+    Memory {
+        name: String,
+        format: String,
+        requests: Arc<[Request]>,
+        unit: Unit,
+        skipped: u64,
+    },
 }
 
 impl TraceSource {
@@ -40,9 +50,15 @@ impl TraceSource {
                 (reader, used.name().to_string())
             }
             TraceSource::Gen(spec) => (open_gen(spec)?, "gen".to_string()),
-            TraceSource::Memory { requests, unit, format, .. } => {
-                (Box::new(MemoryReader::new(requests.clone(), *unit)), format.clone())
-            }
+            TraceSource::Memory {
+                requests,
+                unit,
+                format,
+                ..
+            } => (
+                Box::new(MemoryReader::new(requests.clone(), *unit)),
+                format.clone(),
+            ),
         })
     }
 
@@ -74,10 +90,15 @@ pub struct RunSpec {
     pub cache_bytes: u64,
     pub page_bytes: u64,
     pub mode: Mode,
+    /// Backing device spec (`ftl(nand=mlc2)`), charged with the policy's I/O.
+    pub device: Option<String>,
 }
 
 /// Checks a run description without reading any trace: sizes and the policy spec.
 pub fn check(spec: &RunSpec) -> Result<(), SimError> {
+    if let Some(d) = &spec.device {
+        crate::device::catalog::parse(d)?;
+    }
     build_policy(spec).map(|_| ())
 }
 
@@ -92,7 +113,9 @@ struct Built {
 
 fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
     if spec.page_bytes == 0 {
-        return Err(SimError::Config("page size must be greater than zero".into()));
+        return Err(SimError::Config(
+            "page size must be greater than zero".into(),
+        ));
     }
     let capacity = spec.cache_bytes / spec.page_bytes;
     if capacity == 0 {
@@ -106,21 +129,61 @@ fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
         .ok()
         .filter(|&c| c < u32::MAX as usize)
         .ok_or_else(|| SimError::Config(format!("cache of {capacity} pages is too large")))?;
-    let (policy, canonical) = build(&spec.policy, &BuildCtx { capacity, mode: spec.mode })?;
+    let (policy, canonical) = build(
+        &spec.policy,
+        &BuildCtx {
+            capacity,
+            mode: spec.mode,
+        },
+    )?;
     let mode = canonical
         .params
         .iter()
         .find(|(k, _)| k == "mode")
         .map(|(_, v)| v.clone())
         .unwrap_or_else(|| spec.mode.name().to_string());
-    Ok(Built { policy, spec: canonical.canonical(), mode, capacity })
+    Ok(Built {
+        policy,
+        spec: canonical.canonical(),
+        mode,
+        capacity,
+    })
 }
 
 /// Runs one simulation and returns its report.
 pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
-    let Built { mut policy, spec: canonical, mode, capacity } = build_policy(spec)?;
+    let Built {
+        mut policy,
+        spec: canonical,
+        mode,
+        capacity,
+    } = build_policy(spec)?;
+    // A device is sized to the trace's footprint, so it needs the whole trace first.
+    let loaded;
+    let source = match (&spec.device, source) {
+        (Some(_), TraceSource::File { .. } | TraceSource::Gen(_)) => {
+            loaded = source.load()?;
+            &loaded
+        }
+        _ => source,
+    };
+    let mut backing = match (&spec.device, source) {
+        (Some(d), TraceSource::Memory { requests, unit, .. }) => {
+            Some(Backing::new(d, requests, *unit, spec.page_bytes)?)
+        }
+        _ => None,
+    };
     let (mut reader, format) = source.open()?;
-    let counters = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes }).run(reader.as_mut())?;
+    let mut sim = Simulator::new(
+        policy.as_mut(),
+        SimConfig {
+            page_bytes: spec.page_bytes,
+        },
+    );
+    if let Some(b) = backing.as_mut() {
+        sim = sim.with_backing(b);
+    }
+    let counters = sim.run(reader.as_mut())?;
     let skipped = match source {
         TraceSource::Memory { skipped, .. } => *skipped,
         _ => reader.skipped(),
@@ -134,5 +197,7 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         page_bytes: spec.page_bytes,
         capacity_pages: capacity as u64,
     };
-    Ok(Report::new(info, counters, skipped))
+    let mut report = Report::new(info, counters, skipped);
+    report.device = backing.map(|b| DeviceReport::new(b.spec.clone(), b.stats()));
+    Ok(report)
 }

@@ -1,0 +1,234 @@
+//! The backing device of a run: where a trace's pages live on a device model,
+//! and what the policy's I/O effects cost there.
+//!
+//! Traces address devices far larger than what they touch (SPC's ASUs, a
+//! 4.5 TB SYSTOR volume), and a flash model keeps a map entry per logical
+//! page, so for flash the touched address space is packed: the trace is cut
+//! into chunks (a few MiB, a whole number of flash blocks), and only chunks
+//! that are touched are laid out, consecutively, in address order. Order and
+//! contiguity inside a chunk are kept, so sequential runs stay sequential.
+//! Disks keep real offsets (seek distance matters): each trace device is laid
+//! after the previous one's highest address.
+
+use super::{pages_of, split_key, SimError};
+use crate::device::catalog::{self, BoxedDevice, DeviceCtx};
+use crate::device::DeviceStats;
+use crate::policy::Io;
+use crate::trace::{Request, Unit};
+use crate::Nanos;
+use hashbrown::HashMap;
+
+/// Packing granule for dense layouts: 16 MiB, a whole number of blocks of
+/// every NAND preset (the largest, MLC_2's, is 16 MiB), so packing never puts
+/// two distant regions of the trace in one flash block.
+pub const CHUNK_BYTES: u64 = 16 << 20;
+
+/// Where each (trace device, chunk) of a trace starts on the model device.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Bytes per chunk; `u64::MAX` chunks (one per trace device) for disks.
+    chunk: u64,
+    /// (trace device, chunk index) → byte offset on the model device.
+    starts: HashMap<(u32, u64), u64>,
+    /// Bytes of model address space used.
+    pub footprint: u64,
+}
+
+impl Layout {
+    /// Lays out the pages `requests` touch. `dense` packs touched chunks; else
+    /// each trace device keeps its offsets, devices one after another.
+    pub fn scan(
+        requests: &[Request],
+        unit: Unit,
+        page_bytes: u64,
+        dense: bool,
+    ) -> Result<Layout, SimError> {
+        // Highest page end per (device, chunk) — or per device for disks.
+        let chunk = if dense {
+            CHUNK_BYTES.max(page_bytes)
+        } else {
+            u64::MAX
+        };
+        let mut ends: HashMap<(u32, u64), u64> = HashMap::new();
+        for (i, r) in requests.iter().enumerate() {
+            let pr = pages_of(r, unit, page_bytes, i as u64)?;
+            for key in [pr.keys().next(), pr.keys().last()].into_iter().flatten() {
+                let (dev, page) = split_key(key);
+                let off = page.saturating_mul(page_bytes);
+                let c = if dense { off / chunk } else { 0 };
+                let end = ends.entry((dev, c)).or_insert(0);
+                *end = (*end).max(off + page_bytes);
+            }
+        }
+        let mut keys: Vec<(u32, u64)> = ends.keys().copied().collect();
+        keys.sort_unstable();
+        let mut starts = HashMap::with_capacity(keys.len());
+        let mut next = 0u64;
+        for k in keys {
+            starts.insert(k, next);
+            next += if dense { chunk } else { ends[&k] };
+        }
+        Ok(Layout {
+            chunk,
+            starts,
+            footprint: next,
+        })
+    }
+
+    /// Byte offset on the model device of page `key` (of `page_bytes`).
+    #[inline]
+    pub fn offset(&self, key: u64, page_bytes: u64) -> u64 {
+        let (dev, page) = split_key(key);
+        let off = page.saturating_mul(page_bytes);
+        if self.chunk == u64::MAX {
+            return self.starts.get(&(dev, 0)).map_or(off, |s| s + off);
+        }
+        let c = off / self.chunk;
+        // Pages the scan never saw (a padding read next to a touched page) land
+        // past the footprint, where the device counts them as out of range.
+        self.starts
+            .get(&(dev, c))
+            .map_or(self.footprint + off % self.chunk, |s| s + off % self.chunk)
+    }
+}
+
+/// A device model with the layout that maps a trace onto it.
+pub struct Backing {
+    pub device: BoxedDevice,
+    /// Canonical device spec.
+    pub spec: String,
+    pub layout: Layout,
+    page_bytes: u64,
+}
+
+impl Backing {
+    /// Builds the device `spec` names, sized to the pages `requests` touch.
+    pub fn new(
+        spec: &str,
+        requests: &[Request],
+        unit: Unit,
+        page_bytes: u64,
+    ) -> Result<Backing, SimError> {
+        let (_, info) = catalog::parse(spec)?;
+        let layout = Layout::scan(requests, unit, page_bytes, info.dense)?;
+        let (device, canonical) = catalog::build(
+            spec,
+            &DeviceCtx {
+                footprint_bytes: layout.footprint,
+            },
+        )?;
+        Ok(Backing {
+            device,
+            spec: canonical.canonical(),
+            layout,
+            page_bytes,
+        })
+    }
+
+    fn span(&self, key: u64, pages: u32) -> (u64, u64) {
+        (
+            self.layout.offset(key, self.page_bytes),
+            pages as u64 * self.page_bytes,
+        )
+    }
+
+    /// Charges one effect to the device; returns its service time.
+    #[inline]
+    pub fn charge(&mut self, io: &Io) -> Nanos {
+        match *io {
+            Io::Fetch { key, pages } | Io::PadRead { key, pages } => {
+                let (off, len) = self.span(key, pages);
+                self.device.read(off, len)
+            }
+            Io::ReadForWrite { key } => {
+                let (off, len) = self.span(key, 1);
+                self.device.read(off, len)
+            }
+            Io::WriteThrough { key } => {
+                let (off, len) = self.span(key, 1);
+                self.device.write(off, len)
+            }
+            Io::WriteBack { key, pages } => {
+                let (off, len) = self.span(key, pages);
+                self.device.write(off, len)
+            }
+            Io::CacheWrite { .. } | Io::Evict { .. } | Io::Invalidate { .. } => 0,
+        }
+    }
+
+    /// A trimmed page: the device may drop it.
+    pub fn trim(&mut self, key: u64) {
+        let (off, len) = self.span(key, 1);
+        self.device.trim(off, len);
+    }
+
+    pub fn stats(&self) -> DeviceStats {
+        self.device.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::page_key;
+    use crate::trace::Op;
+
+    fn req(dev: u32, addr: u64, len: u32) -> Request {
+        Request {
+            time: 0,
+            addr,
+            len,
+            dev,
+            op: Op::Write,
+        }
+    }
+
+    #[test]
+    fn dense_layout_packs_touched_chunks_in_order() {
+        let pb = 4096;
+        // Device 0 touches chunk 0 and a chunk far away; device 1 one chunk.
+        let reqs = [req(0, 1 << 40, 8192), req(0, 4096, 4096), req(1, 0, 4096)];
+        let l = Layout::scan(&reqs, Unit::Bytes, pb, true).unwrap();
+        assert_eq!(l.footprint, 3 * CHUNK_BYTES);
+        assert_eq!(l.offset(page_key(0, 1).unwrap(), pb), 4096);
+        assert_eq!(
+            l.offset(page_key(0, (1 << 40) / pb + 1).unwrap(), pb),
+            CHUNK_BYTES + 4096
+        );
+        assert_eq!(l.offset(page_key(1, 0).unwrap(), pb), 2 * CHUNK_BYTES);
+        // An untouched page lands past the footprint.
+        assert!(l.offset(page_key(0, (100 << 20) / pb).unwrap(), pb) >= l.footprint);
+    }
+
+    #[test]
+    fn chunks_hold_whole_blocks_of_every_nand_preset() {
+        for p in crate::device::PRESETS {
+            assert!(
+                CHUNK_BYTES.is_multiple_of(p.timing.block_bytes()),
+                "{}",
+                p.name
+            );
+        }
+    }
+
+    #[test]
+    fn disk_layout_keeps_offsets_and_stacks_devices() {
+        let pb = 4096;
+        let reqs = [req(0, 100 * pb, 4096), req(1, 8 * pb, 4096)];
+        let l = Layout::scan(&reqs, Unit::Bytes, pb, false).unwrap();
+        assert_eq!(l.offset(page_key(0, 7).unwrap(), pb), 7 * pb);
+        assert_eq!(l.offset(page_key(1, 8).unwrap(), pb), 101 * pb + 8 * pb);
+        assert_eq!(l.footprint, 101 * pb + 9 * pb);
+    }
+
+    #[test]
+    fn effects_are_charged_to_the_device() {
+        let reqs = [req(0, 0, 64 << 10)];
+        let mut b = Backing::new("ftl(nand=ull)", &reqs, Unit::Bytes, 4096).unwrap();
+        assert_eq!(b.charge(&Io::WriteBack { key: 0, pages: 4 }), 4 * 16_000);
+        assert_eq!(b.charge(&Io::Fetch { key: 1, pages: 1 }), 12_000);
+        assert_eq!(b.charge(&Io::CacheWrite { key: 1 }), 0);
+        let s = b.stats();
+        assert_eq!((s.host_page_writes, s.host_page_reads), (4, 1));
+    }
+}
