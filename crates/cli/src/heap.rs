@@ -28,8 +28,7 @@ unsafe impl GlobalAlloc for Counting {
         let p = System.realloc(ptr, layout, new_size);
         if !p.is_null() {
             if new_size >= layout.size() {
-                let live =
-                    LIVE.fetch_add(new_size - layout.size(), Relaxed) + new_size - layout.size();
+                let live = LIVE.fetch_add(new_size - layout.size(), Relaxed) + new_size - layout.size();
                 PEAK.fetch_max(live, Relaxed);
             } else {
                 LIVE.fetch_sub(layout.size() - new_size, Relaxed);

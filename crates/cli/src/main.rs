@@ -12,11 +12,7 @@ use clap::{Parser, Subcommand};
 static ALLOC: heap::Counting = heap::Counting;
 
 #[derive(Parser)]
-#[command(
-    name = "ssdcache",
-    version,
-    about = "Flash-aware storage caching: simulate cache policies on block traces"
-)]
+#[command(name = "ssdcache", version, about = "Flash-aware storage caching: simulate cache policies on block traces")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

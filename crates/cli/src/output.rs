@@ -49,12 +49,7 @@ pub fn detail(r: &Report) {
         ),
         (
             "page accesses",
-            format!(
-                "{} ({} read, {} write)",
-                thousands(c.pages),
-                thousands(c.read_pages),
-                thousands(c.write_pages)
-            ),
+            format!("{} ({} read, {} write)", thousands(c.pages), thousands(c.read_pages), thousands(c.write_pages)),
         ),
         (
             "hit ratio",
@@ -66,58 +61,23 @@ pub fn detail(r: &Report) {
                 pct(r.request_hit_ratio)
             ),
         ),
-        (
-            "hits / misses",
-            format!("{} / {}", thousands(c.hits), thousands(r.misses)),
-        ),
+        ("hits / misses", format!("{} / {}", thousands(c.hits), thousands(r.misses))),
         (
             "backing reads",
-            format!(
-                "{} pages (of which read-for-write {})",
-                thousands(c.backing_reads),
-                thousands(c.read_for_write)
-            ),
+            format!("{} pages (of which read-for-write {})", thousands(c.backing_reads), thousands(c.read_for_write)),
         ),
         (
             "backing writes",
-            format!(
-                "{} pages (dirty write-backs {})",
-                thousands(c.backing_writes),
-                thousands(c.dirty_writebacks)
-            ),
+            format!("{} pages (dirty write-backs {})", thousands(c.backing_writes), thousands(c.dirty_writebacks)),
         ),
         ("evictions", thousands(c.evictions)),
         ("cache writes", thousands(c.cache_writes)),
-        (
-            "drain writes",
-            format!(
-                "{} pages (written back at the end, not counted above)",
-                thousands(c.drain_writes)
-            ),
-        ),
-        (
-            "read-replace-dirty",
-            format!("{}  (x2)", thousands(c.read_replace_dirty)),
-        ),
-        (
-            "read-overwrite-clean",
-            format!("{}  (x1)", thousands(c.read_overwrite_clean)),
-        ),
-        (
-            "write-replace-dirty",
-            format!("{}  (x1)", thousands(c.write_replace_dirty)),
-        ),
-        (
-            "write-overwrite-clean",
-            format!("{}  (x0)", thousands(c.write_overwrite_clean)),
-        ),
-        (
-            "backing accesses",
-            format!(
-                "{}  (paper 003: 2*RRD + ROC + WRD)",
-                thousands(r.backing_accesses)
-            ),
-        ),
+        ("drain writes", format!("{} pages (written back at the end, not counted above)", thousands(c.drain_writes))),
+        ("read-replace-dirty", format!("{}  (x2)", thousands(c.read_replace_dirty))),
+        ("read-overwrite-clean", format!("{}  (x1)", thousands(c.read_overwrite_clean))),
+        ("write-replace-dirty", format!("{}  (x1)", thousands(c.write_replace_dirty))),
+        ("write-overwrite-clean", format!("{}  (x0)", thousands(c.write_overwrite_clean))),
+        ("backing accesses", format!("{}  (paper 003: 2*RRD + ROC + WRD)", thousands(r.backing_accesses))),
     ];
     for (k, v) in rows {
         println!("{k:<22} {v}");
@@ -136,10 +96,7 @@ pub fn detail(r: &Report) {
                 ),
             ),
             ("erases", thousands(s.erases)),
-            (
-                "write amplification",
-                format!("{:.3}", s.write_amplification),
-            ),
+            ("write amplification", format!("{:.3}", s.write_amplification)),
             (
                 "execution time",
                 format!(
@@ -239,9 +196,8 @@ pub fn table(reports: &[Report]) {
         }
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap())
-        .collect();
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap()).collect();
     let text_cols = if multi_trace { 2 } else { 1 };
     for row in &rows {
         let cells: Vec<String> = row
@@ -259,10 +215,7 @@ pub fn table(reports: &[Report]) {
     }
     let mut context = vec![format!("page {}", format_bytes(reports[0].page_bytes))];
     if !multi_trace {
-        context.insert(
-            0,
-            format!("trace {} ({})", reports[0].trace, reports[0].format),
-        );
+        context.insert(0, format!("trace {} ({})", reports[0].trace, reports[0].format));
     }
     if !multi_mode {
         context.push(format!("mode {}", reports[0].mode));
@@ -307,17 +260,11 @@ fn csv_cell(v: &serde_json::Value) -> String {
 pub fn csv(reports: &[Report]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     for (i, r) in reports.iter().enumerate() {
-        let serde_json::Value::Object(map) = serde_json::to_value(r)? else {
-            unreachable!()
-        };
+        let serde_json::Value::Object(map) = serde_json::to_value(r)? else { unreachable!() };
         if i == 0 {
             writeln!(out, "{}", map.keys().cloned().collect::<Vec<_>>().join(","))?;
         }
-        writeln!(
-            out,
-            "{}",
-            map.values().map(csv_cell).collect::<Vec<_>>().join(",")
-        )?;
+        writeln!(out, "{}", map.values().map(csv_cell).collect::<Vec<_>>().join(","))?;
     }
     Ok(())
 }
@@ -336,10 +283,7 @@ mod tests {
 
     #[test]
     fn csv_quotes_specs_with_commas() {
-        assert_eq!(
-            csv_cell(&serde_json::json!("2q(kin=25%,kout=50%)")),
-            "\"2q(kin=25%,kout=50%)\""
-        );
+        assert_eq!(csv_cell(&serde_json::json!("2q(kin=25%,kout=50%)")), "\"2q(kin=25%,kout=50%)\"");
         assert_eq!(csv_cell(&serde_json::json!(3)), "3");
     }
 }

@@ -12,10 +12,7 @@ pub fn print() {
     for p in POLICIES {
         println!("  {:<10} {}", p.name, p.about);
         for param in p.params.iter().chain(std::iter::once(&MODE_PARAM)) {
-            println!(
-                "      {:<10} default {:<14} {}",
-                param.name, param.default, param.about
-            );
+            println!("      {:<10} default {:<14} {}", param.name, param.default, param.about);
         }
     }
     println!("\nModes (--mode, or mode= in a spec):\n");
@@ -29,10 +26,7 @@ pub fn print_devices() {
     for d in DEVICES {
         println!("  {:<10} {}", d.name, d.about);
         for param in d.params {
-            println!(
-                "      {:<10} default {:<10} {}",
-                param.name, param.default, param.about
-            );
+            println!("      {:<10} default {:<10} {}", param.name, param.default, param.about);
         }
     }
     println!("\nNAND presets (ftl nand=):\n");

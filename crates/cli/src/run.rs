@@ -66,24 +66,15 @@ pub struct SimArgs {
 }
 
 fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
-    let mut opts = ReadOptions {
-        skip_bad: args.skip_bad,
-        ..Default::default()
-    };
+    let mut opts = ReadOptions { skip_bad: args.skip_bad, ..Default::default() };
     if let Some(cols) = &args.csv_columns {
-        let mapping = cols
-            .parse::<CsvMapping>()
-            .map_err(|e| anyhow::anyhow!("--csv-columns: {e}"))?;
+        let mapping = cols.parse::<CsvMapping>().map_err(|e| anyhow::anyhow!("--csv-columns: {e}"))?;
         opts.csv = Some(mapping);
     }
     let mut out: Vec<TraceSource> = args
         .trace
         .iter()
-        .map(|p| TraceSource::File {
-            path: p.clone(),
-            format: args.format,
-            opts: opts.clone(),
-        })
+        .map(|p| TraceSource::File { path: p.clone(), format: args.format, opts: opts.clone() })
         .collect();
     out.extend(args.gen.iter().map(|g| TraceSource::Gen(g.clone())));
     if out.is_empty() {
@@ -101,10 +92,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
         .collect::<Result<Vec<u64>>>()?;
     let modes = split_list(&args.mode)
         .iter()
-        .map(|m| {
-            m.parse::<Mode>()
-                .map_err(|e| anyhow::anyhow!("--mode: {e}"))
-        })
+        .map(|m| m.parse::<Mode>().map_err(|e| anyhow::anyhow!("--mode: {e}")))
         .collect::<Result<Vec<Mode>>>()?;
     if policies.is_empty() || caches.is_empty() || modes.is_empty() {
         bail!("--policy, --cache and --mode each need at least one value");
@@ -117,13 +105,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
                 for &m in &modes {
                     grid.push((
                         s,
-                        RunSpec {
-                            policy: p.clone(),
-                            cache_bytes: c,
-                            page_bytes,
-                            mode: m,
-                            device: args.device.clone(),
-                        },
+                        RunSpec { policy: p.clone(), cache_bytes: c, page_bytes, mode: m, device: args.device.clone() },
                     ));
                 }
             }
@@ -138,13 +120,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
         for s in sources.iter_mut() {
             let was_file = matches!(s, TraceSource::File { .. });
             *s = s.load().map_err(|e| with_trace_name(e, s))?;
-            if let TraceSource::Memory {
-                format,
-                name,
-                skipped,
-                ..
-            } = s
-            {
+            if let TraceSource::Memory { format, name, skipped, .. } = s {
                 if was_file && args.format == Format::Auto {
                     eprintln!("{name}: format {format} (auto)");
                 }
@@ -176,23 +152,15 @@ fn with_trace_name(e: SimError, source: &TraceSource) -> anyhow::Error {
     }
 }
 
-fn run_grid(
-    sources: &[TraceSource],
-    grid: &[(usize, RunSpec)],
-    jobs: Option<usize>,
-) -> Result<Vec<Report>> {
+fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usize>) -> Result<Vec<Report>> {
     let bar = if grid.len() > 1 && std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(grid.len() as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}").unwrap(),
-        );
+        bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}").unwrap());
         bar
     } else {
         ProgressBar::hidden()
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.unwrap_or(0))
-        .build()?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
     let results: Vec<Result<Report>> = pool.install(|| {
         grid.par_iter()
             .map(|(s, spec)| {

@@ -4,8 +4,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use ssdcache::sim::{pages_of, TraceSource};
 use ssdcache::trace::binary::BinaryWriter;
-use ssdcache::trace::formats::oracle::OracleWriter;
 use ssdcache::trace::formats::FORMATS;
+use ssdcache::trace::formats::oracle::OracleWriter;
 use ssdcache::trace::{Format, Op, ReadOptions, TraceReader, Unit, BATCH};
 use ssdcache::units::parse_bytes;
 use std::fs::File;
@@ -82,26 +82,15 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             println!("\ngz, xz, bz2 and zstd compressed files are read transparently.");
             Ok(())
         }
-        TraceCommand::Info {
-            input,
-            format,
-            gen,
-            page,
-            json,
-        } => {
+        TraceCommand::Info { input, format, gen, page, json } => {
             let source = if gen {
                 TraceSource::Gen(input)
             } else {
-                TraceSource::File {
-                    path: input.into(),
-                    format,
-                    opts: ReadOptions::default(),
-                }
+                TraceSource::File { path: input.into(), format, opts: ReadOptions::default() }
             };
             let (mut reader, used) = source.open()?;
             let page_bytes = parse_bytes(&page).context("--page")?;
-            let info = ssdcache::trace::info::analyze(reader.as_mut(), page_bytes)
-                .with_context(|| source.name())?;
+            let info = ssdcache::trace::info::analyze(reader.as_mut(), page_bytes).with_context(|| source.name())?;
             if json {
                 let mut v = serde_json::to_value(&info)?;
                 v["trace"] = source.name().into();
@@ -119,23 +108,12 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             }
             Ok(())
         }
-        TraceCommand::Gen {
-            spec, output, out, ..
-        } => {
+        TraceCommand::Gen { spec, output, out, .. } => {
             let (mut reader, _) = TraceSource::Gen(spec.unwrap()).open()?;
             write_output(reader.as_mut(), &output.unwrap(), &out)
         }
-        TraceCommand::Convert {
-            input,
-            output,
-            format,
-            out,
-        } => {
-            let source = TraceSource::File {
-                path: input.clone(),
-                format,
-                opts: ReadOptions::default(),
-            };
+        TraceCommand::Convert { input, output, format, out } => {
+            let source = TraceSource::File { path: input.clone(), format, opts: ReadOptions::default() };
             let (mut reader, used) = source.open()?;
             if format == Format::Auto {
                 eprintln!("{}: format {used} (auto)", input.display());
@@ -147,19 +125,14 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
 
 fn write_output(reader: &mut dyn TraceReader, path: &Path, out: &OutputArgs) -> Result<()> {
     let page_bytes = parse_bytes(&out.page).context("--page")?;
-    let n = write_as(reader, path, &out.to, page_bytes, out.zstd)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let n = write_as(reader, path, &out.to, page_bytes, out.zstd).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wrote {n} records to {}", path.display());
     Ok(())
 }
 
 fn create(path: &Path, zstd: bool) -> Result<Box<dyn Write>> {
     let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    Ok(if zstd {
-        Box::new(zstd_encoder(file)?)
-    } else {
-        Box::new(file)
-    })
+    Ok(if zstd { Box::new(zstd_encoder(file)?) } else { Box::new(file) })
 }
 
 fn zstd_encoder<W: Write + 'static>(w: W) -> Result<impl Write> {
@@ -167,13 +140,7 @@ fn zstd_encoder<W: Write + 'static>(w: W) -> Result<impl Write> {
 }
 
 /// Writes `reader` to `path` in the `to` form; returns records written.
-pub fn write_as(
-    reader: &mut dyn TraceReader,
-    path: &Path,
-    to: &str,
-    page_bytes: u64,
-    zstd: bool,
-) -> Result<u64> {
+pub fn write_as(reader: &mut dyn TraceReader, path: &Path, to: &str, page_bytes: u64, zstd: bool) -> Result<u64> {
     let unit = reader.unit();
     let mut out = create(path, zstd)?;
     let mut batch = Vec::with_capacity(BATCH);
@@ -200,8 +167,7 @@ pub fn write_as(
             }
         }
         "oracle-general" => {
-            let page_size =
-                u32::try_from(page_bytes).context("--page too large for oracleGeneral")?;
+            let page_size = u32::try_from(page_bytes).context("--page too large for oracleGeneral")?;
             let mut w = OracleWriter::new(&mut out, page_size)?;
             while reader.read_batch(&mut batch, BATCH)? > 0 {
                 for r in &batch {
@@ -227,15 +193,7 @@ pub fn write_as(
                     if r.addr % 512 != 0 || r.len % 512 != 0 {
                         bail!("request at byte {} of {} bytes is not sector-aligned; ssdsim counts sectors", r.addr, r.len);
                     }
-                    writeln!(
-                        out,
-                        "{} {} {} {} {}",
-                        r.time,
-                        r.dev,
-                        r.addr / 512,
-                        r.len / 512,
-                        op
-                    )?;
+                    writeln!(out, "{} {} {} {} {}", r.time, r.dev, r.addr / 512, r.len / 512, op)?;
                     n += 1;
                 }
             }
@@ -247,10 +205,6 @@ pub fn write_as(
 }
 
 /// Page keys of a request, exactly as the simulator forms them.
-fn page_keys(
-    r: &ssdcache::trace::Request,
-    unit: Unit,
-    page_bytes: u64,
-) -> Result<impl Iterator<Item = u64>> {
+fn page_keys(r: &ssdcache::trace::Request, unit: Unit, page_bytes: u64) -> Result<impl Iterator<Item = u64>> {
     Ok(pages_of(r, unit, page_bytes, 0)?.keys())
 }

@@ -116,11 +116,7 @@ pub struct DeviceReport {
 
 impl DeviceReport {
     pub fn new(device: String, stats: DeviceStats) -> DeviceReport {
-        DeviceReport {
-            device,
-            execution_time_ns: stats.total_time(),
-            stats,
-        }
+        DeviceReport { device, execution_time_ns: stats.total_time(), stats }
     }
 }
 

@@ -11,11 +11,7 @@ pub struct UnitError {
 }
 
 fn err(what: &'static str, text: &str, why: impl Into<String>) -> UnitError {
-    UnitError {
-        what,
-        text: text.to_string(),
-        why: why.into(),
-    }
+    UnitError { what, text: text.to_string(), why: why.into() }
 }
 
 /// Splits `"64MiB"` into `(64.0, "MiB")`.
@@ -32,8 +28,8 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
 /// Parses a byte size: `4096`, `4KiB`, `64MiB`, `1.5GiB`, `10KB` (decimal), `512B`.
 /// Sizes must be positive whole numbers of bytes.
 pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
-    let (num, unit) = split_number(text)
-        .ok_or_else(|| err("size", text, "expected a number with a unit, e.g. 64MiB"))?;
+    let (num, unit) =
+        split_number(text).ok_or_else(|| err("size", text, "expected a number with a unit, e.g. 64MiB"))?;
     let mult: f64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
@@ -45,13 +41,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
         "gb" => 1e9,
         "tb" => 1e12,
         "s" | "sector" | "sectors" => 512.0,
-        _ => {
-            return Err(err(
-                "size",
-                text,
-                format!("unknown unit {unit:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB)"),
-            ))
-        }
+        _ => return Err(err("size", text, format!("unknown unit {unit:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB)"))),
     };
     let bytes = num * mult;
     if !(bytes.is_finite()) || bytes <= 0.0 {
@@ -71,13 +61,7 @@ pub fn parse_ratio(text: &str) -> Result<f64, UnitError> {
     } else {
         t.parse::<f64>()
     }
-    .map_err(|_| {
-        err(
-            "ratio",
-            text,
-            "expected a percentage like 25% or a fraction like 0.25",
-        )
-    })?;
+    .map_err(|_| err("ratio", text, "expected a percentage like 25% or a fraction like 0.25"))?;
     if !(0.0..=1.0).contains(&value) {
         return Err(err("ratio", text, "must lie between 0% and 100%"));
     }
@@ -86,8 +70,8 @@ pub fn parse_ratio(text: &str) -> Result<f64, UnitError> {
 
 /// Parses a duration: `10ms`, `1.5s`, `250us`, `100ns`, `2min`, `24h`, `1d`. Bare numbers are seconds.
 pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
-    let (num, unit) = split_number(text)
-        .ok_or_else(|| err("duration", text, "expected a number with a unit, e.g. 10ms"))?;
+    let (num, unit) =
+        split_number(text).ok_or_else(|| err("duration", text, "expected a number with a unit, e.g. 10ms"))?;
     let mult = match unit {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
@@ -96,13 +80,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
         "min" | "m" => 60e9,
         "h" => 3600e9,
         "d" => 86400e9,
-        _ => {
-            return Err(err(
-                "duration",
-                text,
-                format!("unknown unit {unit:?} (use ns, us, ms, s, min, h, d)"),
-            ))
-        }
+        _ => return Err(err("duration", text, format!("unknown unit {unit:?} (use ns, us, ms, s, min, h, d)"))),
     };
     let ns = num * mult;
     if !ns.is_finite() || ns < 0.0 || ns > u64::MAX as f64 {
@@ -113,12 +91,8 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
 
 /// Formats bytes with the largest binary unit that divides them exactly: 65536 -> "64KiB".
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 4] = [
-        ("TiB", 1 << 40),
-        ("GiB", 1 << 30),
-        ("MiB", 1 << 20),
-        ("KiB", 1 << 10),
-    ];
+    const UNITS: [(&str, u64); 4] =
+        [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (name, size) in UNITS {
         if bytes >= size && bytes.is_multiple_of(size) {
             return format!("{}{}", bytes / size, name);

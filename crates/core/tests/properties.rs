@@ -58,28 +58,14 @@ struct Model {
 /// reads stale data from backing, an evicted page is written back exactly when
 /// dirty, a write-back always follows a write since the previous write-back;
 /// and after the drain nothing is dirty and every key's last write is on backing.
-fn check(
-    spec: &str,
-    mode: Mode,
-    capacity: usize,
-    trace: &[(Op, u64, bool)],
-) -> Result<(), TestCaseError> {
+fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> Result<(), TestCaseError> {
     // Some policies refuse capacities too small for their parts (2Q's A1in); that is their documented error.
-    let Ok((mut policy, _)) = build(spec, &BuildCtx { capacity, mode }) else {
-        return Ok(());
-    };
+    let Ok((mut policy, _)) = build(spec, &BuildCtx { capacity, mode }) else { return Ok(()) };
     let next = next_uses(trace);
     let mut fx = Effects::new();
     let mut m = Model::default();
     for (i, &(op, key, partial)) in trace.iter().enumerate() {
-        let a = Access {
-            time: i as u64,
-            key,
-            op,
-            partial: partial && op == Op::Write,
-            seq: i as u64,
-            next_use: next[i],
-        };
+        let a = Access { time: i as u64, key, op, partial: partial && op == Op::Write, seq: i as u64, next_use: next[i] };
         match op {
             Op::Write => {
                 *m.latest.entry(key).or_insert(0) += 1;
@@ -102,16 +88,12 @@ fn check(
             match *io {
                 Io::Fetch { key: k, .. } | Io::ReadForWrite { key: k } => {
                     // (a read-for-write of the page being written fetches its previous version)
-                    let fresh =
-                        m.backing.get(&k) == m.latest.get(&k) || op == Op::Write && k == key;
+                    let fresh = m.backing.get(&k) == m.latest.get(&k) || op == Op::Write && k == key;
                     prop_assert!(fresh, "{ctx}: stale read of {k}");
                 }
                 Io::PadRead { key: k, pages } => {
                     for p in k..k + pages as u64 {
-                        prop_assert!(
-                            m.backing.get(&p) == m.latest.get(&p),
-                            "{ctx}: stale padding read of {p}"
-                        );
+                        prop_assert!(m.backing.get(&p) == m.latest.get(&p), "{ctx}: stale padding read of {p}");
                     }
                 }
                 Io::WriteThrough { key: k } => {
@@ -120,10 +102,7 @@ fn check(
                 }
                 Io::WriteBack { key: k, pages } => {
                     prop_assert_eq!(pages, 1, "{}", ctx);
-                    prop_assert!(
-                        m.written_since_writeback.remove(&k),
-                        "{ctx}: write-back of {k} with no write since the last"
-                    );
+                    prop_assert!(m.written_since_writeback.remove(&k), "{ctx}: write-back of {k} with no write since the last");
                     let v = m.cached.get(&k).copied();
                     prop_assert!(v.is_some(), "{ctx}: write-back of uncached {k}");
                     m.backing.insert(k, v.unwrap());
@@ -134,14 +113,7 @@ fn check(
                 }
                 Io::Evict { key: k, dirty } => {
                     let written_back = fx.io[j + 1..].contains(&Io::WriteBack { key: k, pages: 1 });
-                    prop_assert_eq!(
-                        dirty,
-                        written_back,
-                        "{}: evicted {} dirty={}",
-                        ctx,
-                        k,
-                        dirty
-                    );
+                    prop_assert_eq!(dirty, written_back, "{}: evicted {} dirty={}", ctx, k, dirty);
                     evicted_dirty.push(k);
                 }
                 Io::Invalidate { key: k, .. } => {
@@ -154,12 +126,7 @@ fn check(
             m.cached.remove(&k);
         }
         let st = policy.stats();
-        prop_assert!(
-            st.resident <= st.capacity,
-            "{ctx}: {} resident > capacity {}",
-            st.resident,
-            st.capacity
-        );
+        prop_assert!(st.resident <= st.capacity, "{ctx}: {} resident > capacity {}", st.resident, st.capacity);
         prop_assert!(st.dirty <= st.resident, "{ctx}: more dirty than resident");
         if !mode.keeps_dirty() {
             prop_assert_eq!(st.dirty, 0, "{}", ctx);
@@ -169,23 +136,13 @@ fn check(
     policy.drain(&mut fx);
     for io in &fx.io {
         if let Io::WriteBack { key: k, .. } = *io {
-            prop_assert!(
-                m.written_since_writeback.remove(&k),
-                "{spec}/{mode}: drain wrote back clean {k}"
-            );
+            prop_assert!(m.written_since_writeback.remove(&k), "{spec}/{mode}: drain wrote back clean {k}");
             m.backing.insert(k, m.cached[&k]);
         }
     }
     prop_assert_eq!(policy.stats().dirty, 0);
     for (k, v) in &m.latest {
-        prop_assert_eq!(
-            m.backing.get(k),
-            Some(v),
-            "{}/{}: key {}: last write not on backing after drain",
-            spec,
-            mode,
-            k
-        );
+        prop_assert_eq!(m.backing.get(k), Some(v), "{}/{}: key {}: last write not on backing after drain", spec, mode, k);
     }
     Ok(())
 }
@@ -205,31 +162,10 @@ proptest! {
 
 /// Reads of `keys` through the simulator; returns misses.
 fn misses(spec: &str, capacity: usize, keys: &[u64]) -> Option<u64> {
-    let reqs: Vec<Request> = keys
-        .iter()
-        .map(|&k| Request {
-            time: 0,
-            addr: k,
-            len: 1,
-            dev: 0,
-            op: Op::Read,
-        })
-        .collect();
-    let (mut policy, _) = build(
-        spec,
-        &BuildCtx {
-            capacity,
-            mode: Mode::WriteBack,
-        },
-    )
-    .ok()?;
+    let reqs: Vec<Request> = keys.iter().map(|&k| Request { time: 0, addr: k, len: 1, dev: 0, op: Op::Read }).collect();
+    let (mut policy, _) = build(spec, &BuildCtx { capacity, mode: Mode::WriteBack }).ok()?;
     let mut reader = MemoryReader::new(reqs.into(), Unit::Pages);
-    Some(
-        Simulator::new(policy.as_mut(), SimConfig { page_bytes: 4096 })
-            .run(&mut reader)
-            .unwrap()
-            .misses(),
-    )
+    Some(Simulator::new(policy.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut reader).unwrap().misses())
 }
 
 /// A plain-Vec LRU: the reference model.

@@ -39,15 +39,11 @@ struct Trace {
 
 fn load(rel: &str) -> Trace {
     let path = traces_dir().join(rel);
-    let (mut reader, format) = trace::open(&path, Format::Auto, &ReadOptions::default())
-        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let (mut reader, format) =
+        trace::open(&path, Format::Auto, &ReadOptions::default()).unwrap_or_else(|e| panic!("{rel}: {e}"));
     let reqs = trace::read_all(reader.as_mut()).unwrap_or_else(|e| panic!("{rel}: {e}"));
     assert_eq!(reader.skipped(), 0);
-    Trace {
-        format,
-        unit: reader.unit(),
-        reqs,
-    }
+    Trace { format, unit: reader.unit(), reqs }
 }
 
 impl Trace {
@@ -55,17 +51,10 @@ impl Trace {
         self.reqs.iter().filter(|r| r.op == Op::Read).count()
     }
     fn read_pct(&self) -> String {
-        format!(
-            "{:.2}",
-            100.0 * self.reads() as f64 / self.reqs.len() as f64
-        )
+        format!("{:.2}", 100.0 * self.reads() as f64 / self.reqs.len() as f64)
     }
     fn bytes(&self, op: Op) -> u64 {
-        self.reqs
-            .iter()
-            .filter(|r| r.op == op)
-            .map(|r| r.len as u64)
-            .sum()
+        self.reqs.iter().filter(|r| r.op == op).map(|r| r.len as u64).sum()
     }
     fn blocks(&self, per_device: bool) -> usize {
         let mut set = HashSet::new();
@@ -78,20 +67,11 @@ impl Trace {
         set.len()
     }
     fn devices(&self) -> usize {
-        self.reqs
-            .iter()
-            .map(|r| r.dev)
-            .collect::<HashSet<_>>()
-            .len()
+        self.reqs.iter().map(|r| r.dev).collect::<HashSet<_>>().len()
     }
     fn span(&self) -> (u64, u64) {
         let lo = self.reqs.iter().map(|r| r.addr).min().unwrap();
-        let hi = self
-            .reqs
-            .iter()
-            .map(|r| r.addr + r.len as u64)
-            .max()
-            .unwrap();
+        let hi = self.reqs.iter().map(|r| r.addr + r.len as u64).max().unwrap();
         (lo, hi)
     }
     fn span_gib(&self, decimals: usize) -> String {
@@ -111,56 +91,26 @@ fn check(rel: &str, format: Format, requests: usize, read_pct: &str, blocks: usi
     assert_eq!(t.unit, Unit::Bytes, "{rel}");
     assert_eq!(t.reqs.len(), requests, "{rel}: requests");
     assert_eq!(t.read_pct(), read_pct, "{rel}: read %");
-    assert_eq!(
-        t.blocks(false),
-        blocks,
-        "{rel}: unique 4KiB blocks, devices overlaid"
-    );
-    assert_eq!(
-        t.reqs.first().map(|r| r.time),
-        Some(0),
-        "{rel}: times rebased to the first request"
-    );
+    assert_eq!(t.blocks(false), blocks, "{rel}: unique 4KiB blocks, devices overlaid");
+    assert_eq!(t.reqs.first().map(|r| r.time), Some(0), "{rel}: times rebased to the first request");
     t
 }
 
 #[test]
 fn umass_financial1_ssdsim() {
-    let t = check(
-        "umass-fin1-ssdsim10k/Financial1-first10k.ssdsim.ascii.gz",
-        Format::Ssdsim,
-        10_000,
-        "40.77",
-        7142,
-    );
-    assert_eq!(
-        (t.bytes(Op::Read), t.bytes(Op::Write)),
-        (25_437_696, 29_841_408)
-    );
+    let t = check("umass-fin1-ssdsim10k/Financial1-first10k.ssdsim.ascii.gz", Format::Ssdsim, 10_000, "40.77", 7142);
+    assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (25_437_696, 29_841_408));
     assert_eq!(t.span(), (67_584, 513_235_456));
     assert_eq!(t.duration_s(1), "259.6");
     assert_eq!(t.devices(), 22, "22 ASUs");
-    assert_eq!(
-        t.blocks(true),
-        7322,
-        "unique blocks with each ASU its own address space"
-    );
+    assert_eq!(t.blocks(true), 7322, "unique blocks with each ASU its own address space");
 }
 
 #[test]
 fn tpcc_mqsim() {
     // MQSim's columns are SSDsim's: the sniffer cannot tell them apart, and the same parser reads both.
-    let t = check(
-        "tpcc-mqsim/tpcc-small.trace.gz",
-        Format::Ssdsim,
-        6_999,
-        "62.59",
-        20_422,
-    );
-    assert_eq!(
-        (t.bytes(Op::Read), t.bytes(Op::Write)),
-        (36_315_136, 23_403_520)
-    );
+    let t = check("tpcc-mqsim/tpcc-small.trace.gz", Format::Ssdsim, 6_999, "62.59", 20_422);
+    assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (36_315_136, 23_403_520));
     assert_eq!(t.span(), (361_823_744, 232_713_410_560));
     assert_eq!(t.duration_s(4), "0.1365", "0.9385..1.0750 s, rebased");
     assert_eq!(t.devices(), 16);
@@ -169,23 +119,10 @@ fn tpcc_mqsim() {
 
 #[test]
 fn cloudphysics_vscsi_csv() {
-    let t = check(
-        "cloudphysics-io-libcachesim/cloudPhysicsIO.csv.gz",
-        Format::VscsiCsv,
-        113_872,
-        "41.25",
-        269_210,
-    );
-    assert_eq!(
-        (t.bytes(Op::Read), t.bytes(Op::Write)),
-        (1_797_412_352, 2_408_565_760)
-    );
+    let t = check("cloudphysics-io-libcachesim/cloudPhysicsIO.csv.gz", Format::VscsiCsv, 113_872, "41.25", 269_210);
+    assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (1_797_412_352, 2_408_565_760));
     assert_eq!(t.span(), (8_162_816, 33_584_938_496));
-    assert_eq!(
-        t.duration_s(0),
-        "7200",
-        "time column 5,633,898..5,641,098 (seconds)"
-    );
+    assert_eq!(t.duration_s(0), "7200", "time column 5,633,898..5,641,098 (seconds)");
 }
 
 #[test]
@@ -206,17 +143,8 @@ fn msr_cuts_heimdall() {
 
 #[test]
 fn msr_hm0_csv() {
-    let t = check(
-        "msr-hm0-1k-caffeine/msr-cambridge1-sample.csv.gz",
-        Format::Msr,
-        1_000,
-        "50.80",
-        1_917,
-    );
-    assert_eq!(
-        (t.bytes(Op::Read), t.bytes(Op::Write)),
-        (6_108_672, 3_580_928)
-    );
+    let t = check("msr-hm0-1k-caffeine/msr-cambridge1-sample.csv.gz", Format::Msr, 1_000, "50.80", 1_917);
+    assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (6_108_672, 3_580_928));
     assert_eq!(t.span(), (17_625_088, 13_575_029_248));
     assert_eq!(t.duration_s(1), "127.2");
     assert_eq!(t.devices(), 1, "one (host, disk) pair: hm, 0");
@@ -224,10 +152,9 @@ fn msr_hm0_csv() {
 
 #[test]
 fn systor17_samples() {
-    for (name, read_pct, span, blocks) in [
-        ("traces", "82.68", "4503.6", 9_831),
-        ("additional", "70.07", "4510.7", 5_460),
-    ] {
+    for (name, read_pct, span, blocks) in
+        [("traces", "82.68", "4503.6", 9_831), ("additional", "70.07", "4510.7", 5_460)]
+    {
         let rel = format!("systor17-1k-samples/systor17-{name}-sample.csv.gz");
         let t = check(&rel, Format::Systor, 999, read_pct, blocks);
         assert_eq!(t.span_gib(1), span, "{name}");
@@ -235,31 +162,14 @@ fn systor17_samples() {
     // Records come in completion order: issue times are not monotonic, and the order is kept.
     let t = load("systor17-1k-samples/systor17-additional-sample.csv.gz");
     assert!(t.reqs.windows(2).any(|w| w[1].time < w[0].time));
-    assert_eq!(
-        t.reqs[2].time,
-        1_455_591_804_314_955_000 - 1_455_591_804_310_701_000,
-        "exact nanoseconds"
-    );
+    assert_eq!(t.reqs[2].time, 1_455_591_804_314_955_000 - 1_455_591_804_310_701_000, "exact nanoseconds");
 }
 
 #[test]
 fn sqlite_wal_wiscsee() {
-    let t = check(
-        "sqlite-wal-wiscsee/sqlitewal-update.blkevents.txt.gz",
-        Format::Blkparse,
-        5_008,
-        "0.08",
-        2_174,
-    );
-    assert_eq!(
-        t.reqs.iter().filter(|r| r.op == Op::Trim).count(),
-        1,
-        "one discard"
-    );
-    assert_eq!(
-        format!("{:.1}", t.bytes(Op::Write) as f64 / (1 << 20) as f64),
-        "65.9"
-    );
+    let t = check("sqlite-wal-wiscsee/sqlitewal-update.blkevents.txt.gz", Format::Blkparse, 5_008, "0.08", 2_174);
+    assert_eq!(t.reqs.iter().filter(|r| r.op == Op::Trim).count(), 1, "one discard");
+    assert_eq!(format!("{:.1}", t.bytes(Op::Write) as f64 / (1 << 20) as f64), "65.9");
     assert_eq!(t.span_gib(3), "0.505");
     assert_eq!(t.duration_s(2), "1.41");
     let t = check(
@@ -289,20 +199,9 @@ fn lirs_key_traces() {
         let t = load(&format!("lirs-buffercache/{name}.trace.gz"));
         assert_eq!(t.format, Format::Keys, "{name}");
         assert_eq!(t.unit, Unit::Pages, "{name}");
-        assert_eq!(
-            t.reqs.len(),
-            requests,
-            "{name}: requests ('*' separators and blank lines carry none)"
-        );
-        assert_eq!(
-            t.reqs.iter().map(|r| r.addr).collect::<HashSet<_>>().len(),
-            unique,
-            "{name}: unique keys"
-        );
-        assert!(t
-            .reqs
-            .iter()
-            .all(|r| r.len == 1 && r.op == Op::Read && r.dev == 0));
+        assert_eq!(t.reqs.len(), requests, "{name}: requests ('*' separators and blank lines carry none)");
+        assert_eq!(t.reqs.iter().map(|r| r.addr).collect::<HashSet<_>>().len(), unique, "{name}: unique keys");
+        assert!(t.reqs.iter().all(|r| r.len == 1 && r.op == Op::Read && r.dev == 0));
     }
 }
 
@@ -318,17 +217,12 @@ fn no_trace_is_left_out() {
         for f in std::fs::read_dir(&set).unwrap() {
             let name = f.unwrap().file_name().into_string().unwrap();
             if name != "SOURCE.txt" {
-                files.push(format!(
-                    "{}/{name}",
-                    set.file_name().unwrap().to_str().unwrap()
-                ));
+                files.push(format!("{}/{name}", set.file_name().unwrap().to_str().unwrap()));
             }
         }
     }
     files.sort();
-    let lirs = [
-        "2_pools", "cpp", "cs", "gli", "multi1", "multi2", "multi3", "ps", "sprite",
-    ];
+    let lirs = ["2_pools", "cpp", "cs", "gli", "multi1", "multi2", "multi3", "ps", "sprite"];
     let mut checked: Vec<String> = [
         "cloudphysics-io-libcachesim/cloudPhysicsIO.csv.gz",
         "msr-cuts-heimdall/msr.cut.per_10k.most_thpt_rand_iops.1006.trace.gz",
@@ -344,14 +238,8 @@ fn no_trace_is_left_out() {
     ]
     .iter()
     .map(|s| s.to_string())
-    .chain(
-        lirs.iter()
-            .map(|n| format!("lirs-buffercache/{n}.trace.gz")),
-    )
+    .chain(lirs.iter().map(|n| format!("lirs-buffercache/{n}.trace.gz")))
     .collect();
     checked.sort();
-    assert_eq!(
-        files, checked,
-        "the trace folder holds files the tests above do not check (or lost some)"
-    );
+    assert_eq!(files, checked, "the trace folder holds files the tests above do not check (or lost some)");
 }

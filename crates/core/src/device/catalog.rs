@@ -31,11 +31,7 @@ pub struct DeviceInfo {
 }
 
 const fn param(name: &'static str, default: &'static str, about: &'static str) -> ParamInfo {
-    ParamInfo {
-        name,
-        default,
-        about,
-    }
+    ParamInfo { name, default, about }
 }
 
 /// Every device kind, in the order `ssdcache devices` lists them.
@@ -45,7 +41,11 @@ pub static DEVICES: &[DeviceInfo] = &[
         about: "NAND flash behind an FTL: page-mapping with greedy GC",
         params: &[
             param("type", "page", "page (page-mapping, greedy GC)"),
-            param("nand", "flashsim", "timing preset: slc, mlc1, mlc2, ull (paper 001 Table 1), flashsim (paper 002 Table 1)"),
+            param(
+                "nand",
+                "flashsim",
+                "timing preset: slc, mlc1, mlc2, ull (paper 001 Table 1), flashsim (paper 002 Table 1)",
+            ),
             param("op", "7%", "over-provisioning: spare share of physical capacity"),
             param("size", "auto", "logical capacity; auto = the trace's footprint"),
             param("page", "(preset)", "NAND page size"),
@@ -61,7 +61,11 @@ pub static DEVICES: &[DeviceInfo] = &[
         name: "hdd",
         about: "hard disk: seek ~ sqrt(distance), half-rotation latency, transfer; no seek when sequential",
         params: &[
-            param("model", "rpm7200", "preset from paper 001 Table 2: rpm4200 … rpm15000 (4 ms seek), rpm…slow (15 ms)"),
+            param(
+                "model",
+                "rpm7200",
+                "preset from paper 001 Table 2: rpm4200 … rpm15000 (4 ms seek), rpm…slow (15 ms)",
+            ),
             param("rpm", "(preset)", "spindle speed"),
             param("seek", "(preset)", "average seek time"),
             param("min_seek", "(preset)", "track-to-track seek"),
@@ -84,14 +88,24 @@ pub static DEVICES: &[DeviceInfo] = &[
         build: build_ssd,
         dense: true,
     },
-    DeviceInfo { name: "dram", about: "fixed per-page latency (assumed 100 ns)", params: MEMORY_PARAMS, build: build_memory, dense: true },
-    DeviceInfo { name: "nvram", about: "fixed per-page latency (assumed 300 ns read, 1 µs write)", params: MEMORY_PARAMS, build: build_memory, dense: true },
+    DeviceInfo {
+        name: "dram",
+        about: "fixed per-page latency (assumed 100 ns)",
+        params: MEMORY_PARAMS,
+        build: build_memory,
+        dense: true,
+    },
+    DeviceInfo {
+        name: "nvram",
+        about: "fixed per-page latency (assumed 300 ns read, 1 µs write)",
+        params: MEMORY_PARAMS,
+        build: build_memory,
+        dense: true,
+    },
 ];
 
-const MEMORY_PARAMS: &[ParamInfo] = &[
-    param("read", "(preset)", "latency per page read"),
-    param("write", "(preset)", "latency per page written"),
-];
+const MEMORY_PARAMS: &[ParamInfo] =
+    &[param("read", "(preset)", "latency per page read"), param("write", "(preset)", "latency per page written")];
 
 pub fn find(name: &str) -> Option<&'static DeviceInfo> {
     DEVICES.iter().find(|d| d.name == name)
@@ -103,11 +117,7 @@ pub fn parse(text: &str) -> Result<(Spec, &'static DeviceInfo), SpecError> {
     let info = find(&spec.name).ok_or_else(|| SpecError::UnknownPolicy {
         kind: "device",
         name: spec.name.clone(),
-        known: DEVICES
-            .iter()
-            .map(|d| d.name)
-            .collect::<Vec<_>>()
-            .join(", "),
+        known: DEVICES.iter().map(|d| d.name).collect::<Vec<_>>().join(", "),
     })?;
     spec.bind(info.params)?;
     Ok((spec, info))
@@ -140,32 +150,18 @@ fn size(spec: &Spec, ctx: &DeviceCtx, min: u64) -> Result<u64, SpecError> {
 
 fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     spec.choice("type", &["page"])?;
-    let mut nand =
-        NandTiming::preset(spec.raw("nand")).map_err(|e| spec.invalid("nand", e.to_string()))?;
+    let mut nand = NandTiming::preset(spec.raw("nand")).map_err(|e| spec.invalid("nand", e.to_string()))?;
     if given(spec, "page") {
         nand.page_bytes = spec.bytes("page")?;
     }
-    let block_bytes = if given(spec, "block") {
-        spec.bytes("block")?
-    } else {
-        nand.block_bytes()
-    };
+    let block_bytes = if given(spec, "block") { spec.bytes("block")? } else { nand.block_bytes() };
     if block_bytes % nand.page_bytes != 0 || block_bytes < nand.page_bytes {
-        return Err(spec.invalid(
-            "block",
-            format!(
-                "must be a whole number of {} pages",
-                format_bytes(nand.page_bytes)
-            ),
-        ));
+        return Err(spec.invalid("block", format!("must be a whole number of {} pages", format_bytes(nand.page_bytes))));
     }
-    nand.pages_per_block = u32::try_from(block_bytes / nand.page_bytes)
-        .map_err(|_| spec.invalid("block", "too many pages per block"))?;
-    for (key, field) in [
-        ("read", &mut nand.read_ns),
-        ("program", &mut nand.program_ns),
-        ("erase", &mut nand.erase_ns),
-    ] {
+    nand.pages_per_block =
+        u32::try_from(block_bytes / nand.page_bytes).map_err(|_| spec.invalid("block", "too many pages per block"))?;
+    for (key, field) in [("read", &mut nand.read_ns), ("program", &mut nand.program_ns), ("erase", &mut nand.erase_ns)]
+    {
         if given(spec, key) {
             *field = duration(spec, key)?;
         }
@@ -179,17 +175,15 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     let logical_blocks = logical_bytes.div_ceil(block);
     // Physical blocks: the logical ones plus the spare share, and at least one spare for GC.
     let physical = ((logical_blocks as f64 / (1.0 - op)).ceil() as u64).max(logical_blocks + 1);
-    let blocks =
-        u32::try_from(physical).map_err(|_| spec.invalid("size", "more than 2^32 blocks"))?;
+    let blocks = u32::try_from(physical).map_err(|_| spec.invalid("size", "more than 2^32 blocks"))?;
     let logical_pages = logical_bytes.div_ceil(nand.page_bytes);
-    let ftl = PageFtl::with_logical_pages(nand, blocks, logical_pages)
-        .map_err(|e| spec.invalid("size", e.to_string()))?;
+    let ftl =
+        PageFtl::with_logical_pages(nand, blocks, logical_pages).map_err(|e| spec.invalid("size", e.to_string()))?;
     Ok(Box::new(ftl))
 }
 
 fn build_hdd(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
-    let mut p =
-        HddParams::preset(spec.raw("model")).map_err(|e| spec.invalid("model", e.to_string()))?;
+    let mut p = HddParams::preset(spec.raw("model")).map_err(|e| spec.invalid("model", e.to_string()))?;
     if given(spec, "rpm") {
         p.rpm = u32::try_from(spec.uint("rpm")?)
             .ok()
@@ -210,18 +204,14 @@ fn build_hdd(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
 }
 
 fn build_ssd(spec: &Spec, _ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
-    let mut p =
-        SsdParams::preset(spec.raw("model")).map_err(|e| spec.invalid("model", e.to_string()))?;
+    let mut p = SsdParams::preset(spec.raw("model")).map_err(|e| spec.invalid("model", e.to_string()))?;
     if given(spec, "seq_read") {
         p.seq_read_bytes_per_s = spec.bytes("seq_read")?;
     }
     if given(spec, "seq_write") {
         p.seq_write_bytes_per_s = spec.bytes("seq_write")?;
     }
-    for (key, field) in [
-        ("read_iops", &mut p.rand_read_iops),
-        ("write_iops", &mut p.rand_write_iops),
-    ] {
+    for (key, field) in [("read_iops", &mut p.rand_read_iops), ("write_iops", &mut p.rand_write_iops)] {
         if given(spec, key) {
             *field = spec.uint(key)?.max(1);
         }
@@ -245,9 +235,7 @@ fn build_memory(spec: &Spec, _ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError>
 mod tests {
     use super::*;
 
-    const CTX: DeviceCtx = DeviceCtx {
-        footprint_bytes: 64 << 20,
-    };
+    const CTX: DeviceCtx = DeviceCtx { footprint_bytes: 64 << 20 };
 
     #[test]
     fn every_device_builds_with_defaults() {
@@ -295,46 +283,13 @@ mod tests {
 
     #[test]
     fn bad_specs_say_what_is_wrong() {
-        let msg = |s: &str| {
-            build(s, &CTX)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default()
-        };
-        assert!(
-            msg("tape").contains("unknown device \"tape\""),
-            "{}",
-            msg("tape")
-        );
-        assert!(
-            msg("ftl(nand=tlc)").contains("unknown NAND preset"),
-            "{}",
-            msg("ftl(nand=tlc)")
-        );
-        assert!(
-            msg("ftl(op=100%)").contains("op"),
-            "{}",
-            msg("ftl(op=100%)")
-        );
-        assert!(
-            msg("ftl(block=10KiB,page=4KiB)").contains("whole number"),
-            "{}",
-            msg("ftl(block=10KiB,page=4KiB)")
-        );
-        assert!(
-            msg("hdd(bogus=1)").contains("device hdd has no parameter \"bogus\""),
-            "{}",
-            msg("hdd(bogus=1)")
-        );
-        assert!(
-            msg("ftl(type=hybridish)").contains("expected one of"),
-            "{}",
-            msg("ftl(type=hybridish)")
-        );
-        assert!(
-            msg("hdd(seek=fast)").contains("seek"),
-            "{}",
-            msg("hdd(seek=fast)")
-        );
+        let msg = |s: &str| build(s, &CTX).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg("tape").contains("unknown device \"tape\""), "{}", msg("tape"));
+        assert!(msg("ftl(nand=tlc)").contains("unknown NAND preset"), "{}", msg("ftl(nand=tlc)"));
+        assert!(msg("ftl(op=100%)").contains("op"), "{}", msg("ftl(op=100%)"));
+        assert!(msg("ftl(block=10KiB,page=4KiB)").contains("whole number"), "{}", msg("ftl(block=10KiB,page=4KiB)"));
+        assert!(msg("hdd(bogus=1)").contains("device hdd has no parameter \"bogus\""), "{}", msg("hdd(bogus=1)"));
+        assert!(msg("ftl(type=hybridish)").contains("expected one of"), "{}", msg("ftl(type=hybridish)"));
+        assert!(msg("hdd(seek=fast)").contains("seek"), "{}", msg("hdd(seek=fast)"));
     }
 }

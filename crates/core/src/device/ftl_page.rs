@@ -71,10 +71,7 @@ impl PageFtl {
     pub fn new(nand: NandTiming, blocks: u32, over_provisioning: f64) -> Result<PageFtl, FtlError> {
         let op = over_provisioning;
         if !op.is_finite() || !(0.0..1.0).contains(&op) {
-            return Err(FtlError::OverProvisioning {
-                value: op,
-                why: "must lie in [0, 1)".into(),
-            });
+            return Err(FtlError::OverProvisioning { value: op, why: "must lie in [0, 1)".into() });
         }
         let physical = blocks as u64 * nand.pages_per_block as u64;
         let logical = (physical as f64 * (1.0 - op)).floor() as u64;
@@ -93,28 +90,17 @@ impl PageFtl {
 
     /// A device with an explicit logical size in pages (at most `blocks - 1`
     /// blocks' worth, so GC always has a spare block).
-    pub fn with_logical_pages(
-        nand: NandTiming,
-        blocks: u32,
-        logical_pages: u64,
-    ) -> Result<PageFtl, FtlError> {
+    pub fn with_logical_pages(nand: NandTiming, blocks: u32, logical_pages: u64) -> Result<PageFtl, FtlError> {
         let ppb = nand.pages_per_block;
         if nand.page_bytes == 0 || ppb == 0 {
-            return Err(FtlError::Geometry(
-                "page size and pages per block must be positive".into(),
-            ));
+            return Err(FtlError::Geometry("page size and pages per block must be positive".into()));
         }
         if blocks < 2 {
-            return Err(FtlError::Geometry(format!(
-                "{blocks} blocks; need at least 2 (one spare for GC)"
-            )));
+            return Err(FtlError::Geometry(format!("{blocks} blocks; need at least 2 (one spare for GC)")));
         }
         let physical = blocks as u64 * ppb as u64;
         if physical >= NONE as u64 {
-            return Err(FtlError::Geometry(format!(
-                "{physical} physical pages; at most {} supported",
-                NONE - 1
-            )));
+            return Err(FtlError::Geometry(format!("{physical} physical pages; at most {} supported", NONE - 1)));
         }
         let max_logical = (blocks as u64 - 1) * ppb as u64;
         if logical_pages == 0 || logical_pages > max_logical {
@@ -177,10 +163,7 @@ impl PageFtl {
 
     fn open_block(&mut self) {
         // Callers keep at least one free block (the GC reserve), so this holds.
-        self.active = self
-            .free
-            .pop_front()
-            .expect("GC reserve block must be free");
+        self.active = self.free.pop_front().expect("GC reserve block must be free");
     }
 
     /// Puts full block `b` at the head of the bucket for its valid count.
@@ -240,17 +223,9 @@ impl PageFtl {
 
     /// Collects the full block with the fewest valid pages; returns its cost.
     fn collect_one(&mut self) -> Nanos {
-        let victim = self
-            .bucket
-            .iter()
-            .copied()
-            .find(|&b| b != NONE)
-            .expect("a full block exists whenever GC runs");
+        let victim = self.bucket.iter().copied().find(|&b| b != NONE).expect("a full block exists whenever GC runs");
         self.unlink(victim);
-        debug_assert!(
-            self.valid[victim as usize] < self.ppb,
-            "GC victim has no invalid page"
-        );
+        debug_assert!(self.valid[victim as usize] < self.ppb, "GC victim has no invalid page");
         if victim == self.active {
             self.active = NONE;
         }
@@ -303,10 +278,7 @@ impl PageFtl {
         for (lpn, &p) in self.l2p.iter().enumerate() {
             if p != NONE {
                 if self.p2l[p as usize] != lpn as u32 {
-                    return Err(format!(
-                        "lpn {lpn} -> ppn {p}, which holds {}",
-                        self.p2l[p as usize]
-                    ));
+                    return Err(format!("lpn {lpn} -> ppn {p}, which holds {}", self.p2l[p as usize]));
                 }
                 if p % ppb >= self.written[(p / ppb) as usize] {
                     return Err(format!("lpn {lpn} maps to unprogrammed ppn {p}"));
@@ -317,17 +289,11 @@ impl PageFtl {
             let pages = &self.p2l[b * ppb as usize..(b + 1) * ppb as usize];
             let live = pages.iter().filter(|&&l| l != NONE).count() as u32;
             if live != self.valid[b] || live > self.written[b] {
-                return Err(format!(
-                    "block {b}: valid {} but {live} live, {} written",
-                    self.valid[b], self.written[b]
-                ));
+                return Err(format!("block {b}: valid {} but {live} live, {} written", self.valid[b], self.written[b]));
             }
             for (i, &l) in pages.iter().enumerate() {
                 if l != NONE && self.l2p[l as usize] != b as u32 * ppb + i as u32 {
-                    return Err(format!(
-                        "ppn {} claims lpn {l}, which maps elsewhere",
-                        b as u32 * ppb + i as u32
-                    ));
+                    return Err(format!("ppn {} claims lpn {l}, which maps elsewhere", b as u32 * ppb + i as u32));
                 }
             }
         }
@@ -336,11 +302,7 @@ impl PageFtl {
             let (mut b, mut prev) = (head, NONE);
             while b != NONE {
                 let i = b as usize;
-                if !self.linked[i]
-                    || self.valid[i] as usize != v
-                    || self.written[i] != ppb
-                    || self.prev[i] != prev
-                {
+                if !self.linked[i] || self.valid[i] as usize != v || self.written[i] != ppb || self.prev[i] != prev {
                     return Err(format!("block {b} misfiled in bucket {v}"));
                 }
                 in_buckets += 1;
@@ -348,9 +310,7 @@ impl PageFtl {
             }
         }
         if in_buckets != self.written.iter().filter(|&&w| w == ppb).count() {
-            return Err(format!(
-                "{in_buckets} blocks in buckets, not every full block"
-            ));
+            return Err(format!("{in_buckets} blocks in buckets, not every full block"));
         }
         let mut seen = vec![false; self.valid.len()];
         for &b in &self.free {
@@ -362,12 +322,9 @@ impl PageFtl {
         if self.free.len() < GC_RESERVE_BLOCKS {
             return Err("GC reserve used up".into());
         }
-        let programmed =
-            self.stats.erases * ppb as u64 + self.written.iter().map(|&w| w as u64).sum::<u64>();
+        let programmed = self.stats.erases * ppb as u64 + self.written.iter().map(|&w| w as u64).sum::<u64>();
         if programmed != self.stats.host_page_writes + self.stats.extra_page_writes {
-            return Err(format!(
-                "{programmed} pages programmed but stats say host+extra differ"
-            ));
+            return Err(format!("{programmed} pages programmed but stats say host+extra differ"));
         }
         Ok(())
     }
@@ -415,13 +372,7 @@ mod tests {
     const PAGE: u64 = 4096;
 
     fn tiny(ppb: u32) -> NandTiming {
-        NandTiming {
-            page_bytes: PAGE,
-            pages_per_block: ppb,
-            read_ns: 10,
-            program_ns: 100,
-            erase_ns: 1000,
-        }
+        NandTiming { page_bytes: PAGE, pages_per_block: ppb, read_ns: 10, program_ns: 100, erase_ns: 1000 }
     }
 
     fn write_pages(d: &mut PageFtl, lpns: &[u64]) {
@@ -481,11 +432,7 @@ mod tests {
         write_pages(&mut d, &[1, 2, 3]);
         let before = d.stats().total_time();
         let cost = d.write(4 * PAGE, PAGE);
-        assert_eq!(
-            cost,
-            1000 + 100,
-            "erase of an all-invalid victim, then the program"
-        );
+        assert_eq!(cost, 1000 + 100, "erase of an all-invalid victim, then the program");
         assert_eq!(d.stats().total_time() - before, cost);
         assert_eq!(d.physical_of(4), Some((1, 0)));
         write_pages(&mut d, &[8, 5, 6]);
@@ -496,15 +443,9 @@ mod tests {
         assert_eq!(d.physical_of(11), Some((0, 1)));
         assert_eq!(d.physical_of(9), Some((0, 2)));
         let s = d.stats();
-        assert_eq!(
-            (s.host_page_writes, s.extra_page_writes, s.erases),
-            (21, 2, 3)
-        );
+        assert_eq!((s.host_page_writes, s.extra_page_writes, s.erases), (21, 2, 3));
         assert_eq!(s.write_amplification, 23.0 / 21.0);
-        assert_eq!(
-            (s.write_time, s.extra_write_time, s.erase_time),
-            (2100, 220, 3000)
-        );
+        assert_eq!((s.write_time, s.extra_write_time, s.erase_time), (2100, 220, 3000));
         d.check().unwrap();
     }
 
@@ -518,10 +459,7 @@ mod tests {
         d.write(0, 12 * PAGE);
         write_pages(&mut d, &[0, 1, 2]);
         let s = d.stats();
-        assert_eq!(
-            (s.host_page_writes, s.extra_page_writes, s.erases),
-            (15, 9, 3)
-        );
+        assert_eq!((s.host_page_writes, s.extra_page_writes, s.erases), (15, 9, 3));
         d.check().unwrap();
     }
 
@@ -548,24 +486,13 @@ mod tests {
     #[test]
     fn bad_configs_fail() {
         let t = tiny(4);
-        assert!(matches!(
-            PageFtl::new(t, 4, 0.0),
-            Err(FtlError::OverProvisioning { .. })
-        ));
+        assert!(matches!(PageFtl::new(t, 4, 0.0), Err(FtlError::OverProvisioning { .. })));
         assert!(PageFtl::new(t, 4, 1.0).is_err());
         assert!(PageFtl::new(t, 4, f64::NAN).is_err());
         assert!(PageFtl::new(t, 1, 0.5).is_err());
         assert!(PageFtl::with_logical_pages(t, 4, 13).is_err());
         assert!(PageFtl::with_logical_pages(t, 4, 0).is_err());
-        assert!(PageFtl::new(
-            NandTiming {
-                pages_per_block: 0,
-                ..t
-            },
-            4,
-            0.5
-        )
-        .is_err());
+        assert!(PageFtl::new(NandTiming { pages_per_block: 0, ..t }, 4, 0.5).is_err());
         let err = PageFtl::new(t, 4, 0.1).unwrap_err().to_string();
         assert!(err.contains("GC needs at least one block"), "{err}");
     }

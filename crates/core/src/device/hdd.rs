@@ -50,11 +50,11 @@
 //! 15 ms. The table has no track-to-track seek and no capacity: we assume a
 //! 1 ms minimum seek and a 1 TiB disk. Override any field as needed.
 
-use super::UnknownPreset;
 use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
+use super::UnknownPreset;
 
 const US: Nanos = 1_000;
 const NS_PER_S: u128 = 1_000_000_000;
@@ -104,8 +104,7 @@ impl HddParams {
         let cap = self.capacity_bytes.max(1);
         let frac = distance.min(cap) as f64 / cap as f64;
         let span = self.avg_seek_ns.saturating_sub(self.min_seek_ns) as f64;
-        self.min_seek_ns
-            .saturating_add((span * 15.0 / 8.0 * frac.sqrt()).round() as Nanos)
+        self.min_seek_ns.saturating_add((span * 15.0 / 8.0 * frac.sqrt()).round() as Nanos)
     }
 
     /// Time to move `len` bytes past the head, rounded to the nearest ns.
@@ -159,56 +158,16 @@ const T2: &str = "paper 001 Table 2 (min seek 1 ms and 1 TiB assumed)";
 /// The presets: each row of paper 001 Table 2 at both ends of its 4–15 ms
 /// seek range.
 pub const HDD_PRESETS: &[HddPreset] = &[
-    HddPreset {
-        name: "rpm4200",
-        params: disk(4200, 4_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm5400",
-        params: disk(5400, 4_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm7200",
-        params: disk(7200, 4_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm10000",
-        params: disk(10_000, 4_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm15000",
-        params: disk(15_000, 4_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm4200slow",
-        params: disk(4200, 15_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm5400slow",
-        params: disk(5400, 15_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm7200slow",
-        params: disk(7200, 15_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm10000slow",
-        params: disk(10_000, 15_000),
-        source: T2,
-    },
-    HddPreset {
-        name: "rpm15000slow",
-        params: disk(15_000, 15_000),
-        source: T2,
-    },
+    HddPreset { name: "rpm4200", params: disk(4200, 4_000), source: T2 },
+    HddPreset { name: "rpm5400", params: disk(5400, 4_000), source: T2 },
+    HddPreset { name: "rpm7200", params: disk(7200, 4_000), source: T2 },
+    HddPreset { name: "rpm10000", params: disk(10_000, 4_000), source: T2 },
+    HddPreset { name: "rpm15000", params: disk(15_000, 4_000), source: T2 },
+    HddPreset { name: "rpm4200slow", params: disk(4200, 15_000), source: T2 },
+    HddPreset { name: "rpm5400slow", params: disk(5400, 15_000), source: T2 },
+    HddPreset { name: "rpm7200slow", params: disk(7200, 15_000), source: T2 },
+    HddPreset { name: "rpm10000slow", params: disk(10_000, 15_000), source: T2 },
+    HddPreset { name: "rpm15000slow", params: disk(15_000, 15_000), source: T2 },
 ];
 
 /// Sectors touched by `len` bytes at `offset` (0 for an empty request).
@@ -231,11 +190,7 @@ pub struct Hdd {
 
 impl Hdd {
     pub fn new(params: HddParams) -> Self {
-        Hdd {
-            params,
-            last_end: None,
-            stats: DeviceStats::default(),
-        }
+        Hdd { params, last_end: None, stats: DeviceStats::default() }
     }
 
     pub fn params(&self) -> &HddParams {
@@ -249,16 +204,10 @@ impl Hdd {
             return (0, 0);
         }
         let cap = self.params.capacity_bytes;
-        let in_range = if offset >= cap {
-            0
-        } else {
-            len.min(cap - offset)
-        };
+        let in_range = if offset >= cap { 0 } else { len.min(cap - offset) };
         let served = sectors(offset, in_range);
-        self.stats.out_of_range_pages = self
-            .stats
-            .out_of_range_pages
-            .saturating_add(sectors(offset, len) - served);
+        self.stats.out_of_range_pages =
+            self.stats.out_of_range_pages.saturating_add(sectors(offset, len) - served);
         if in_range == 0 {
             return (0, 0);
         }
@@ -323,10 +272,7 @@ mod tests {
         let p = HddParams::preset("rpm4200").unwrap();
         assert_eq!(p.transfer_bytes_per_s, 2_257_920);
         assert_eq!(p.rotational_ns(), 7_142_857);
-        assert_eq!(
-            HddParams::preset("rpm15000").unwrap().transfer_bytes_per_s,
-            8_064_000
-        );
+        assert_eq!(HddParams::preset("rpm15000").unwrap().transfer_bytes_per_s, 8_064_000);
     }
 
     #[test]
@@ -397,23 +343,15 @@ mod tests {
         assert_eq!(t, p.seek_ns(512) + 7_142_857 + 226_757);
         let s = d.stats();
         assert_eq!((s.host_page_reads, s.host_page_writes), (16 + 1, 2));
-        assert_eq!(
-            s.read_time,
-            7_142_857 + 2 * 1_814_059 + p.seek_ns(512) + 7_142_857 + 226_757
-        );
+        assert_eq!(s.read_time, 7_142_857 + 2 * 1_814_059 + p.seek_ns(512) + 7_142_857 + 226_757);
         assert_eq!(s.write_time, 3_812_500 + 7_142_857 + 2 * 226_757);
-        assert_eq!(
-            (s.erases, s.extra_page_writes, s.out_of_range_pages),
-            (0, 0, 0)
-        );
+        assert_eq!((s.erases, s.extra_page_writes, s.out_of_range_pages), (0, 0, 0));
         assert_eq!(s.write_amplification, 1.0);
     }
 
     #[test]
     fn zero_length_huge_and_out_of_range_do_not_panic() {
-        let p = HddParams::preset("rpm15000")
-            .unwrap()
-            .with_capacity(1 << 20);
+        let p = HddParams::preset("rpm15000").unwrap().with_capacity(1 << 20);
         let mut d = Hdd::new(p);
         assert_eq!(d.read(12345, 0), 0);
         assert_eq!(d.write(u64::MAX, 0), 0);
@@ -424,10 +362,7 @@ mod tests {
         assert_eq!(d.stats().out_of_range_pages, 2 + 1);
         // Crossing the end: cut at the capacity.
         let t = d.read((1 << 20) - 512, 4096);
-        assert_eq!(
-            t,
-            p.seek_ns((1 << 20) - 512) + p.rotational_ns() + p.transfer_ns(512)
-        );
+        assert_eq!(t, p.seek_ns((1 << 20) - 512) + p.rotational_ns() + p.transfer_ns(512));
         let s = d.stats();
         assert_eq!((s.host_page_reads, s.out_of_range_pages), (1, 3 + 7));
         // Huge request from 0 on a huge disk: finite, no overflow.
@@ -438,13 +373,7 @@ mod tests {
         let t = d.read(u64::MAX - 10, u64::MAX);
         assert!(t > 0);
         // Degenerate parameters: no division by zero.
-        let z = HddParams {
-            rpm: 0,
-            avg_seek_ns: 0,
-            min_seek_ns: 5,
-            transfer_bytes_per_s: 0,
-            capacity_bytes: 0,
-        };
+        let z = HddParams { rpm: 0, avg_seek_ns: 0, min_seek_ns: 5, transfer_bytes_per_s: 0, capacity_bytes: 0 };
         let mut d = Hdd::new(z);
         assert_eq!(d.read(0, 4096), 0);
         assert!(z.seek_ns(10) >= 5);

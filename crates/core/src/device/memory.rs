@@ -21,11 +21,11 @@
 //!   ~300 ns, Izraelevitz et al. 2019), writes slower still (PCM cell writes
 //!   are several times its reads); 1 µs is our assumption.
 
-use super::UnknownPreset;
 use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
+use super::UnknownPreset;
 
 /// Per-page latencies of a memory device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -75,20 +75,12 @@ impl MemoryPreset {
 pub const MEMORY_PRESETS: &[MemoryPreset] = &[
     MemoryPreset {
         name: "dram",
-        params: MemoryParams {
-            page_bytes: 4096,
-            read_ns_per_page: 100,
-            write_ns_per_page: 100,
-        },
+        params: MemoryParams { page_bytes: 4096, read_ns_per_page: 100, write_ns_per_page: 100 },
         source: "assumed: DRAM access latency ~100 ns, bandwidth ignored",
     },
     MemoryPreset {
         name: "nvram",
-        params: MemoryParams {
-            page_bytes: 4096,
-            read_ns_per_page: 300,
-            write_ns_per_page: 1_000,
-        },
+        params: MemoryParams { page_bytes: 4096, read_ns_per_page: 300, write_ns_per_page: 1_000 },
         source: "assumed: PCM/Optane-class, read ~300 ns (Izraelevitz et al. 2019), write 1 µs",
     },
 ];
@@ -102,10 +94,7 @@ pub struct Memory {
 
 impl Memory {
     pub fn new(params: MemoryParams) -> Self {
-        Memory {
-            params,
-            stats: DeviceStats::default(),
-        }
+        Memory { params, stats: DeviceStats::default() }
     }
 
     pub fn dram() -> Self {
@@ -150,15 +139,9 @@ mod tests {
     #[test]
     fn presets_parse() {
         let d: MemoryParams = "dram".parse().unwrap();
-        assert_eq!(
-            (d.page_bytes, d.read_ns_per_page, d.write_ns_per_page),
-            (4096, 100, 100)
-        );
+        assert_eq!((d.page_bytes, d.read_ns_per_page, d.write_ns_per_page), (4096, 100, 100));
         let n = MemoryParams::preset(" NVRAM ").unwrap();
-        assert_eq!(
-            (n.page_bytes, n.read_ns_per_page, n.write_ns_per_page),
-            (4096, 300, 1_000)
-        );
+        assert_eq!((n.page_bytes, n.read_ns_per_page, n.write_ns_per_page), (4096, 300, 1_000));
         assert_eq!(*Memory::dram().params(), d);
         assert_eq!(*Memory::nvram().params(), n);
     }
@@ -184,10 +167,7 @@ mod tests {
         let s = m.stats();
         assert_eq!((s.host_page_reads, s.host_page_writes), (4, 6));
         assert_eq!((s.read_time, s.write_time), (1_200, 6_000));
-        assert_eq!(
-            (s.erases, s.extra_page_writes, s.write_amplification),
-            (0, 0, 1.0)
-        );
+        assert_eq!((s.erases, s.extra_page_writes, s.write_amplification), (0, 0, 1.0));
         let mut d = Memory::dram();
         assert_eq!(d.read(0, 1 << 20), 256 * 100);
         assert_eq!(d.write(0, 1 << 20), 256 * 100);
@@ -201,11 +181,7 @@ mod tests {
         assert_eq!(m.stats(), DeviceStats::default());
         assert_eq!(m.read(u64::MAX, u64::MAX), 100);
         assert_eq!(m.write(0, u64::MAX), (u64::MAX / 4096 + 1) * 100);
-        let mut z = Memory::new(MemoryParams {
-            page_bytes: 0,
-            read_ns_per_page: u64::MAX,
-            write_ns_per_page: 0,
-        });
+        let mut z = Memory::new(MemoryParams { page_bytes: 0, read_ns_per_page: u64::MAX, write_ns_per_page: 0 });
         assert_eq!(z.read(0, u64::MAX), u64::MAX);
         assert_eq!(z.read(0, u64::MAX), u64::MAX);
         assert_eq!(z.stats().read_time, u64::MAX);

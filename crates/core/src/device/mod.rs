@@ -42,20 +42,12 @@ pub(crate) fn find_preset<P>(
     name_of: fn(&P) -> &'static str,
     name: &str,
 ) -> Result<&'static P, UnknownPreset> {
-    let norm: String = name
-        .trim()
-        .chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    presets
-        .iter()
-        .find(|p| name_of(p) == norm)
-        .ok_or_else(|| UnknownPreset {
-            kind,
-            name: name.to_string(),
-            known: presets.iter().map(name_of).collect::<Vec<_>>().join(", "),
-        })
+    let norm: String = name.trim().chars().filter(|c| *c != '_' && *c != '-').map(|c| c.to_ascii_lowercase()).collect();
+    presets.iter().find(|p| name_of(p) == norm).ok_or_else(|| UnknownPreset {
+        kind,
+        name: name.to_string(),
+        known: presets.iter().map(name_of).collect::<Vec<_>>().join(", "),
+    })
 }
 
 /// A storage device as a cost model.
@@ -117,12 +109,7 @@ mod tests {
 
     #[test]
     fn write_amplification_is_derived() {
-        let s = DeviceStats {
-            host_page_writes: 4,
-            extra_page_writes: 2,
-            ..Default::default()
-        }
-        .finish();
+        let s = DeviceStats { host_page_writes: 4, extra_page_writes: 2, ..Default::default() }.finish();
         assert_eq!(s.write_amplification, 1.5);
         assert_eq!(DeviceStats::default().finish().write_amplification, 0.0);
     }

@@ -1,9 +1,9 @@
 //! NAND geometry and timings, with the papers' configurations as named presets.
 
-use super::UnknownPreset;
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
+use super::UnknownPreset;
 
 const US: Nanos = 1_000;
 const KIB: u64 = 1024;
@@ -55,13 +55,7 @@ impl Preset {
     }
 }
 
-const fn nand(
-    page_bytes: u64,
-    block_bytes: u64,
-    read_us: u64,
-    program_us: u64,
-    erase_us: u64,
-) -> NandTiming {
+const fn nand(page_bytes: u64, block_bytes: u64, read_us: u64, program_us: u64, erase_us: u64) -> NandTiming {
     NandTiming {
         page_bytes,
         pages_per_block: (block_bytes / page_bytes) as u32,
@@ -128,32 +122,17 @@ mod tests {
         let slc: NandTiming = "slc".parse().unwrap();
         assert_eq!(slc.page_bytes, 16384);
         assert_eq!(slc.pages_per_block, 512);
-        assert_eq!(
-            (slc.read_ns, slc.program_ns, slc.erase_ns),
-            (65_000, 380_000, 500_000)
-        );
+        assert_eq!((slc.read_ns, slc.program_ns, slc.erase_ns), (65_000, 380_000, 500_000));
         let m1 = NandTiming::preset("MLC_1").unwrap();
-        assert_eq!(
-            (m1.pages_per_block, m1.read_ns, m1.program_ns, m1.erase_ns),
-            (256, 85_000, 400_000, 8_500_000)
-        );
+        assert_eq!((m1.pages_per_block, m1.read_ns, m1.program_ns, m1.erase_ns), (256, 85_000, 400_000, 8_500_000));
         let m2: NandTiming = "mlc2".parse().unwrap();
-        assert_eq!(
-            (m2.pages_per_block, m2.read_ns, m2.program_ns, m2.erase_ns),
-            (1024, 78_000, 1_300_000, 500_000)
-        );
+        assert_eq!((m2.pages_per_block, m2.read_ns, m2.program_ns, m2.erase_ns), (1024, 78_000, 1_300_000, 500_000));
         let ull: NandTiming = " ULL ".parse().unwrap();
         assert_eq!((ull.page_bytes, ull.block_bytes()), (4096, 256 * 1024));
-        assert_eq!(
-            (ull.read_ns, ull.program_ns, ull.erase_ns),
-            (12_000, 16_000, 1_500_000)
-        );
+        assert_eq!((ull.read_ns, ull.program_ns, ull.erase_ns), (12_000, 16_000, 1_500_000));
         let fs = Preset::find("flashsim").unwrap();
         assert_eq!(fs.timing.program_ns, 200_000);
-        assert_eq!(
-            fs.blocks.unwrap() as u64 * fs.timing.block_bytes(),
-            64 << 30
-        );
+        assert_eq!(fs.blocks.unwrap() as u64 * fs.timing.block_bytes(), 64 << 30);
     }
 
     #[test]

@@ -30,11 +30,11 @@
 //! 35,000 IOPS, 4K random write 3,300 IOPS. MB is taken as 10^6 bytes (the
 //! table does not say; vendors use decimal units) and 4K as 4096 bytes.
 
-use super::UnknownPreset;
 use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
+use super::UnknownPreset;
 
 const NS_PER_S: u128 = 1_000_000_000;
 
@@ -139,12 +139,7 @@ pub struct Ssd {
 
 impl Ssd {
     pub fn new(params: SsdParams) -> Self {
-        Ssd {
-            params,
-            last_read_end: None,
-            last_write_end: None,
-            stats: DeviceStats::default(),
-        }
+        Ssd { params, last_read_end: None, last_write_end: None, stats: DeviceStats::default() }
     }
 
     pub fn params(&self) -> &SsdParams {
@@ -205,14 +200,8 @@ mod tests {
         let p: SsdParams = "paper004".parse().unwrap();
         assert_eq!(p, SsdParams::default());
         assert_eq!(p, SsdParams::preset(" Paper_004 ").unwrap());
-        assert_eq!(
-            (p.seq_read_bytes_per_s, p.seq_write_bytes_per_s),
-            (250_000_000, 170_000_000)
-        );
-        assert_eq!(
-            (p.rand_read_iops, p.rand_write_iops, p.page_bytes),
-            (35_000, 3_300, 4096)
-        );
+        assert_eq!((p.seq_read_bytes_per_s, p.seq_write_bytes_per_s), (250_000_000, 170_000_000));
+        assert_eq!((p.rand_read_iops, p.rand_write_iops, p.page_bytes), (35_000, 3_300, 4096));
     }
 
     #[test]
@@ -220,10 +209,7 @@ mod tests {
         let e = "x25e".parse::<SsdParams>().unwrap_err();
         assert_eq!(e.name, "x25e");
         let msg = e.to_string();
-        assert!(
-            msg.contains("SSD") && msg.contains("\"x25e\"") && msg.contains("paper004"),
-            "{msg}"
-        );
+        assert!(msg.contains("SSD") && msg.contains("\"x25e\"") && msg.contains("paper004"), "{msg}");
         assert!("".parse::<SsdParams>().is_err());
     }
 
@@ -251,10 +237,7 @@ mod tests {
         assert_eq!(s.host_page_writes, 1 + 42 + 2);
         assert_eq!(s.read_time, 28_571 + 4_194_304 + 114_286 + 57_143 + 28_571);
         assert_eq!(s.write_time, 303_030 + 1_000_000 + 24_094);
-        assert_eq!(
-            (s.erases, s.extra_page_writes, s.extra_write_time),
-            (0, 0, 0)
-        );
+        assert_eq!((s.erases, s.extra_page_writes, s.extra_write_time), (0, 0, 0));
     }
 
     #[test]

@@ -53,38 +53,27 @@ impl<T> Arena<T> {
     #[inline]
     pub fn find(&self, key: u64) -> Option<u32> {
         let nodes = &self.nodes;
-        self.index
-            .find(self.hash(key), |&i| nodes[i as usize].key == key)
-            .copied()
+        self.index.find(self.hash(key), |&i| nodes[i as usize].key == key).copied()
     }
 
     /// Adds a node for `key` (which must not be present) and indexes it.
     pub fn insert(&mut self, key: u64, val: T) -> u32 {
         debug_assert!(self.find(key).is_none(), "key {key} inserted twice");
-        let node = Node {
-            key,
-            prev: NIL,
-            next: NIL,
-            val,
-        };
+        let node = Node { key, prev: NIL, next: NIL, val };
         let idx = if self.free != NIL {
             let idx = self.free;
             self.free = self.nodes[idx as usize].next;
             self.nodes[idx as usize] = node;
             idx
         } else {
-            assert!(
-                self.nodes.len() < NIL as usize,
-                "more than 2^32-1 tracked keys"
-            );
+            assert!(self.nodes.len() < NIL as usize, "more than 2^32-1 tracked keys");
             self.nodes.push(node);
             (self.nodes.len() - 1) as u32
         };
         let hash = self.hash(key);
         let nodes = &self.nodes;
         let hasher = &self.hasher;
-        self.index
-            .insert_unique(hash, idx, |&i| hasher.hash_one(nodes[i as usize].key));
+        self.index.insert_unique(hash, idx, |&i| hasher.hash_one(nodes[i as usize].key));
         self.live += 1;
         idx
     }
@@ -138,11 +127,7 @@ pub struct List {
 
 impl Default for List {
     fn default() -> Self {
-        List {
-            head: NIL,
-            tail: NIL,
-            len: 0,
-        }
+        List { head: NIL, tail: NIL, len: 0 }
     }
 }
 

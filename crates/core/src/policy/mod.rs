@@ -79,10 +79,7 @@ pub struct Effects {
 
 impl Effects {
     pub fn new() -> Self {
-        Effects {
-            hit: false,
-            io: Vec::with_capacity(16),
-        }
+        Effects { hit: false, io: Vec::with_capacity(16) }
     }
     #[inline]
     pub fn clear(&mut self) {

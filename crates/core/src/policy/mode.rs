@@ -25,40 +25,16 @@ pub enum Mode {
 }
 
 pub const MODES: &[(&str, Mode, &str)] = &[
-    (
-        "write-back",
-        Mode::WriteBack,
-        "writes stay dirty in the cache until evicted or drained",
-    ),
-    (
-        "write-through",
-        Mode::WriteThrough,
-        "writes go to cache and backing; nothing is dirty",
-    ),
-    (
-        "write-around",
-        Mode::WriteAround,
-        "writes go to backing; cached copies updated, misses not inserted",
-    ),
-    (
-        "write-only",
-        Mode::WriteOnly,
-        "write-back for writes; read misses not inserted (paper 001 WO)",
-    ),
-    (
-        "read-only",
-        Mode::ReadOnly,
-        "only reads are cached; a write invalidates the cached copy",
-    ),
+    ("write-back", Mode::WriteBack, "writes stay dirty in the cache until evicted or drained"),
+    ("write-through", Mode::WriteThrough, "writes go to cache and backing; nothing is dirty"),
+    ("write-around", Mode::WriteAround, "writes go to backing; cached copies updated, misses not inserted"),
+    ("write-only", Mode::WriteOnly, "write-back for writes; read misses not inserted (paper 001 WO)"),
+    ("read-only", Mode::ReadOnly, "only reads are cached; a write invalidates the cached copy"),
 ];
 
 impl Mode {
     pub fn name(self) -> &'static str {
-        MODES
-            .iter()
-            .find(|(_, m, _)| *m == self)
-            .map(|(n, _, _)| *n)
-            .unwrap()
+        MODES.iter().find(|(_, m, _)| *m == self).map(|(n, _, _)| *n).unwrap()
     }
     /// Whether writes leave dirty pages in the cache.
     pub fn keeps_dirty(self) -> bool {
@@ -106,12 +82,7 @@ pub struct ModeCache<R: Replacement> {
 
 impl<R: Replacement> ModeCache<R> {
     pub fn new(repl: R, mode: Mode) -> Self {
-        ModeCache {
-            repl,
-            mode,
-            dirty: HashSet::new(),
-            evicted: Vec::with_capacity(8),
-        }
+        ModeCache { repl, mode, dirty: HashSet::new(), evicted: Vec::with_capacity(8) }
     }
 
     pub fn replacement(&self) -> &R {
@@ -123,10 +94,7 @@ impl<R: Replacement> ModeCache<R> {
     fn evictions(&mut self, fx: &mut Effects) {
         for &key in &self.evicted {
             let was_dirty = !self.dirty.is_empty() && self.dirty.remove(&key);
-            fx.push(Io::Evict {
-                key,
-                dirty: was_dirty,
-            });
+            fx.push(Io::Evict { key, dirty: was_dirty });
             if was_dirty {
                 fx.push(Io::WriteBack { key, pages: 1 });
             }
@@ -174,10 +142,7 @@ impl<R: Replacement> ModeCache<R> {
         let dirty = !self.dirty.is_empty() && self.dirty.contains(&a.key);
         fx.hit = self.touch(a, dirty, fx);
         if !fx.hit {
-            fx.push(Io::Fetch {
-                key: a.key,
-                pages: 1,
-            });
+            fx.push(Io::Fetch { key: a.key, pages: 1 });
             if self.mode != Mode::WriteOnly {
                 self.insert(a, false, fx);
             }
@@ -216,10 +181,7 @@ impl<R: Replacement> ModeCache<R> {
                 fx.hit = self.repl.contains(a.key);
                 if fx.hit {
                     self.remove(a.key, fx);
-                    fx.push(Io::Invalidate {
-                        key: a.key,
-                        dirty: false,
-                    });
+                    fx.push(Io::Invalidate { key: a.key, dirty: false });
                 }
                 fx.push(Io::WriteThrough { key: a.key });
             }
@@ -345,39 +307,21 @@ mod tests {
 
     #[test]
     fn evictions_during_a_hit_are_written_back_at_once() {
-        let stub = Stub {
-            on_hit: Some((2, 1)),
-            ..Stub::default()
-        };
+        let stub = Stub { on_hit: Some((2, 1)), ..Stub::default() };
         let mut p = ModeCache::new(stub, Mode::WriteBack);
-        assert_eq!(
-            run(&mut p, write(1, 0)),
-            (false, vec![Io::CacheWrite { key: 1 }])
-        );
+        assert_eq!(run(&mut p, write(1, 0)), (false, vec![Io::CacheWrite { key: 1 }]));
         run(&mut p, read(2, 1));
         assert_eq!(p.stats().dirty, 1);
         // The hit on 2 pushes the dirty page 1 out: evicted and written back in
         // the same access, and no longer dirty.
         let (hit, io) = run(&mut p, read(2, 2));
         assert!(hit);
-        assert_eq!(
-            io,
-            vec![
-                Io::Evict {
-                    key: 1,
-                    dirty: true
-                },
-                Io::WriteBack { key: 1, pages: 1 }
-            ]
-        );
+        assert_eq!(io, vec![Io::Evict { key: 1, dirty: true }, Io::WriteBack { key: 1, pages: 1 }]);
         assert_eq!((p.stats().resident, p.stats().dirty), (1, 0));
         // So a read of 1 now fetches what was written back.
         assert_eq!(
             run(&mut p, read(1, 3)),
-            (
-                false,
-                vec![Io::Fetch { key: 1, pages: 1 }, Io::CacheWrite { key: 1 }]
-            )
+            (false, vec![Io::Fetch { key: 1, pages: 1 }, Io::CacheWrite { key: 1 }])
         );
         assert!(drained(&mut p).is_empty());
     }
@@ -385,72 +329,32 @@ mod tests {
     #[test]
     fn a_declined_write_goes_to_backing() {
         for mode in [Mode::WriteBack, Mode::WriteOnly] {
-            let stub = Stub {
-                declines: vec![5],
-                ..Stub::default()
-            };
+            let stub = Stub { declines: vec![5], ..Stub::default() };
             let mut p = ModeCache::new(stub, mode);
             // A partial write that is declined needs no read-for-write.
-            let a = Access {
-                partial: true,
-                ..write(5, 0)
-            };
-            assert_eq!(
-                run(&mut p, a),
-                (false, vec![Io::WriteThrough { key: 5 }]),
-                "{mode}"
-            );
+            let a = Access { partial: true, ..write(5, 0) };
+            assert_eq!(run(&mut p, a), (false, vec![Io::WriteThrough { key: 5 }]), "{mode}");
             assert_eq!((p.stats().resident, p.stats().dirty), (0, 0), "{mode}");
             assert!(drained(&mut p).is_empty(), "{mode}");
             // A declined read is served from backing and not cached.
-            assert_eq!(
-                run(&mut p, read(5, 1)),
-                (false, vec![Io::Fetch { key: 5, pages: 1 }]),
-                "{mode}"
-            );
+            assert_eq!(run(&mut p, read(5, 1)), (false, vec![Io::Fetch { key: 5, pages: 1 }]), "{mode}");
         }
         // Write-through: the write goes to backing anyway, once.
-        let mut p = ModeCache::new(
-            Stub {
-                declines: vec![5],
-                ..Stub::default()
-            },
-            Mode::WriteThrough,
-        );
-        assert_eq!(
-            run(&mut p, write(5, 0)),
-            (false, vec![Io::WriteThrough { key: 5 }])
-        );
+        let mut p = ModeCache::new(Stub { declines: vec![5], ..Stub::default() }, Mode::WriteThrough);
+        assert_eq!(run(&mut p, write(5, 0)), (false, vec![Io::WriteThrough { key: 5 }]));
     }
 
     #[test]
     fn a_declined_insert_still_writes_back_what_it_evicted() {
         // (libCacheSim's 2Q without a page for Am makes room, then declines.)
-        let stub = Stub {
-            declines: vec![5],
-            decline_evicts: Some(1),
-            ..Stub::default()
-        };
+        let stub = Stub { declines: vec![5], decline_evicts: Some(1), ..Stub::default() };
         let mut p = ModeCache::new(stub, Mode::WriteBack);
         run(&mut p, write(1, 0));
-        let (hit, io) = run(
-            &mut p,
-            Access {
-                partial: true,
-                ..write(5, 1)
-            },
-        );
+        let (hit, io) = run(&mut p, Access { partial: true, ..write(5, 1) });
         assert!(!hit);
         assert_eq!(
             io,
-            vec![
-                Io::Evict {
-                    key: 1,
-                    dirty: true
-                },
-                Io::WriteBack { key: 1, pages: 1 },
-                Io::WriteThrough { key: 5 }
-            ]
+            vec![Io::Evict { key: 1, dirty: true }, Io::WriteBack { key: 1, pages: 1 }, Io::WriteThrough { key: 5 }]
         );
         assert_eq!((p.stats().resident, p.stats().dirty), (0, 0));
         assert!(drained(&mut p).is_empty());
@@ -459,17 +363,8 @@ mod tests {
     #[test]
     fn an_admitted_partial_write_reads_first() {
         let mut p = ModeCache::new(Stub::default(), Mode::WriteBack);
-        let (_, io) = run(
-            &mut p,
-            Access {
-                partial: true,
-                ..write(3, 0)
-            },
-        );
-        assert_eq!(
-            io,
-            vec![Io::ReadForWrite { key: 3 }, Io::CacheWrite { key: 3 }]
-        );
+        let (_, io) = run(&mut p, Access { partial: true, ..write(3, 0) });
+        assert_eq!(io, vec![Io::ReadForWrite { key: 3 }, Io::CacheWrite { key: 3 }]);
         assert_eq!(drained(&mut p), vec![Io::WriteBack { key: 3, pages: 1 }]);
     }
 }

@@ -62,11 +62,7 @@ pub fn build(text: &str, ctx: &BuildCtx) -> Result<(Box<dyn Policy>, Spec), Spec
     let info = find(&spec.name).ok_or_else(|| SpecError::UnknownPolicy {
         kind: "policy",
         name: spec.name.clone(),
-        known: POLICIES
-            .iter()
-            .map(|p| p.name)
-            .collect::<Vec<_>>()
-            .join(", "),
+        known: POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
     })?;
     let mode_given = spec.params.iter().position(|(k, _)| k == "mode");
     let mut ctx = *ctx;
@@ -83,8 +79,7 @@ pub fn build(text: &str, ctx: &BuildCtx) -> Result<(Box<dyn Policy>, Spec), Spec
     spec.bind(info.params)?;
     let policy = (info.build)(&spec, &ctx)?;
     if let Some(i) = mode_given {
-        spec.params
-            .insert(i, ("mode".into(), ctx.mode.name().into()));
+        spec.params.insert(i, ("mode".into(), ctx.mode.name().into()));
     }
     Ok((policy, spec))
 }
@@ -94,10 +89,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> BuildCtx {
-        BuildCtx {
-            capacity: 8,
-            mode: Mode::WriteBack,
-        }
+        BuildCtx { capacity: 8, mode: Mode::WriteBack }
     }
 
     #[test]
@@ -112,16 +104,10 @@ mod tests {
     #[test]
     fn errors_name_what_is_wrong() {
         let e = build("nosuch", &ctx()).err().unwrap().to_string();
-        assert!(
-            e.contains("unknown policy \"nosuch\"") && e.contains("lru"),
-            "{e}"
-        );
+        assert!(e.contains("unknown policy \"nosuch\"") && e.contains("lru"), "{e}");
         let e = build("lru(bogus=1)", &ctx()).err().unwrap().to_string();
         assert!(e.contains("no parameter \"bogus\""), "{e}");
-        let e = build("lru(mode=sideways)", &ctx())
-            .err()
-            .unwrap()
-            .to_string();
+        let e = build("lru(mode=sideways)", &ctx()).err().unwrap().to_string();
         assert!(e.contains("unknown mode"), "{e}");
         let (_, spec) = build("lru(mode=wt)", &ctx()).unwrap();
         assert_eq!(spec.canonical(), "lru(mode=write-through)");

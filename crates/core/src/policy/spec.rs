@@ -8,32 +8,13 @@ use thiserror::Error;
 #[derive(Debug, Error, PartialEq)]
 pub enum SpecError {
     #[error("malformed {kind} spec {spec:?}: {why}")]
-    Syntax {
-        kind: &'static str,
-        spec: String,
-        why: String,
-    },
+    Syntax { kind: &'static str, spec: String, why: String },
     #[error("unknown {kind} {name:?} (known: {known})")]
-    UnknownPolicy {
-        kind: &'static str,
-        name: String,
-        known: String,
-    },
+    UnknownPolicy { kind: &'static str, name: String, known: String },
     #[error("{kind} {policy} has no parameter {param:?} (its parameters: {known})")]
-    UnknownParam {
-        kind: &'static str,
-        policy: String,
-        param: String,
-        known: String,
-    },
+    UnknownParam { kind: &'static str, policy: String, param: String, known: String },
     #[error("{kind} {policy}, parameter {param}={value}: {why}")]
-    BadValue {
-        kind: &'static str,
-        policy: String,
-        param: String,
-        value: String,
-        why: String,
-    },
+    BadValue { kind: &'static str, policy: String, param: String, value: String, why: String },
 }
 
 /// A parsed spec.
@@ -66,11 +47,7 @@ fn split_top_level(s: &str) -> Vec<&str> {
 
 /// Splits a comma-separated list of specs (`lru,arc,2q(kin=25%,kout=50%)`).
 pub fn split_list(s: &str) -> Vec<String> {
-    split_top_level(s)
-        .into_iter()
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect()
+    split_top_level(s).into_iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
 }
 
 impl Spec {
@@ -82,11 +59,7 @@ impl Spec {
     /// Parses a spec of `kind` ("policy", "device"), which error messages name.
     pub fn parse_kind(text: &str, kind: &'static str) -> Result<Spec, SpecError> {
         let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let syntax = |why: &str| SpecError::Syntax {
-            kind,
-            spec: text.to_string(),
-            why: why.to_string(),
-        };
+        let syntax = |why: &str| SpecError::Syntax { kind, spec: text.to_string(), why: why.to_string() };
         let (name, rest) = match t.find('(') {
             Some(i) => (&t[..i], Some(&t[i..])),
             None => (t.as_str(), None),
@@ -94,13 +67,8 @@ impl Spec {
         if name.is_empty() {
             return Err(syntax(&format!("missing {kind} name")));
         }
-        if !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(syntax(&format!(
-                "a {kind} name has only letters, digits, '-' and '_'"
-            )));
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(syntax(&format!("a {kind} name has only letters, digits, '-' and '_'")));
         }
         let mut params = Vec::new();
         if let Some(rest) = rest {
@@ -112,9 +80,7 @@ impl Spec {
                 return Err(syntax("unbalanced parentheses"));
             }
             for part in split_top_level(inner).into_iter().filter(|p| !p.is_empty()) {
-                let (k, v) = part
-                    .split_once('=')
-                    .ok_or_else(|| syntax(&format!("{part:?} is not key=value")))?;
+                let (k, v) = part.split_once('=').ok_or_else(|| syntax(&format!("{part:?} is not key=value")))?;
                 if k.is_empty() || v.is_empty() {
                     return Err(syntax(&format!("{part:?} is not key=value")));
                 }
@@ -125,12 +91,7 @@ impl Spec {
                 params.push((k, v.to_string()));
             }
         }
-        Ok(Spec {
-            name: name.to_ascii_lowercase(),
-            params,
-            kind,
-            info: &[],
-        })
+        Ok(Spec { name: name.to_ascii_lowercase(), params, kind, info: &[] })
     }
 
     /// The canonical text: name, then the given parameters in order.
@@ -138,11 +99,7 @@ impl Spec {
         if self.params.is_empty() {
             return self.name.clone();
         }
-        let ps: Vec<String> = self
-            .params
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let ps: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{}({})", self.name, ps.join(","))
     }
 
@@ -155,11 +112,7 @@ impl Spec {
                     kind: self.kind,
                     policy: self.name.clone(),
                     param: k.clone(),
-                    known: if known.is_empty() {
-                        "none".into()
-                    } else {
-                        known.join(", ")
-                    },
+                    known: if known.is_empty() { "none".into() } else { known.join(", ") },
                 });
             }
         }
@@ -176,12 +129,7 @@ impl Spec {
             .iter()
             .find(|p| p.name == key)
             .map(|p| p.default)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{} {} reads undeclared parameter {key}",
-                    self.kind, self.name
-                )
-            })
+            .unwrap_or_else(|| panic!("{} {} reads undeclared parameter {key}", self.kind, self.name))
     }
 
     fn bad(&self, key: &str, why: impl Into<String>) -> SpecError {
@@ -206,9 +154,7 @@ impl Spec {
 
     /// A non-negative integer.
     pub fn uint(&self, key: &str) -> Result<u64, SpecError> {
-        self.raw(key)
-            .parse::<u64>()
-            .map_err(|_| self.bad(key, "expected a non-negative integer"))
+        self.raw(key).parse::<u64>().map_err(|_| self.bad(key, "expected a non-negative integer"))
     }
 
     /// A finite number.
@@ -252,32 +198,16 @@ mod tests {
     fn parses_names_and_params() {
         let s = Spec::parse("2Q( kin=25%, kout=50% )").unwrap();
         assert_eq!(s.name, "2q");
-        assert_eq!(
-            s.params,
-            vec![("kin".into(), "25%".into()), ("kout".into(), "50%".into())]
-        );
+        assert_eq!(s.params, vec![("kin".into(), "25%".into()), ("kout".into(), "50%".into())]);
         assert_eq!(s.canonical(), "2q(kin=25%,kout=50%)");
         let s = Spec::parse("abm(read=lirs,write=clc(x=1))").unwrap();
         assert_eq!(s.params[1], ("write".into(), "clc(x=1)".into()));
-        assert_eq!(
-            split_list("lru, arc,2q(kin=25%,kout=50%)"),
-            vec!["lru", "arc", "2q(kin=25%,kout=50%)"]
-        );
+        assert_eq!(split_list("lru, arc,2q(kin=25%,kout=50%)"), vec!["lru", "arc", "2q(kin=25%,kout=50%)"]);
     }
 
     #[test]
     fn rejects_malformed() {
-        for bad in [
-            "",
-            "(x=1)",
-            "lru(",
-            "lru(x)",
-            "lru(x=1",
-            "lru(x=1)y",
-            "l r u!",
-            "lru(x=1,x=2)",
-            "lru(=1)",
-        ] {
+        for bad in ["", "(x=1)", "lru(", "lru(x)", "lru(x=1", "lru(x=1)y", "l r u!", "lru(x=1,x=2)", "lru(=1)"] {
             assert!(Spec::parse(bad).is_err(), "{bad:?} should not parse");
         }
     }

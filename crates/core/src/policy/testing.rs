@@ -6,21 +6,11 @@ use super::{Access, Effects, Io, ModeCache, Policy, Replacement, NEVER};
 use crate::trace::Op;
 
 pub fn read(key: u64, seq: u64) -> Access {
-    Access {
-        time: seq,
-        key,
-        op: Op::Read,
-        partial: false,
-        seq,
-        next_use: NEVER,
-    }
+    Access { time: seq, key, op: Op::Read, partial: false, seq, next_use: NEVER }
 }
 
 pub fn write(key: u64, seq: u64) -> Access {
-    Access {
-        op: Op::Write,
-        ..read(key, seq)
-    }
+    Access { op: Op::Write, ..read(key, seq) }
 }
 
 /// Replays reads of `keys` through a replacement rule (offering every miss to
@@ -35,22 +25,12 @@ pub fn run_keys<R: Replacement>(r: &mut R, keys: &[u64]) -> Vec<bool> {
             let a = read(k, i as u64);
             evicted.clear();
             let hit = r.touch(&a, false, &mut evicted);
-            assert!(
-                !evicted.contains(&k),
-                "key {k} evicted during its own hit at access {i}"
-            );
+            assert!(!evicted.contains(&k), "key {k} evicted during its own hit at access {i}");
             let resident = hit || r.insert(&a, false, &mut evicted);
             assert!(r.len() <= r.capacity(), "capacity exceeded at access {i}");
-            assert_eq!(
-                r.contains(k),
-                resident,
-                "key {k}: residency after access {i}"
-            );
+            assert_eq!(r.contains(k), resident, "key {k}: residency after access {i}");
             for (j, e) in evicted.iter().enumerate() {
-                assert!(
-                    !r.contains(*e) && !evicted[..j].contains(e),
-                    "key {e} evicted but resident, or twice"
-                );
+                assert!(!r.contains(*e) && !evicted[..j].contains(e), "key {e} evicted but resident, or twice");
             }
             hit
         })
@@ -76,11 +56,7 @@ pub fn keys_of<T>(list: &List, arena: &Arena<T>) -> Vec<u64> {
 
 /// Random reads, writes and trims through every mode; after each access, calls
 /// `check` with the rule and the resident set the effects emitted so far imply.
-pub fn churn<R: Replacement>(
-    make: impl Fn() -> R,
-    keys: u64,
-    mut check: impl FnMut(&R, &hashbrown::HashSet<u64>),
-) {
+pub fn churn<R: Replacement>(make: impl Fn() -> R, keys: u64, mut check: impl FnMut(&R, &hashbrown::HashSet<u64>)) {
     for (_, mode, _) in MODES {
         let mode = *mode;
         let mut p = ModeCache::new(make(), mode);
@@ -97,14 +73,7 @@ pub fn churn<R: Replacement>(
                 6..=8 => Op::Write,
                 _ => Op::Trim,
             };
-            let a = Access {
-                time: i,
-                key,
-                op,
-                partial: x.is_multiple_of(7),
-                seq: i,
-                next_use: NEVER,
-            };
+            let a = Access { time: i, key, op, partial: x.is_multiple_of(7), seq: i, next_use: NEVER };
             fx.clear();
             p.access(&a, &mut fx);
             for io in &fx.io {

@@ -37,18 +37,9 @@ pub struct Layout {
 impl Layout {
     /// Lays out the pages `requests` touch. `dense` packs touched chunks; else
     /// each trace device keeps its offsets, devices one after another.
-    pub fn scan(
-        requests: &[Request],
-        unit: Unit,
-        page_bytes: u64,
-        dense: bool,
-    ) -> Result<Layout, SimError> {
+    pub fn scan(requests: &[Request], unit: Unit, page_bytes: u64, dense: bool) -> Result<Layout, SimError> {
         // Highest page end per (device, chunk) — or per device for disks.
-        let chunk = if dense {
-            CHUNK_BYTES.max(page_bytes)
-        } else {
-            u64::MAX
-        };
+        let chunk = if dense { CHUNK_BYTES.max(page_bytes) } else { u64::MAX };
         let mut ends: HashMap<(u32, u64), u64> = HashMap::new();
         for (i, r) in requests.iter().enumerate() {
             let pr = pages_of(r, unit, page_bytes, i as u64)?;
@@ -68,11 +59,7 @@ impl Layout {
             starts.insert(k, next);
             next += if dense { chunk } else { ends[&k] };
         }
-        Ok(Layout {
-            chunk,
-            starts,
-            footprint: next,
-        })
+        Ok(Layout { chunk, starts, footprint: next })
     }
 
     /// Byte offset on the model device of page `key` (of `page_bytes`).
@@ -86,9 +73,7 @@ impl Layout {
         let c = off / self.chunk;
         // Pages the scan never saw (a padding read next to a touched page) land
         // past the footprint, where the device counts them as out of range.
-        self.starts
-            .get(&(dev, c))
-            .map_or(self.footprint + off % self.chunk, |s| s + off % self.chunk)
+        self.starts.get(&(dev, c)).map_or(self.footprint + off % self.chunk, |s| s + off % self.chunk)
     }
 }
 
@@ -103,33 +88,15 @@ pub struct Backing {
 
 impl Backing {
     /// Builds the device `spec` names, sized to the pages `requests` touch.
-    pub fn new(
-        spec: &str,
-        requests: &[Request],
-        unit: Unit,
-        page_bytes: u64,
-    ) -> Result<Backing, SimError> {
+    pub fn new(spec: &str, requests: &[Request], unit: Unit, page_bytes: u64) -> Result<Backing, SimError> {
         let (_, info) = catalog::parse(spec)?;
         let layout = Layout::scan(requests, unit, page_bytes, info.dense)?;
-        let (device, canonical) = catalog::build(
-            spec,
-            &DeviceCtx {
-                footprint_bytes: layout.footprint,
-            },
-        )?;
-        Ok(Backing {
-            device,
-            spec: canonical.canonical(),
-            layout,
-            page_bytes,
-        })
+        let (device, canonical) = catalog::build(spec, &DeviceCtx { footprint_bytes: layout.footprint })?;
+        Ok(Backing { device, spec: canonical.canonical(), layout, page_bytes })
     }
 
     fn span(&self, key: u64, pages: u32) -> (u64, u64) {
-        (
-            self.layout.offset(key, self.page_bytes),
-            pages as u64 * self.page_bytes,
-        )
+        (self.layout.offset(key, self.page_bytes), pages as u64 * self.page_bytes)
     }
 
     /// Charges one effect to the device; returns its service time.
@@ -174,13 +141,7 @@ mod tests {
     use crate::trace::Op;
 
     fn req(dev: u32, addr: u64, len: u32) -> Request {
-        Request {
-            time: 0,
-            addr,
-            len,
-            dev,
-            op: Op::Write,
-        }
+        Request { time: 0, addr, len, dev, op: Op::Write }
     }
 
     #[test]
@@ -191,10 +152,7 @@ mod tests {
         let l = Layout::scan(&reqs, Unit::Bytes, pb, true).unwrap();
         assert_eq!(l.footprint, 3 * CHUNK_BYTES);
         assert_eq!(l.offset(page_key(0, 1).unwrap(), pb), 4096);
-        assert_eq!(
-            l.offset(page_key(0, (1 << 40) / pb + 1).unwrap(), pb),
-            CHUNK_BYTES + 4096
-        );
+        assert_eq!(l.offset(page_key(0, (1 << 40) / pb + 1).unwrap(), pb), CHUNK_BYTES + 4096);
         assert_eq!(l.offset(page_key(1, 0).unwrap(), pb), 2 * CHUNK_BYTES);
         // An untouched page lands past the footprint.
         assert!(l.offset(page_key(0, (100 << 20) / pb).unwrap(), pb) >= l.footprint);
@@ -203,11 +161,7 @@ mod tests {
     #[test]
     fn chunks_hold_whole_blocks_of_every_nand_preset() {
         for p in crate::device::PRESETS {
-            assert!(
-                CHUNK_BYTES.is_multiple_of(p.timing.block_bytes()),
-                "{}",
-                p.name
-            );
+            assert!(CHUNK_BYTES.is_multiple_of(p.timing.block_bytes()), "{}", p.name);
         }
     }
 

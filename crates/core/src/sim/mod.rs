@@ -69,37 +69,19 @@ impl PageRange {
 
 /// The pages request number `index` touches, with `page_bytes` pages; an error if
 /// they do not fit a page key.
-pub fn pages_of(
-    r: &Request,
-    unit: Unit,
-    page_bytes: u64,
-    index: u64,
-) -> Result<PageRange, SimError> {
-    let bad = |msg: String| SimError::Request {
-        request: index,
-        msg,
-    };
+pub fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<PageRange, SimError> {
+    let bad = |msg: String| SimError::Request { request: index, msg };
     let (first, count, head_partial, tail_partial) = match unit {
         Unit::Pages => (r.addr, r.len as u64, false, false),
         Unit::Bytes => {
-            let end = r
-                .addr
-                .checked_add(r.len as u64)
-                .ok_or_else(|| bad("offset + size overflows".into()))?;
+            let end = r.addr.checked_add(r.len as u64).ok_or_else(|| bad("offset + size overflows".into()))?;
             let first = r.addr / page_bytes;
             let last = (end - 1) / page_bytes;
             let is_write = r.op == Op::Write;
-            (
-                first,
-                last - first + 1,
-                is_write && !r.addr.is_multiple_of(page_bytes),
-                is_write && end % page_bytes != 0,
-            )
+            (first, last - first + 1, is_write && !r.addr.is_multiple_of(page_bytes), is_write && end % page_bytes != 0)
         }
     };
-    let last = first
-        .checked_add(count - 1)
-        .ok_or_else(|| bad("page range overflows".into()))?;
+    let last = first.checked_add(count - 1).ok_or_else(|| bad("page range overflows".into()))?;
     // Key traces on device 0 use their keys as they are (any u64: e.g. a page
     // stream written by `trace convert --to keys` carries device bits already).
     let raw_keys = unit == Unit::Pages && r.dev == 0;
@@ -109,13 +91,7 @@ pub fn pages_of(
             r.dev
         )));
     }
-    Ok(PageRange {
-        first,
-        count,
-        head_partial,
-        tail_partial,
-        dev: r.dev,
-    })
+    Ok(PageRange { first, count, head_partial, tail_partial, dev: r.dev })
 }
 
 /// Simulation settings.
@@ -139,15 +115,7 @@ pub struct Simulator<'p> {
 impl<'p> Simulator<'p> {
     pub fn new(policy: &'p mut dyn Policy, cfg: SimConfig) -> Self {
         assert!(cfg.page_bytes > 0);
-        Simulator {
-            policy,
-            backing: None,
-            cfg,
-            fx: Effects::new(),
-            seq: 0,
-            requests: 0,
-            counters: Counters::default(),
-        }
+        Simulator { policy, backing: None, cfg, fx: Effects::new(), seq: 0, requests: 0, counters: Counters::default() }
     }
 
     /// Charges every backing read and write (and trims) to `backing`'s device.
@@ -197,12 +165,7 @@ impl<'p> Simulator<'p> {
     }
 
     /// Replays a batch of requests. `next` holds next-use positions for offline policies.
-    pub fn replay(
-        &mut self,
-        requests: &[Request],
-        unit: Unit,
-        next: Option<&[u64]>,
-    ) -> Result<(), SimError> {
+    pub fn replay(&mut self, requests: &[Request], unit: Unit, next: Option<&[u64]>) -> Result<(), SimError> {
         for r in requests {
             self.request(r, unit, next)?;
         }
@@ -214,14 +177,7 @@ impl<'p> Simulator<'p> {
     pub fn queued(&mut self, r: &Request, unit: Unit, index: u64) -> Result<(), SimError> {
         let pr = pages_of(r, unit, self.cfg.page_bytes, index)?;
         for key in pr.keys() {
-            let a = Access {
-                time: r.time,
-                key,
-                op: r.op,
-                partial: false,
-                seq: self.seq,
-                next_use: NEVER,
-            };
+            let a = Access { time: r.time, key, op: r.op, partial: false, seq: self.seq, next_use: NEVER };
             self.policy.queued(&a);
         }
         Ok(())
@@ -230,12 +186,7 @@ impl<'p> Simulator<'p> {
     /// Serves one request: every page through the policy, the policy's I/O
     /// charged to the backing device. Returns the device time it cost (0
     /// without a backing device).
-    pub fn request(
-        &mut self,
-        r: &Request,
-        unit: Unit,
-        next: Option<&[u64]>,
-    ) -> Result<Nanos, SimError> {
+    pub fn request(&mut self, r: &Request, unit: Unit, next: Option<&[u64]>) -> Result<Nanos, SimError> {
         let mut busy = 0;
         let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
         self.requests += 1;
@@ -256,14 +207,7 @@ impl<'p> Simulator<'p> {
         for p in 0..pr.count {
             let partial = (p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial);
             let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
-            let a = Access {
-                time: r.time,
-                key: pr.key(p),
-                op: r.op,
-                partial,
-                seq: self.seq,
-                next_use,
-            };
+            let a = Access { time: r.time, key: pr.key(p), op: r.op, partial, seq: self.seq, next_use };
             self.seq += 1;
             self.fx.clear();
             self.policy.access(&a, &mut self.fx);

@@ -15,21 +15,11 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub enum TraceSource {
     /// A trace file in a format (or [`Format::Auto`]).
-    File {
-        path: PathBuf,
-        format: Format,
-        opts: ReadOptions,
-    },
+    File { path: PathBuf, format: Format, opts: ReadOptions },
     /// A synthetic workload spec (see [`crate::trace::gen`]).
     Gen(String),
     /// Requests already in memory, e.g. a file loaded once for a sweep.
-    Memory {
-        name: String,
-        format: String,
-        requests: Arc<[Request]>,
-        unit: Unit,
-        skipped: u64,
-    },
+    Memory { name: String, format: String, requests: Arc<[Request]>, unit: Unit, skipped: u64 },
 }
 
 impl TraceSource {
@@ -50,15 +40,9 @@ impl TraceSource {
                 (reader, used.name().to_string())
             }
             TraceSource::Gen(spec) => (open_gen(spec)?, "gen".to_string()),
-            TraceSource::Memory {
-                requests,
-                unit,
-                format,
-                ..
-            } => (
-                Box::new(MemoryReader::new(requests.clone(), *unit)),
-                format.clone(),
-            ),
+            TraceSource::Memory { requests, unit, format, .. } => {
+                (Box::new(MemoryReader::new(requests.clone(), *unit)), format.clone())
+            }
         })
     }
 
@@ -113,9 +97,7 @@ struct Built {
 
 fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
     if spec.page_bytes == 0 {
-        return Err(SimError::Config(
-            "page size must be greater than zero".into(),
-        ));
+        return Err(SimError::Config("page size must be greater than zero".into()));
     }
     let capacity = spec.cache_bytes / spec.page_bytes;
     if capacity == 0 {
@@ -129,35 +111,19 @@ fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
         .ok()
         .filter(|&c| c < u32::MAX as usize)
         .ok_or_else(|| SimError::Config(format!("cache of {capacity} pages is too large")))?;
-    let (policy, canonical) = build(
-        &spec.policy,
-        &BuildCtx {
-            capacity,
-            mode: spec.mode,
-        },
-    )?;
+    let (policy, canonical) = build(&spec.policy, &BuildCtx { capacity, mode: spec.mode })?;
     let mode = canonical
         .params
         .iter()
         .find(|(k, _)| k == "mode")
         .map(|(_, v)| v.clone())
         .unwrap_or_else(|| spec.mode.name().to_string());
-    Ok(Built {
-        policy,
-        spec: canonical.canonical(),
-        mode,
-        capacity,
-    })
+    Ok(Built { policy, spec: canonical.canonical(), mode, capacity })
 }
 
 /// Runs one simulation and returns its report.
 pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
-    let Built {
-        mut policy,
-        spec: canonical,
-        mode,
-        capacity,
-    } = build_policy(spec)?;
+    let Built { mut policy, spec: canonical, mode, capacity } = build_policy(spec)?;
     // A device is sized to the trace's footprint, so it needs the whole trace first.
     let loaded;
     let source = match (&spec.device, source) {
@@ -174,12 +140,7 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         _ => None,
     };
     let (mut reader, format) = source.open()?;
-    let mut sim = Simulator::new(
-        policy.as_mut(),
-        SimConfig {
-            page_bytes: spec.page_bytes,
-        },
-    );
+    let mut sim = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes });
     if let Some(b) = backing.as_mut() {
         sim = sim.with_backing(b);
     }

@@ -4,21 +4,13 @@ use crate::policy::{build, Mode};
 use crate::trace::{MemoryReader, Request};
 
 fn req(op: Op, addr: u64, len: u32) -> Request {
-    Request {
-        time: 0,
-        addr,
-        len,
-        dev: 0,
-        op,
-    }
+    Request { time: 0, addr, len, dev: 0, op }
 }
 
 fn sim(policy: &str, mode: Mode, capacity: usize, reqs: Vec<Request>) -> Counters {
     let (mut p, _) = build(policy, &BuildCtx { capacity, mode }).unwrap();
     let mut rd = MemoryReader::new(reqs.into(), Unit::Bytes);
-    Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 })
-        .run(&mut rd)
-        .unwrap()
+    Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap()
 }
 
 #[test]
@@ -46,12 +38,7 @@ fn paper_003_classification_on_a_hand_built_sequence() {
         ],
     );
     assert_eq!(
-        (
-            c.read_replace_dirty,
-            c.read_overwrite_clean,
-            c.write_replace_dirty,
-            c.write_overwrite_clean
-        ),
+        (c.read_replace_dirty, c.read_overwrite_clean, c.write_replace_dirty, c.write_overwrite_clean),
         (2, 1, 1, 2)
     );
     assert_eq!(c.hits, 1);
@@ -62,12 +49,7 @@ fn paper_003_classification_on_a_hand_built_sequence() {
 
 #[test]
 fn partial_write_miss_reads_the_old_page_first() {
-    let c = sim(
-        "lru",
-        Mode::WriteBack,
-        8,
-        vec![req(Op::Write, 512, 1024), req(Op::Write, 4096, 4096)],
-    );
+    let c = sim("lru", Mode::WriteBack, 8, vec![req(Op::Write, 512, 1024), req(Op::Write, 4096, 4096)]);
     assert_eq!((c.read_for_write, c.backing_reads), (1, 1));
     assert_eq!(c.drain_writes, 2);
     // write-around never caches the write, so it needs no old contents
@@ -77,27 +59,14 @@ fn partial_write_miss_reads_the_old_page_first() {
 
 #[test]
 fn modes_differ_as_documented() {
-    let reqs = vec![
-        req(Op::Read, 0, 4096),
-        req(Op::Write, 0, 4096),
-        req(Op::Read, 0, 4096),
-        req(Op::Write, 4096, 4096),
-    ];
+    let reqs = vec![req(Op::Read, 0, 4096), req(Op::Write, 0, 4096), req(Op::Read, 0, 4096), req(Op::Write, 4096, 4096)];
     let wb = sim("lru", Mode::WriteBack, 8, reqs.clone());
     assert_eq!((wb.hits, wb.backing_writes, wb.drain_writes), (2, 0, 2));
     let wt = sim("lru", Mode::WriteThrough, 8, reqs.clone());
     assert_eq!((wt.hits, wt.backing_writes, wt.drain_writes), (2, 2, 0));
     let ro = sim("lru", Mode::ReadOnly, 8, reqs.clone());
     // the write invalidates page 0, so the second read misses
-    assert_eq!(
-        (
-            ro.hits,
-            ro.backing_reads,
-            ro.backing_writes,
-            ro.invalidations
-        ),
-        (1, 2, 2, 1)
-    );
+    assert_eq!((ro.hits, ro.backing_reads, ro.backing_writes, ro.invalidations), (1, 2, 2, 1));
     let wo = sim("lru", Mode::WriteOnly, 8, reqs.clone());
     // the first read is not inserted, the write is; the second read hits the written page
     assert_eq!((wo.hits, wo.backing_reads, wo.drain_writes), (1, 1, 2));
@@ -117,38 +86,16 @@ fn devices_are_separate_address_spaces() {
 
 #[test]
 fn trim_drops_dirty_pages_without_write_back() {
-    let c = sim(
-        "lru",
-        Mode::WriteBack,
-        8,
-        vec![req(Op::Write, 0, 8192), req(Op::Trim, 0, 4096)],
-    );
-    assert_eq!(
-        (
-            c.invalidations,
-            c.dirty_discarded,
-            c.drain_writes,
-            c.trim_pages
-        ),
-        (1, 1, 1, 1)
-    );
+    let c = sim("lru", Mode::WriteBack, 8, vec![req(Op::Write, 0, 8192), req(Op::Trim, 0, 4096)]);
+    assert_eq!((c.invalidations, c.dirty_discarded, c.drain_writes, c.trim_pages), (1, 1, 1, 1));
     assert_eq!(c.pages, 2, "trims are not page accesses for hit ratio");
 }
 
 #[test]
 fn huge_offsets_are_an_error_not_a_wrong_number() {
-    let (mut p, _) = build(
-        "lru",
-        &BuildCtx {
-            capacity: 8,
-            mode: Mode::WriteBack,
-        },
-    )
-    .unwrap();
+    let (mut p, _) = build("lru", &BuildCtx { capacity: 8, mode: Mode::WriteBack }).unwrap();
     let mut rd = MemoryReader::new(vec![req(Op::Read, u64::MAX - 10, 4096)].into(), Unit::Bytes);
-    let e = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 })
-        .run(&mut rd)
-        .unwrap_err();
+    let e = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap_err();
     assert!(e.to_string().contains("request 0"), "{e}");
 }
 
@@ -157,28 +104,10 @@ fn key_traces_on_device_zero_take_any_key() {
     // a page stream from `trace convert --to keys` carries device bits in its keys
     let big = (5u64 << PAGE_BITS) | 7;
     for policy in ["lru", "belady"] {
-        let (mut p, _) = build(
-            policy,
-            &BuildCtx {
-                capacity: 8,
-                mode: Mode::WriteBack,
-            },
-        )
-        .unwrap();
-        let reqs = vec![
-            Request {
-                time: 0,
-                addr: big,
-                len: 1,
-                dev: 0,
-                op: Op::Read
-            };
-            2
-        ];
+        let (mut p, _) = build(policy, &BuildCtx { capacity: 8, mode: Mode::WriteBack }).unwrap();
+        let reqs = vec![Request { time: 0, addr: big, len: 1, dev: 0, op: Op::Read }; 2];
         let mut rd = MemoryReader::new(reqs.into(), Unit::Pages);
-        let c = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 })
-            .run(&mut rd)
-            .unwrap();
+        let c = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap();
         assert_eq!((c.pages, c.hits), (2, 1), "{policy}");
     }
 }

@@ -24,10 +24,7 @@ pub struct BinaryReader {
 }
 
 fn io(path: &Path, e: std::io::Error) -> TraceError {
-    TraceError::Io {
-        path: path.to_path_buf(),
-        error: e,
-    }
+    TraceError::Io { path: path.to_path_buf(), error: e }
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -48,27 +45,16 @@ impl BinaryReader {
     pub fn new(mut src: Box<dyn BufRead + Send>, path: &Path) -> Result<Self, TraceError> {
         let mut header = [0u8; HEADER];
         let got = read_full(&mut src, &mut header).map_err(|e| io(path, e))?;
-        let bad = |msg: &str| TraceError::Format {
-            path: path.to_path_buf(),
-            msg: msg.to_string(),
-        };
+        let bad = |msg: &str| TraceError::Format { path: path.to_path_buf(), msg: msg.to_string() };
         if got < HEADER || &header[..8] != MAGIC {
-            return Err(bad(
-                "not an ssdcache binary trace (bad magic or short header)",
-            ));
+            return Err(bad("not an ssdcache binary trace (bad magic or short header)"));
         }
         let unit = match header[8] {
             0 => Unit::Bytes,
             1 => Unit::Pages,
             u => return Err(bad(&format!("unknown unit byte {u} in header"))),
         };
-        Ok(BinaryReader {
-            src,
-            path: path.to_path_buf(),
-            unit,
-            buf: Vec::new(),
-            record: 0,
-        })
+        Ok(BinaryReader { src, path: path.to_path_buf(), unit, buf: Vec::new(), record: 0 })
     }
 
     fn decode(&self, rec: &[u8]) -> Result<Request, TraceError> {
@@ -89,20 +75,11 @@ impl BinaryReader {
         if dev as u64 >= crate::sim::MAX_DEVICES {
             return Err(self.bad_record(&format!("device {dev} out of range")));
         }
-        Ok(Request {
-            time: u64_at(0),
-            addr: u64_at(8),
-            len,
-            dev,
-            op,
-        })
+        Ok(Request { time: u64_at(0), addr: u64_at(8), len, dev, op })
     }
 
     fn bad_record(&self, msg: &str) -> TraceError {
-        TraceError::Format {
-            path: self.path.clone(),
-            msg: format!("record {}: {msg}", self.record),
-        }
+        TraceError::Format { path: self.path.clone(), msg: format!("record {}: {msg}", self.record) }
     }
 }
 
@@ -114,10 +91,7 @@ impl TraceReader for BinaryReader {
         let got = read_full(&mut self.src, &mut buf).map_err(|e| io(&self.path, e));
         let result = got.and_then(|got| {
             if got % RECORD != 0 {
-                return Err(self.bad_record(&format!(
-                    "file ends inside a record ({} stray bytes)",
-                    got % RECORD
-                )));
+                return Err(self.bad_record(&format!("file ends inside a record ({} stray bytes)", got % RECORD)));
             }
             for rec in buf[..got].chunks_exact(RECORD) {
                 out.push(self.decode(rec)?);
@@ -177,46 +151,23 @@ mod tests {
     #[test]
     fn roundtrip() {
         let reqs = vec![
-            Request {
-                time: 5,
-                addr: 4096,
-                len: 8192,
-                dev: 3,
-                op: Op::Write,
-            },
-            Request {
-                time: 9,
-                addr: 0,
-                len: 512,
-                dev: 0,
-                op: Op::Read,
-            },
-            Request {
-                time: 10,
-                addr: 1 << 40,
-                len: 1,
-                dev: (1 << 20) - 1,
-                op: Op::Trim,
-            },
+            Request { time: 5, addr: 4096, len: 8192, dev: 3, op: Op::Write },
+            Request { time: 9, addr: 0, len: 512, dev: 0, op: Op::Read },
+            Request { time: 10, addr: 1 << 40, len: 1, dev: (1 << 20) - 1, op: Op::Trim },
         ];
         let mut w = BinaryWriter::new(Vec::new(), Unit::Bytes).unwrap();
         for r in &reqs {
             w.write(r).unwrap();
         }
         let bytes = w.finish().unwrap();
-        let mut rd = BinaryReader::new(
-            Box::new(std::io::Cursor::new(bytes.clone())),
-            Path::new("t"),
-        )
-        .unwrap();
+        let mut rd = BinaryReader::new(Box::new(std::io::Cursor::new(bytes.clone())), Path::new("t")).unwrap();
         let mut out = Vec::new();
         assert_eq!(rd.read_batch(&mut out, 100).unwrap(), 3);
         assert_eq!(out, reqs);
         assert_eq!(rd.read_batch(&mut out, 100).unwrap(), 0);
         // a torn last record is an error that says where
         let torn = bytes[..bytes.len() - 3].to_vec();
-        let mut rd =
-            BinaryReader::new(Box::new(std::io::Cursor::new(torn)), Path::new("t")).unwrap();
+        let mut rd = BinaryReader::new(Box::new(std::io::Cursor::new(torn)), Path::new("t")).unwrap();
         let e = rd.read_batch(&mut out, 100).unwrap_err().to_string();
         assert!(e.contains("ends inside a record"), "{e}");
     }

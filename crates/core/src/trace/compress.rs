@@ -35,20 +35,14 @@ impl Compression {
 const BUF: usize = 1 << 18;
 
 fn io_err(path: &Path, source: std::io::Error) -> TraceError {
-    TraceError::Io {
-        path: path.to_path_buf(),
-        error: source,
-    }
+    TraceError::Io { path: path.to_path_buf(), error: source }
 }
 
 /// Opens `path` and returns a buffered reader over its decompressed bytes.
 pub fn open_decompressed(path: &Path) -> Result<Box<dyn BufRead + Send>, TraceError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(TraceError::Format {
-            path: path.to_path_buf(),
-            msg: "is a directory, not a trace file".into(),
-        });
+        return Err(TraceError::Format { path: path.to_path_buf(), msg: "is a directory, not a trace file".into() });
     }
     let mut raw = BufReader::with_capacity(BUF, file);
     let head = raw.fill_buf().map_err(|e| io_err(path, e))?.to_vec();
@@ -57,9 +51,7 @@ pub fn open_decompressed(path: &Path) -> Result<Box<dyn BufRead + Send>, TraceEr
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
         Compression::Xz => Box::new(xz2::bufread::XzDecoder::new_multi_decoder(raw)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(raw)),
-        Compression::Zstd => {
-            Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| io_err(path, e))?)
-        }
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| io_err(path, e))?),
     };
     Ok(Box::new(BufReader::with_capacity(BUF, inner)))
 }
@@ -68,10 +60,7 @@ pub fn open_decompressed(path: &Path) -> Result<Box<dyn BufRead + Send>, TraceEr
 pub fn peek(path: &Path, n: usize) -> Result<Vec<u8>, TraceError> {
     let reader = open_decompressed(path)?;
     let mut head = Vec::with_capacity(n);
-    reader
-        .take(n as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| io_err(path, e))?;
+    reader.take(n as u64).read_to_end(&mut head).map_err(|e| io_err(path, e))?;
     Ok(head)
 }
 
@@ -81,14 +70,10 @@ mod tests {
     use std::io::Write;
 
     fn roundtrip(name: &str, bytes: Vec<u8>) {
-        let dir =
-            std::env::temp_dir().join(format!("ssdcache-compress-{}-{name}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("ssdcache-compress-{}-{name}", std::process::id()));
         std::fs::write(&dir, bytes).unwrap();
         let mut out = String::new();
-        open_decompressed(&dir)
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
+        open_decompressed(&dir).unwrap().read_to_string(&mut out).unwrap();
         std::fs::remove_file(&dir).unwrap();
         assert_eq!(out, "hello\nworld\n", "{name}");
     }

@@ -67,11 +67,7 @@ pub fn analyze(reader: &mut dyn TraceReader, page_bytes: u64) -> Result<TraceInf
     assert!(page_bytes > 0, "page size must be positive");
     let unit = reader.unit();
     let mut info = TraceInfo {
-        unit: if unit == Unit::Pages {
-            "pages"
-        } else {
-            "bytes"
-        },
+        unit: if unit == Unit::Pages { "pages" } else { "bytes" },
         page_bytes,
         requests: 0,
         reads: 0,
@@ -102,11 +98,7 @@ pub fn analyze(reader: &mut dyn TraceReader, page_bytes: u64) -> Result<TraceInf
             info.last_time = Some(r.time);
             let len = r.len as u64;
             buckets[(63 - len.max(1).leading_zeros()) as usize] += 1;
-            let bytes = if unit == Unit::Pages {
-                len.saturating_mul(page_bytes)
-            } else {
-                len
-            };
+            let bytes = if unit == Unit::Pages { len.saturating_mul(page_bytes) } else { len };
             match r.op {
                 Op::Read => {
                     info.reads += 1;
@@ -161,11 +153,7 @@ pub fn analyze(reader: &mut dyn TraceReader, page_bytes: u64) -> Result<TraceInf
     info.devices = devices.into_values().collect();
     info.sizes = (0..33)
         .filter(|&i| buckets[i] > 0)
-        .map(|i| SizeBucket {
-            min: 1 << i,
-            max: (2 << i) - 1,
-            count: buckets[i],
-        })
+        .map(|i| SizeBucket { min: 1 << i, max: (2 << i) - 1, count: buckets[i] })
         .collect();
     if let (Some(first), Some(last)) = (info.first_time, info.last_time) {
         info.duration_ns = last.saturating_sub(first);
@@ -239,25 +227,14 @@ impl TraceInfo {
 impl fmt::Display for TraceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.requests;
-        writeln!(
-            f,
-            "unit             {} (page size {})",
-            self.unit,
-            human_bytes(self.page_bytes)
-        )?;
+        writeln!(f, "unit             {} (page size {})", self.unit, human_bytes(self.page_bytes))?;
         writeln!(f, "requests         {:>14}", thousands(n))?;
         for (name, count, bytes) in [
             ("reads", self.reads, self.bytes_read),
             ("writes", self.writes, self.bytes_written),
             ("trims", self.trims, self.bytes_trimmed),
         ] {
-            writeln!(
-                f,
-                "  {name:<14} {:>14} {:>6.2}%  {:>10}",
-                thousands(count),
-                pct(count, n),
-                human_bytes(bytes)
-            )?;
+            writeln!(f, "  {name:<14} {:>14} {:>6.2}%  {:>10}", thousands(count), pct(count, n), human_bytes(bytes))?;
         }
         writeln!(
             f,
@@ -308,12 +285,7 @@ impl fmt::Display for TraceInfo {
             } else {
                 format!("{}..<{}", self.amount(b.min), self.amount(b.max + 1))
             };
-            writeln!(
-                f,
-                "  {range:<28} {:>14} {:>6.2}%",
-                thousands(b.count),
-                pct(b.count, n)
-            )?;
+            writeln!(f, "  {range:<28} {:>14} {:>6.2}%", thousands(b.count), pct(b.count, n))?;
         }
         Ok(())
     }
@@ -325,13 +297,7 @@ mod tests {
     use crate::trace::{MemoryReader, Request};
 
     fn req(time: Nanos, op: Op, dev: u32, addr: u64, len: u32) -> Request {
-        Request {
-            time,
-            addr,
-            len,
-            dev,
-            op,
-        }
+        Request { time, addr, len, dev, op }
     }
 
     fn info(reqs: Vec<Request>, unit: Unit, page: u64) -> TraceInfo {
@@ -352,141 +318,63 @@ mod tests {
             4096,
         );
         assert_eq!((t.requests, t.reads, t.writes, t.trims), (5, 2, 2, 1));
-        assert_eq!(
-            (t.bytes_read, t.bytes_written, t.bytes_trimmed),
-            (4096 + 512, 4096 + 65536, 1 << 20)
-        );
+        assert_eq!((t.bytes_read, t.bytes_written, t.bytes_trimmed), (4096 + 512, 4096 + 65536, 1 << 20));
         assert_eq!(t.footprint_pages, 2 + 1 + 16);
         assert_eq!(t.footprint_bytes, 19 * 4096);
         assert_eq!(t.distinct_keys, None);
         assert_eq!(t.devices.len(), 2);
         assert_eq!(
             t.devices[0],
-            DeviceInfo {
-                dev: 0,
-                requests: 4,
-                min_addr: 0,
-                end_addr: (1 << 30) + (1 << 20),
-                footprint_pages: 18
-            }
+            DeviceInfo { dev: 0, requests: 4, min_addr: 0, end_addr: (1 << 30) + (1 << 20), footprint_pages: 18 }
         );
-        assert_eq!(
-            t.devices[1],
-            DeviceInfo {
-                dev: 1,
-                requests: 1,
-                min_addr: 0,
-                end_addr: 512,
-                footprint_pages: 1
-            }
-        );
+        assert_eq!(t.devices[1], DeviceInfo { dev: 1, requests: 1, min_addr: 0, end_addr: 512, footprint_pages: 1 });
         assert_eq!(
             t.sizes,
             vec![
-                SizeBucket {
-                    min: 512,
-                    max: 1023,
-                    count: 1
-                },
-                SizeBucket {
-                    min: 4096,
-                    max: 8191,
-                    count: 2
-                },
-                SizeBucket {
-                    min: 65536,
-                    max: 131071,
-                    count: 1
-                },
-                SizeBucket {
-                    min: 1 << 20,
-                    max: (2 << 20) - 1,
-                    count: 1
-                },
+                SizeBucket { min: 512, max: 1023, count: 1 },
+                SizeBucket { min: 4096, max: 8191, count: 2 },
+                SizeBucket { min: 65536, max: 131071, count: 1 },
+                SizeBucket { min: 1 << 20, max: (2 << 20) - 1, count: 1 },
             ]
         );
-        assert_eq!(
-            (t.first_time, t.last_time, t.duration_ns),
-            (Some(1_000), Some(7_000), 6_000)
-        );
+        assert_eq!((t.first_time, t.last_time, t.duration_ns), (Some(1_000), Some(7_000), 6_000));
         assert_eq!(t.mean_interarrival_ns, Some(1_500.0));
         // a larger page: fewer, bigger pages
-        let t = info(
-            vec![
-                req(0, Op::Read, 0, 0, 4096),
-                req(0, Op::Read, 0, 8192, 4096),
-            ],
-            Unit::Bytes,
-            16384,
-        );
+        let t = info(vec![req(0, Op::Read, 0, 0, 4096), req(0, Op::Read, 0, 8192, 4096)], Unit::Bytes, 16384);
         assert_eq!((t.footprint_pages, t.footprint_bytes), (1, 16384));
     }
 
     #[test]
     fn key_trace() {
-        let reqs = [3u64, 1, 3, 7, 1, 3]
-            .iter()
-            .enumerate()
-            .map(|(i, &k)| req(i as u64, Op::Read, 0, k, 1))
-            .collect();
+        let reqs = [3u64, 1, 3, 7, 1, 3].iter().enumerate().map(|(i, &k)| req(i as u64, Op::Read, 0, k, 1)).collect();
         let t = info(reqs, Unit::Pages, 4096);
         assert_eq!(t.unit, "pages");
         assert_eq!(t.distinct_keys, Some(3));
         assert_eq!(t.bytes_read, 6 * 4096);
-        assert_eq!(
-            t.sizes,
-            vec![SizeBucket {
-                min: 1,
-                max: 1,
-                count: 6
-            }]
-        );
+        assert_eq!(t.sizes, vec![SizeBucket { min: 1, max: 1, count: 6 }]);
         assert_eq!((t.devices[0].min_addr, t.devices[0].end_addr), (1, 8));
         let text = t.to_string();
-        assert!(
-            text.contains("distinct keys") && text.contains("1 page "),
-            "{text}"
-        );
+        assert!(text.contains("distinct keys") && text.contains("1 page "), "{text}");
     }
 
     #[test]
     fn empty_and_odd_traces() {
         let t = info(vec![], Unit::Bytes, 4096);
-        assert_eq!(
-            (t.requests, t.footprint_pages, t.mean_interarrival_ns),
-            (0, 0, None)
-        );
+        assert_eq!((t.requests, t.footprint_pages, t.mean_interarrival_ns), (0, 0, None));
         assert!(t.to_string().contains("empty trace"));
         // an address beyond what a page key holds is counted, not a crash
-        let t = info(
-            vec![req(0, Op::Write, 0, u64::MAX - 10, 4096)],
-            Unit::Bytes,
-            4096,
-        );
+        let t = info(vec![req(0, Op::Write, 0, u64::MAX - 10, 4096)], Unit::Bytes, 4096);
         assert_eq!((t.unaddressable, t.footprint_pages), (1, 0));
     }
 
     #[test]
     fn renders_a_table_and_json() {
-        let t = info(
-            vec![
-                req(0, Op::Read, 0, 0, 4096),
-                req(1_000_000, Op::Write, 2, 1 << 20, 8192),
-            ],
-            Unit::Bytes,
-            4096,
-        );
+        let t =
+            info(vec![req(0, Op::Read, 0, 0, 4096), req(1_000_000, Op::Write, 2, 1 << 20, 8192)], Unit::Bytes, 4096);
         let text = t.to_string();
-        for want in [
-            "requests",
-            "reads",
-            "50.00%",
-            "footprint",
-            "devices",
-            "dev 2",
-            "duration 1.00 ms",
-            "4.0 KiB..<8.0 KiB",
-        ] {
+        for want in
+            ["requests", "reads", "50.00%", "footprint", "devices", "dev 2", "duration 1.00 ms", "4.0 KiB..<8.0 KiB"]
+        {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }
         let json = serde_json::to_value(&t).unwrap();

@@ -71,17 +71,9 @@ pub struct ReadOptions {
 pub enum TraceError {
     // (`error`, not `source`: the message already carries it, and error chains would print it twice)
     #[error("{path}: {error}")]
-    Io {
-        path: PathBuf,
-        error: std::io::Error,
-    },
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path}:{line}: field {field}: {msg}")]
-    Parse {
-        path: PathBuf,
-        line: u64,
-        field: &'static str,
-        msg: String,
-    },
+    Parse { path: PathBuf, line: u64, field: &'static str, msg: String },
     #[error("{path}: {msg}")]
     Format { path: PathBuf, msg: String },
 }
@@ -95,10 +87,7 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: &'static str, msg: impl Into<String>) -> Self {
-        FieldError {
-            field,
-            msg: msg.into(),
-        }
+        FieldError { field, msg: msg.into() }
     }
 }
 
@@ -177,11 +166,7 @@ pub struct MemoryReader {
 
 impl MemoryReader {
     pub fn new(requests: std::sync::Arc<[Request]>, unit: Unit) -> Self {
-        MemoryReader {
-            requests,
-            pos: 0,
-            unit,
-        }
+        MemoryReader { requests, pos: 0, unit }
     }
 }
 

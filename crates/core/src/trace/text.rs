@@ -46,12 +46,7 @@ impl<F: LineFormat> TextReader<F> {
     }
 
     fn parse_error(&self, e: FieldError) -> TraceError {
-        TraceError::Parse {
-            path: self.path.clone(),
-            line: self.line_no,
-            field: e.field,
-            msg: e.msg,
-        }
+        TraceError::Parse { path: self.path.clone(), line: self.line_no, field: e.field, msg: e.msg }
     }
 
     /// Reads the next line into `self.line`; false at end of input.
@@ -60,19 +55,13 @@ impl<F: LineFormat> TextReader<F> {
         let n = (&mut self.src)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut self.line)
-            .map_err(|e| TraceError::Io {
-                path: self.path.clone(),
-                error: e,
-            })?;
+            .map_err(|e| TraceError::Io { path: self.path.clone(), error: e })?;
         if n == 0 {
             return Ok(false);
         }
         self.line_no += 1;
         if self.line.len() > MAX_LINE && self.line.last() != Some(&b'\n') {
-            return Err(self.parse_error(FieldError::new(
-                "line",
-                format!("longer than {MAX_LINE} bytes"),
-            )));
+            return Err(self.parse_error(FieldError::new("line", format!("longer than {MAX_LINE} bytes"))));
         }
         while matches!(self.line.last(), Some(b'\n' | b'\r')) {
             self.line.pop();
@@ -118,8 +107,7 @@ impl<F: LineFormat> TraceReader for TextReader<F> {
 /// Parses an unsigned integer field.
 pub fn u64_field(field: &'static str, s: Option<&str>) -> Result<u64, FieldError> {
     let s = s.ok_or_else(|| FieldError::new(field, "missing"))?.trim();
-    s.parse::<u64>()
-        .map_err(|_| FieldError::new(field, format!("{s:?} is not a non-negative integer")))
+    s.parse::<u64>().map_err(|_| FieldError::new(field, format!("{s:?} is not a non-negative integer")))
 }
 
 /// Parses a non-negative decimal number field (timestamps in seconds or milliseconds).
@@ -127,10 +115,7 @@ pub fn f64_field(field: &'static str, s: Option<&str>) -> Result<f64, FieldError
     let s = s.ok_or_else(|| FieldError::new(field, "missing"))?.trim();
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(FieldError::new(
-            field,
-            format!("{s:?} is not a non-negative number"),
-        )),
+        _ => Err(FieldError::new(field, format!("{s:?} is not a non-negative number"))),
     }
 }
 
@@ -149,18 +134,13 @@ pub fn size_field(field: &'static str, size: u64) -> Result<u32, FieldError> {
     match u32::try_from(size) {
         Ok(0) => Err(FieldError::new(field, "size is zero")),
         Ok(n) => Ok(n),
-        Err(_) => Err(FieldError::new(
-            field,
-            format!("size {size} is larger than 4 GiB"),
-        )),
+        Err(_) => Err(FieldError::new(field, format!("size {size} is larger than 4 GiB"))),
     }
 }
 
 /// Multiplies a sector count or LBA by the sector size, rejecting overflow.
 pub fn mul_field(field: &'static str, value: u64, by: u64) -> Result<u64, FieldError> {
-    value
-        .checked_mul(by)
-        .ok_or_else(|| FieldError::new(field, format!("{value} overflows")))
+    value.checked_mul(by).ok_or_else(|| FieldError::new(field, format!("{value} overflows")))
 }
 
 /// Checks a device number fits the 20 bits a page key gives it.
@@ -168,12 +148,6 @@ pub fn dev_field(field: &'static str, dev: u64) -> Result<u32, FieldError> {
     if dev < crate::sim::MAX_DEVICES {
         Ok(dev as u32)
     } else {
-        Err(FieldError::new(
-            field,
-            format!(
-                "device {dev} is out of range (at most {})",
-                crate::sim::MAX_DEVICES - 1
-            ),
-        ))
+        Err(FieldError::new(field, format!("device {dev} is out of range (at most {})", crate::sim::MAX_DEVICES - 1)))
     }
 }

@@ -123,9 +123,8 @@ impl Arc {
     #[inline]
     fn replace(&mut self, hit_in_b2: bool, evicted: &mut Vec<u64>) {
         let t1_units = self.t1.len() as f64 * self.unit;
-        let from_t1 = (!self.t1.is_empty()
-            && (t1_units > self.p || (t1_units == self.p && hit_in_b2)))
-            || self.t2.is_empty();
+        let from_t1 =
+            (!self.t1.is_empty() && (t1_units > self.p || (t1_units == self.p && hit_in_b2))) || self.t2.is_empty();
         let idx = if from_t1 {
             let idx = self.t1.pop_back(&mut self.arena).expect("T1 is not empty");
             self.b1.push_front(&mut self.arena, idx);
@@ -143,11 +142,7 @@ impl Arc {
     /// Drops the LRU key of a ghost list.
     #[inline]
     fn drop_ghost(&mut self, which: u8) {
-        let list = if which == B1 {
-            &mut self.b1
-        } else {
-            &mut self.b2
-        };
+        let list = if which == B1 { &mut self.b1 } else { &mut self.b2 };
         if let Some(idx) = list.pop_back(&mut self.arena) {
             self.arena.remove(idx);
         }
@@ -162,10 +157,7 @@ impl Arc {
                 self.drop_ghost(B1);
                 self.replace(false, evicted);
             } else {
-                let idx = self
-                    .t1
-                    .pop_back(&mut self.arena)
-                    .expect("T1 holds the whole cache");
+                let idx = self.t1.pop_back(&mut self.arena).expect("T1 holds the whole cache");
                 evicted.push(self.arena.remove(idx));
             }
         } else {
@@ -178,12 +170,7 @@ impl Arc {
 
     #[cfg(test)]
     fn lists(&self) -> [Vec<u64>; 4] {
-        [
-            self.t1.keys(&self.arena),
-            self.t2.keys(&self.arena),
-            self.b1.keys(&self.arena),
-            self.b2.keys(&self.arena),
-        ]
+        [self.t1.keys(&self.arena), self.t2.keys(&self.arena), self.b1.keys(&self.arena), self.b2.keys(&self.arena)]
     }
 }
 
@@ -191,9 +178,7 @@ impl Replacement for Arc {
     #[inline]
     fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         self.settle();
-        let Some(idx) = self.arena.find(a.key) else {
-            return false;
-        };
+        let Some(idx) = self.arena.find(a.key) else { return false };
         match self.tag[idx as usize] {
             T1 => {
                 self.t1.unlink(&mut self.arena, idx);
@@ -257,9 +242,7 @@ impl Replacement for Arc {
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         self.settle();
-        let Some(idx) = self.arena.find(key) else {
-            return false;
-        };
+        let Some(idx) = self.arena.find(key) else { return false };
         let tag = self.tag[idx as usize];
         match tag {
             T1 => self.t1.unlink(&mut self.arena, idx),
@@ -273,9 +256,7 @@ impl Replacement for Arc {
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena
-            .find(key)
-            .is_some_and(|idx| self.tag[idx as usize] <= T2)
+        self.arena.find(key).is_some_and(|idx| self.tag[idx as usize] <= T2)
     }
     fn len(&self) -> usize {
         self.t1.len() + self.t2.len()
@@ -293,10 +274,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         "libcachesim" => LCS_PAGE,
         _ => 1,
     };
-    Ok(Box::new(ModeCache::new(
-        Arc::new(ctx.capacity, unit),
-        ctx.mode,
-    )))
+    Ok(Box::new(ModeCache::new(Arc::new(ctx.capacity, unit), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -464,18 +442,9 @@ mod tests {
 
     #[test]
     fn variant_parameter() {
-        let ctx = BuildCtx {
-            capacity: 8,
-            mode: Mode::WriteBack,
-        };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
         assert!(build_spec("arc(variant=paper)", &ctx).is_ok());
-        assert!(matches!(
-            build_spec("arc(variant=v0)", &ctx),
-            Err(SpecError::BadValue { .. })
-        ));
-        assert!(matches!(
-            build_spec("arc(p=3)", &ctx),
-            Err(SpecError::UnknownParam { .. })
-        ));
+        assert!(matches!(build_spec("arc(variant=v0)", &ctx), Err(SpecError::BadValue { .. })));
+        assert!(matches!(build_spec("arc(p=3)", &ctx), Err(SpecError::UnknownParam { .. })));
     }
 }

@@ -57,9 +57,7 @@ impl Belady {
     #[inline]
     fn find(&self, key: u64) -> Option<u32> {
         let slots = &self.slots;
-        self.index
-            .find(self.hasher.hash_one(key), |&s| slots[s as usize].key == key)
-            .copied()
+        self.index.find(self.hasher.hash_one(key), |&s| slots[s as usize].key == key).copied()
     }
 
     #[inline]
@@ -67,8 +65,7 @@ impl Belady {
         let slots = &self.slots;
         let hasher = &self.hasher;
         let hash = hasher.hash_one(slots[slot as usize].key);
-        self.index
-            .insert_unique(hash, slot, |&s| hasher.hash_one(slots[s as usize].key));
+        self.index.insert_unique(hash, slot, |&s| hasher.hash_one(slots[s as usize].key));
     }
 
     #[inline]
@@ -115,11 +112,7 @@ impl Belady {
                 break;
             }
             let right = left + 1;
-            let child = if right < n && self.next_at(right) > self.next_at(left) {
-                right
-            } else {
-                left
-            };
+            let child = if right < n && self.next_at(right) > self.next_at(left) { right } else { left };
             if self.next_at(child) <= next {
                 break;
             }
@@ -170,10 +163,7 @@ impl Replacement for Belady {
 
     #[inline]
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
-        let entry = Slot {
-            key: a.key,
-            next: a.next_use,
-        };
+        let entry = Slot { key: a.key, next: a.next_use };
         if self.heap.len() >= self.capacity {
             // The farthest page leaves; the new page takes over its slot and heap place.
             let slot = self.heap[0];
@@ -230,10 +220,7 @@ impl Replacement for Belady {
 }
 
 fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(Box::new(ModeCache::new(
-        Belady::new(ctx.capacity),
-        ctx.mode,
-    )))
+    Ok(Box::new(ModeCache::new(Belady::new(ctx.capacity), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -252,18 +239,13 @@ mod tests {
     fn run(b: &mut Belady, keys: &[u64]) -> Vec<bool> {
         let mut next = vec![NEVER; keys.len()];
         for i in 0..keys.len() {
-            next[i] = (i + 1..keys.len())
-                .find(|&j| keys[j] == keys[i])
-                .map_or(NEVER, |j| j as u64);
+            next[i] = (i + 1..keys.len()).find(|&j| keys[j] == keys[i]).map_or(NEVER, |j| j as u64);
         }
         let mut evicted = Vec::new();
         keys.iter()
             .enumerate()
             .map(|(i, &k)| {
-                let a = Access {
-                    next_use: next[i],
-                    ..read(k, i as u64)
-                };
+                let a = Access { next_use: next[i], ..read(k, i as u64) };
                 let hit = b.touch(&a, false, &mut evicted);
                 if !hit {
                     b.insert(&a, false, &mut evicted);
@@ -283,10 +265,7 @@ mod tests {
         // and 5 are never used again; one of them leaves. 3 misses.
         let keys = [1, 2, 3, 4, 1, 2, 5, 1, 2, 4, 3];
         let hits = run(&mut b, &keys);
-        assert_eq!(
-            hits,
-            vec![false, false, false, false, true, true, false, true, true, false, false]
-        );
+        assert_eq!(hits, vec![false, false, false, false, true, true, false, true, true, false, false]);
     }
 
     #[test]
@@ -309,53 +288,18 @@ mod tests {
         assert_eq!(b.len(), 2);
         // 7 takes the free slot. Then 1 and 3, never used again, leave before 7
         // (next use 100), which leaves before 9 (next use 60).
-        b.insert(
-            &Access {
-                next_use: 100,
-                ..read(7, 3)
-            },
-            false,
-            &mut ev,
-        );
+        b.insert(&Access { next_use: 100, ..read(7, 3) }, false, &mut ev);
         assert!(ev.is_empty());
-        b.insert(
-            &Access {
-                next_use: 50,
-                ..read(8, 4)
-            },
-            false,
-            &mut ev,
-        );
-        b.insert(
-            &Access {
-                next_use: 60,
-                ..read(9, 5)
-            },
-            false,
-            &mut ev,
-        );
+        b.insert(&Access { next_use: 50, ..read(8, 4) }, false, &mut ev);
+        b.insert(&Access { next_use: 60, ..read(9, 5) }, false, &mut ev);
         ev.sort();
         assert_eq!(ev, vec![1, 3]);
         assert_eq!(b.victim(), Some(7));
-        b.insert(
-            &Access {
-                next_use: 70,
-                ..read(10, 6)
-            },
-            false,
-            &mut ev,
-        );
+        b.insert(&Access { next_use: 70, ..read(10, 6) }, false, &mut ev);
         assert_eq!(ev[2], 7);
         assert_eq!(b.victim(), Some(10));
         // A hit moves a page's next use later.
-        assert!(b.touch(
-            &Access {
-                next_use: 200,
-                ..read(8, 50)
-            },
-            false,
-            &mut ev
-        ));
+        assert!(b.touch(&Access { next_use: 200, ..read(8, 50) }, false, &mut ev));
         assert_eq!(b.victim(), Some(8));
         assert_eq!(b.len(), 3);
     }
@@ -374,10 +318,7 @@ mod tests {
 
     #[test]
     fn needs_the_future() {
-        let ctx = BuildCtx {
-            capacity: 4,
-            mode: crate::policy::Mode::WriteBack,
-        };
+        let ctx = BuildCtx { capacity: 4, mode: crate::policy::Mode::WriteBack };
         let (p, _) = crate::policy::registry::build("belady", &ctx).unwrap();
         assert!(p.needs_future());
         assert_eq!(p.stats().capacity, 4);

@@ -123,10 +123,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     if init_freq > max_freq {
         return Err(spec.invalid("init_freq", format!("at most 2^bits - 1 = {max_freq}")));
     }
-    Ok(Box::new(ModeCache::new(
-        Clock::new(ctx.capacity, bits, init_freq as u8),
-        ctx.mode,
-    )))
+    Ok(Box::new(ModeCache::new(Clock::new(ctx.capacity, bits, init_freq as u8), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -162,10 +159,7 @@ mod tests {
         // ring: 4 1 3. 2 misses: hand at 3 (0) -> evict 3. ring: 2 4 1.
         // 1 hits (counter 1). 3 misses: hand at 1 (1) -> 0 to head; 4 (0) evicted.
         let hits = run_keys(&mut c, &[1, 2, 3, 1, 4, 2, 1, 3]);
-        assert_eq!(
-            hits,
-            vec![false, false, false, true, false, false, true, false]
-        );
+        assert_eq!(hits, vec![false, false, false, true, false, false, true, false]);
         assert_eq!(keys_of(&c.ring, &c.arena), vec![3, 1, 2]);
     }
 
@@ -173,10 +167,7 @@ mod tests {
     fn two_bit_counter_and_init_freq() {
         // bits=2: counter saturates at 3. 1 hit three times -> 3 (a fourth hit stays 3).
         let mut c = Clock::new(2, 2, 0);
-        assert_eq!(
-            run_keys(&mut c, &[1, 2, 1, 1, 1, 1]),
-            vec![false, false, true, true, true, true]
-        );
+        assert_eq!(run_keys(&mut c, &[1, 2, 1, 1, 1, 1]), vec![false, false, true, true, true, true]);
         assert_eq!(c.freq[c.arena.find(1).unwrap() as usize], 3);
         // 3: hand at 1 (3) -> 2, head; 2 (0) evicted. ring 3 1.
         // 4: hand at 1 (2) -> 1, head; 3 (0) evicted. ring 4 1.
@@ -185,25 +176,15 @@ mod tests {
         assert_eq!(run_keys(&mut c, &[3, 4, 5, 6, 1]), vec![false; 5]);
         // init_freq=1: every page gets one second chance, so with no hits it is FIFO.
         let mut c = Clock::new(2, 1, 1);
-        assert_eq!(
-            run_keys(&mut c, &[1, 2, 3, 1, 2]),
-            vec![false, false, false, false, false]
-        );
+        assert_eq!(run_keys(&mut c, &[1, 2, 3, 1, 2]), vec![false, false, false, false, false]);
     }
 
     #[test]
     fn bad_params() {
-        let ctx = BuildCtx {
-            capacity: 8,
-            mode: Mode::WriteBack,
-        };
-        for spec in [
-            "clock(bits=9)",
-            "clock(bits=x)",
-            "clock(init_freq=2)",
-            "clock(bits=2,init_freq=4)",
-            "clock(init_freq=-1)",
-        ] {
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        for spec in
+            ["clock(bits=9)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"]
+        {
             match build_spec(spec, &ctx) {
                 Err(SpecError::BadValue { .. }) => {}
                 Err(e) => panic!("{spec}: wrong error {e}"),

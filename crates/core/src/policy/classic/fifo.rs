@@ -19,11 +19,7 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn new(capacity: usize) -> Self {
-        Fifo {
-            arena: Arena::with_capacity(capacity),
-            queue: List::new(),
-            capacity: capacity.max(1),
-        }
+        Fifo { arena: Arena::with_capacity(capacity), queue: List::new(), capacity: capacity.max(1) }
     }
 }
 
@@ -64,12 +60,8 @@ fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(ModeCache::new(Fifo::new(ctx.capacity), ctx.mode)))
 }
 
-pub const INFO: PolicyInfo = PolicyInfo {
-    name: "fifo",
-    about: "first in, first out (libCacheSim FIFO)",
-    params: &[],
-    build,
-};
+pub const INFO: PolicyInfo =
+    PolicyInfo { name: "fifo", about: "first in, first out (libCacheSim FIFO)", params: &[], build };
 
 #[cfg(test)]
 mod tests {
@@ -82,10 +74,7 @@ mod tests {
         // 1 2 3 fill; 1 hits (no reorder); 4 evicts 1 (oldest); 1 misses and evicts 2;
         // 3 hits; 2 misses and evicts 3.
         let hits = run_keys(&mut f, &[1, 2, 3, 1, 4, 1, 3, 2]);
-        assert_eq!(
-            hits,
-            vec![false, false, false, true, false, false, true, false]
-        );
+        assert_eq!(hits, vec![false, false, false, true, false, false, true, false]);
         assert_eq!(keys_of(&f.queue, &f.arena), vec![2, 1, 4]);
     }
 

@@ -53,12 +53,7 @@ impl Lfu {
 
     /// A new empty bucket for `freq`, linked between `prev` and `next`.
     fn new_bucket(&mut self, freq: u64, prev: u32, next: u32) -> u32 {
-        let b = Bucket {
-            freq,
-            pages: List::new(),
-            prev,
-            next,
-        };
+        let b = Bucket { freq, pages: List::new(), prev, next };
         let idx = if self.free != NIL {
             let idx = self.free;
             self.free = self.buckets[idx as usize].next;
@@ -109,32 +104,23 @@ impl Lfu {
 
     /// Frequency of a resident key (for tests and debugging).
     pub fn freq(&self, key: u64) -> Option<u64> {
-        self.arena
-            .find(key)
-            .map(|idx| self.buckets[*self.arena.val(idx) as usize].freq)
+        self.arena.find(key).map(|idx| self.buckets[*self.arena.val(idx) as usize].freq)
     }
 }
 
 impl Replacement for Lfu {
     #[inline]
     fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
-        let Some(idx) = self.arena.find(a.key) else {
-            return false;
-        };
+        let Some(idx) = self.arena.find(a.key) else { return false };
         let b = *self.arena.val(idx);
         let (freq, next) = {
             let bucket = &self.buckets[b as usize];
             (bucket.freq + 1, bucket.next)
         };
-        let nb = if next != NIL && self.buckets[next as usize].freq == freq {
-            next
-        } else {
-            self.new_bucket(freq, b, next)
-        };
+        let nb =
+            if next != NIL && self.buckets[next as usize].freq == freq { next } else { self.new_bucket(freq, b, next) };
         self.buckets[b as usize].pages.unlink(&mut self.arena, idx);
-        self.buckets[nb as usize]
-            .pages
-            .push_front(&mut self.arena, idx);
+        self.buckets[nb as usize].pages.push_front(&mut self.arena, idx);
         *self.arena.val_mut(idx) = nb;
         self.drop_if_empty(b);
         true
@@ -143,10 +129,7 @@ impl Replacement for Lfu {
     #[inline]
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         if self.len >= self.capacity && self.head != NIL {
-            let victim = self.buckets[self.head as usize]
-                .pages
-                .back()
-                .expect("buckets in the chain are never empty");
+            let victim = self.buckets[self.head as usize].pages.back().expect("buckets in the chain are never empty");
             evicted.push(self.forget(victim));
         }
         let b = if self.head != NIL && self.buckets[self.head as usize].freq == 1 {
@@ -155,9 +138,7 @@ impl Replacement for Lfu {
             self.new_bucket(1, NIL, self.head)
         };
         let idx = self.arena.insert(a.key, b);
-        self.buckets[b as usize]
-            .pages
-            .push_front(&mut self.arena, idx);
+        self.buckets[b as usize].pages.push_front(&mut self.arena, idx);
         self.len += 1;
         true
     }
@@ -208,10 +189,7 @@ mod tests {
         // 3: f=1 holds only 5 -> evict 5. 3 hit -> f=2.
         // 6: f=1 empty; f=2 holds 1 (reached f=2 first), 2, 3 -> evict 1.
         let hits = run_keys(&mut l, &[1, 2, 1, 2, 3, 4, 5, 3, 3, 6]);
-        assert_eq!(
-            hits,
-            vec![false, false, true, true, false, false, false, false, true, false]
-        );
+        assert_eq!(hits, vec![false, false, true, true, false, false, false, false, true, false]);
         assert!(!l.contains(1));
         assert_eq!(l.freq(2), Some(2));
         assert_eq!(l.freq(3), Some(2));
@@ -226,15 +204,9 @@ mod tests {
         assert_eq!(l.freq(3), Some(3));
         // Tie at f=4: raise 3 then 2 to f=4, and 12 past them to f=5; the next
         // miss must evict 3, the page that reached the lowest frequency first.
-        assert_eq!(
-            run_keys(&mut l, &[3, 2, 12, 12, 12, 12, 13]),
-            vec![true, true, true, true, true, true, false]
-        );
+        assert_eq!(run_keys(&mut l, &[3, 2, 12, 12, 12, 12, 13]), vec![true, true, true, true, true, true, false]);
         assert_eq!(l.freq(12), Some(5));
-        assert!(
-            l.contains(2) && !l.contains(3),
-            "3 reached f=4 first, so it is the victim"
-        );
+        assert!(l.contains(2) && !l.contains(3), "3 reached f=4 first, so it is the victim");
         let mut ev = Vec::new();
         assert!(l.remove(2, &mut ev) && !l.remove(2, &mut ev));
         assert_eq!(run_keys(&mut l, &[14, 15]), vec![false, false]);
@@ -244,14 +216,8 @@ mod tests {
     #[test]
     fn buckets_are_recycled() {
         let mut l = Lfu::new(2);
-        let keys: Vec<u64> = (0..1000)
-            .map(|i| if i % 3 == 0 { 1 } else { 100 + i })
-            .collect();
+        let keys: Vec<u64> = (0..1000).map(|i| if i % 3 == 0 { 1 } else { 100 + i }).collect();
         run_keys(&mut l, &keys);
-        assert!(
-            l.buckets.len() <= 4,
-            "bucket table grew to {}",
-            l.buckets.len()
-        );
+        assert!(l.buckets.len() <= 4, "bucket table grew to {}", l.buckets.len());
     }
 }

@@ -93,18 +93,11 @@ struct XList {
 
 impl XList {
     fn new() -> Self {
-        XList {
-            head: NIL,
-            tail: NIL,
-            len: 0,
-        }
+        XList { head: NIL, tail: NIL, len: 0 }
     }
     #[inline]
     fn push_front(&mut self, a: &mut Arena<Links>, idx: u32) {
-        *a.val_mut(idx) = Links {
-            prev: NIL,
-            next: self.head,
-        };
+        *a.val_mut(idx) = Links { prev: NIL, next: self.head };
         if self.head != NIL {
             a.val_mut(self.head).prev = idx;
         } else {
@@ -185,11 +178,7 @@ impl LirsSizes {
 
     pub fn paper(capacity: usize, hir: f64) -> Self {
         let h = ((hir * capacity as f64) as usize).clamp(1, capacity);
-        LirsSizes {
-            lir: capacity - h,
-            hir: h,
-            hir_ceil: h,
-        }
+        LirsSizes { lir: capacity - h, hir: h, hir_ceil: h }
     }
 }
 
@@ -218,11 +207,7 @@ pub struct Lirs {
 impl Lirs {
     pub fn new(capacity: usize, variant: Variant, sizes: LirsSizes, stack: f64) -> Self {
         let capacity = capacity.max(1);
-        let s_max = if stack <= 0.0 {
-            usize::MAX
-        } else {
-            (stack * capacity as f64).min(usize::MAX as f64) as usize
-        };
+        let s_max = if stack <= 0.0 { usize::MAX } else { (stack * capacity as f64).min(usize::MAX as f64) as usize };
         // S (LIR, resident and non-resident HIR entries) plus HIR pages only in Q.
         let tracked = capacity.saturating_mul(2).min(s_max).max(capacity) + sizes.hir + 2;
         Lirs {
@@ -255,13 +240,7 @@ impl Lirs {
     }
 
     fn new_node(&mut self, key: u64, flags: u8) -> u32 {
-        let idx = self.arena.insert(
-            key,
-            Links {
-                prev: NIL,
-                next: NIL,
-            },
-        );
+        let idx = self.arena.insert(key, Links { prev: NIL, next: NIL });
         let i = idx as usize;
         if i < self.flags.len() {
             self.flags[i] = flags;
@@ -422,11 +401,7 @@ impl Lirs {
             }
             let idx = if self.f(idx) == 0 {
                 // Q's front was this page: it left Q, yet libCacheSim keeps it resident.
-                let at = self
-                    .gone
-                    .iter()
-                    .rposition(|&k| k == key)
-                    .expect("evicted during this hit");
+                let at = self.gone.iter().rposition(|&k| k == key).expect("evicted during this hit");
                 self.gone.remove(at);
                 self.resident += 1;
                 self.new_node(key, 0)
@@ -589,9 +564,7 @@ impl Replacement for Lirs {
     #[inline]
     fn touch(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         debug_assert!(self.gone.is_empty());
-        let Some(idx) = self.arena.find(a.key) else {
-            return false;
-        };
+        let Some(idx) = self.arena.find(a.key) else { return false };
         let hit = match self.variant {
             Variant::LibCacheSim => self.touch_libcachesim(idx),
             Variant::Paper => self.touch_paper(idx),
@@ -625,9 +598,7 @@ impl Replacement for Lirs {
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena
-            .find(key)
-            .is_some_and(|idx| self.f(idx) & (LIR | RES | IN_Q) != 0)
+        self.arena.find(key).is_some_and(|idx| self.f(idx) & (LIR | RES | IN_Q) != 0)
     }
     fn len(&self) -> usize {
         self.resident
@@ -643,9 +614,7 @@ impl Replacement for Lirs {
 impl Lirs {
     /// Forgets `key`; returns whether it was resident.
     fn remove_key(&mut self, key: u64) -> bool {
-        let Some(idx) = self.arena.find(key) else {
-            return false;
-        };
+        let Some(idx) = self.arena.find(key) else { return false };
         let f = self.f(idx);
         let resident = f & (LIR | RES | IN_Q) != 0;
         if resident {
@@ -686,10 +655,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         "libcachesim" => (Variant::LibCacheSim, LirsSizes::libcachesim(capacity, hir)),
         _ => (Variant::Paper, LirsSizes::paper(capacity, hir)),
     };
-    Ok(Box::new(ModeCache::new(
-        Lirs::new(capacity, variant, sizes, stack),
-        ctx.mode,
-    )))
+    Ok(Box::new(ModeCache::new(Lirs::new(capacity, variant, sizes, stack), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -724,11 +690,7 @@ mod tests {
     use crate::policy::{Mode, SpecError};
 
     fn paper(capacity: usize, hir_pages: usize) -> Lirs {
-        let sizes = LirsSizes {
-            lir: capacity - hir_pages,
-            hir: hir_pages,
-            hir_ceil: hir_pages,
-        };
+        let sizes = LirsSizes { lir: capacity - hir_pages, hir: hir_pages, hir_ceil: hir_pages };
         Lirs::new(capacity, Variant::Paper, sizes, 0.0)
     }
 
@@ -754,47 +716,12 @@ mod tests {
     #[test]
     fn sizes_follow_libcachesim_bytes() {
         // 1% of 100 pages is exactly one page; under 100 pages it is less than one.
-        assert_eq!(
-            LirsSizes::libcachesim(100, 0.01),
-            LirsSizes {
-                lir: 99,
-                hir: 1,
-                hir_ceil: 1
-            }
-        );
-        assert_eq!(
-            LirsSizes::libcachesim(99, 0.01),
-            LirsSizes {
-                lir: 98,
-                hir: 0,
-                hir_ceil: 1
-            }
-        );
+        assert_eq!(LirsSizes::libcachesim(100, 0.01), LirsSizes { lir: 99, hir: 1, hir_ceil: 1 });
+        assert_eq!(LirsSizes::libcachesim(99, 0.01), LirsSizes { lir: 98, hir: 0, hir_ceil: 1 });
         // 150 pages: 6144 bytes, one and a half pages.
-        assert_eq!(
-            LirsSizes::libcachesim(150, 0.01),
-            LirsSizes {
-                lir: 148,
-                hir: 1,
-                hir_ceil: 2
-            }
-        );
-        assert_eq!(
-            LirsSizes::paper(99, 0.01),
-            LirsSizes {
-                lir: 98,
-                hir: 1,
-                hir_ceil: 1
-            }
-        );
-        assert_eq!(
-            LirsSizes::paper(1000, 0.01),
-            LirsSizes {
-                lir: 990,
-                hir: 10,
-                hir_ceil: 10
-            }
-        );
+        assert_eq!(LirsSizes::libcachesim(150, 0.01), LirsSizes { lir: 148, hir: 1, hir_ceil: 2 });
+        assert_eq!(LirsSizes::paper(99, 0.01), LirsSizes { lir: 98, hir: 1, hir_ceil: 1 });
+        assert_eq!(LirsSizes::paper(1000, 0.01), LirsSizes { lir: 990, hir: 10, hir_ceil: 10 });
     }
 
     #[test]
@@ -835,11 +762,7 @@ mod tests {
     fn libcachesim_differs_on_the_same_sequence() {
         // The same string through libCacheSim's rules, with an LIR share of 2
         // pages and an HIR share of 1 (as libCacheSim has with 1-byte objects).
-        let sizes = LirsSizes {
-            lir: 2,
-            hir: 1,
-            hir_ceil: 1,
-        };
+        let sizes = LirsSizes { lir: 2, hir: 1, hir_ceil: 1 };
         let mut l = Lirs::new(3, Variant::LibCacheSim, sizes, 2.0);
         assert_eq!(run_loose(&mut l, &[1, 4, 2, 3, 2]), vec![false; 5]);
         // As in the paper so far.
@@ -871,21 +794,14 @@ mod tests {
     #[test]
     fn evictions_during_hits_are_reported_by_the_hit() {
         // 4 pages: LIR share 2, HIR share 2. 1 and 2 become LIR, 3 and 4 HIR.
-        let sizes = LirsSizes {
-            lir: 2,
-            hir: 2,
-            hir_ceil: 2,
-        };
+        let sizes = LirsSizes { lir: 2, hir: 2, hir_ceil: 2 };
         let mut l = Lirs::new(4, Variant::LibCacheSim, sizes, 2.0);
         run_keys(&mut l, &[1, 2, 3, 4]);
         assert_eq!(l.state(), (strs(&["4H", "3H", "2L", "1L"]), vec![4, 3]));
         // 5: Q full; 3 leaves (its S entry turns non-resident).
         let mut ev = Vec::new();
         run_keys(&mut l, &[5]);
-        assert_eq!(
-            l.state(),
-            (strs(&["5H", "4H", "3N", "2L", "1L"]), vec![5, 4])
-        );
+        assert_eq!(l.state(), (strs(&["5H", "4H", "3N", "2L", "1L"]), vec![5, 4]));
         // 4 hits in S: it becomes LIR, 1 is demoted to Q (4 left Q, so Q had room).
         assert!(l.touch(&read(4, 5), false, &mut ev));
         assert_eq!(l.state(), (strs(&["4L", "5H", "3N", "2L"]), vec![1, 5]));
@@ -908,11 +824,7 @@ mod tests {
     fn trim_reports_pages_pruning_drops() {
         // As in `libcachesim_differs_on_the_same_sequence`: A (1) is resident but
         // neither LIR nor in Q, between the LIR pages 6 and 2.
-        let sizes = LirsSizes {
-            lir: 2,
-            hir: 1,
-            hir_ceil: 1,
-        };
+        let sizes = LirsSizes { lir: 2, hir: 1, hir_ceil: 1 };
         let mut l = Lirs::new(3, Variant::LibCacheSim, sizes, 2.0);
         run_loose(&mut l, &[1, 4, 2, 3, 2, 1, 6]);
         assert_eq!(l.state(), (strs(&["6L", "1H", "2L"]), vec![4]));
@@ -926,33 +838,21 @@ mod tests {
 
     #[test]
     fn nothing_cached_below_one_hir_page() {
-        let mut l = Lirs::new(
-            50,
-            Variant::LibCacheSim,
-            LirsSizes::libcachesim(50, 0.01),
-            2.0,
-        );
+        let mut l = Lirs::new(50, Variant::LibCacheSim, LirsSizes::libcachesim(50, 0.01), 2.0);
         let keys: Vec<u64> = (0..20).chain(0..20).collect();
         assert_eq!(run_keys(&mut l, &keys), vec![false; keys.len()]);
         assert_eq!((l.len(), l.ghosts(), l.s.len(), l.q.len), (0, 0, 0, 0));
         // Through the registry, in every mode: every access misses, nothing is
         // cached, and nothing overruns the capacity.
         for (_, mode, _) in crate::policy::mode::MODES {
-            let ctx = BuildCtx {
-                capacity: 50,
-                mode: *mode,
-            };
+            let ctx = BuildCtx { capacity: 50, mode: *mode };
             let (mut p, _) = build_spec("lirs(variant=libcachesim)", &ctx).unwrap();
             assert_eq!(misses(p.as_mut(), &keys), keys.len(), "{mode}");
             let st = p.stats();
             assert_eq!((st.resident, st.dirty, st.capacity), (0, 0, 50), "{mode}");
             // The paper's LIRS caches them all.
             let (mut p, _) = build_spec("lirs", &ctx).unwrap();
-            let expect = if *mode == Mode::WriteOnly {
-                keys.len()
-            } else {
-                20
-            };
+            let expect = if *mode == Mode::WriteOnly { keys.len() } else { 20 };
             assert_eq!(misses(p.as_mut(), &keys), expect, "{mode}");
         }
     }
@@ -988,12 +888,7 @@ mod tests {
         }
         for c in [200, 333, 1000] {
             // HIR share of two pages or more: no page outside Q stays resident.
-            let mut l = Lirs::new(
-                c,
-                Variant::LibCacheSim,
-                LirsSizes::libcachesim(c, 0.01),
-                2.0,
-            );
+            let mut l = Lirs::new(c, Variant::LibCacheSim, LirsSizes::libcachesim(c, 0.01), 2.0);
             run_keys(&mut l, &keys);
             assert!(l.s.len() <= 2 * c);
         }
@@ -1006,33 +901,9 @@ mod tests {
         let configs = [
             (Variant::Paper, LirsSizes::paper(7, 0.3), 2.0),
             (Variant::Paper, LirsSizes::paper(1, 0.01), 0.0),
-            (
-                Variant::LibCacheSim,
-                LirsSizes {
-                    lir: 5,
-                    hir: 2,
-                    hir_ceil: 2,
-                },
-                2.0,
-            ),
-            (
-                Variant::LibCacheSim,
-                LirsSizes {
-                    lir: 5,
-                    hir: 1,
-                    hir_ceil: 2,
-                },
-                2.0,
-            ),
-            (
-                Variant::LibCacheSim,
-                LirsSizes {
-                    lir: 6,
-                    hir: 1,
-                    hir_ceil: 1,
-                },
-                3.0,
-            ),
+            (Variant::LibCacheSim, LirsSizes { lir: 5, hir: 2, hir_ceil: 2 }, 2.0),
+            (Variant::LibCacheSim, LirsSizes { lir: 5, hir: 1, hir_ceil: 2 }, 2.0),
+            (Variant::LibCacheSim, LirsSizes { lir: 6, hir: 1, hir_ceil: 1 }, 3.0),
             (Variant::LibCacheSim, LirsSizes::libcachesim(7, 0.01), 2.0),
         ];
         for (variant, sizes, stack) in configs {
@@ -1064,29 +935,12 @@ mod tests {
         assert!(ev.is_empty());
         assert_eq!(l.len(), 2);
         assert_eq!(run_keys(&mut l, &[4, 2]), vec![false, true]);
-        let ctx = BuildCtx {
-            capacity: 8,
-            mode: Mode::WriteBack,
-        };
-        for ok in [
-            "lirs",
-            "lirs(variant=paper)",
-            "lirs(hir=10%,stack=0)",
-            "lirs(stack=3)",
-        ] {
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        for ok in ["lirs", "lirs(variant=paper)", "lirs(hir=10%,stack=0)", "lirs(stack=3)"] {
             assert!(build_spec(ok, &ctx).is_ok(), "{ok}");
         }
-        for bad in [
-            "lirs(hir=100%)",
-            "lirs(stack=-1)",
-            "lirs(stack=0.5)",
-            "lirs(variant=v2)",
-            "lirs(hir=x)",
-        ] {
-            assert!(
-                matches!(build_spec(bad, &ctx), Err(SpecError::BadValue { .. })),
-                "{bad}"
-            );
+        for bad in ["lirs(hir=100%)", "lirs(stack=-1)", "lirs(stack=0.5)", "lirs(variant=v2)", "lirs(hir=x)"] {
+            assert!(matches!(build_spec(bad, &ctx), Err(SpecError::BadValue { .. })), "{bad}");
         }
     }
 }

@@ -12,11 +12,7 @@ pub struct Lru {
 
 impl Lru {
     pub fn new(capacity: usize) -> Self {
-        Lru {
-            arena: Arena::with_capacity(capacity),
-            list: List::new(),
-            capacity: capacity.max(1),
-        }
+        Lru { arena: Arena::with_capacity(capacity), list: List::new(), capacity: capacity.max(1) }
     }
 }
 

@@ -117,11 +117,7 @@ impl S3FifoConfig {
 
     /// The paper's algorithm with the same sizes: every miss goes to `S` and is cached.
     pub fn paper(capacity: usize, small: f64, ghost: f64) -> S3FifoConfig {
-        S3FifoConfig {
-            fill_main: false,
-            admit: true,
-            ..S3FifoConfig::libcachesim(capacity, small, ghost)
-        }
+        S3FifoConfig { fill_main: false, admit: true, ..S3FifoConfig::libcachesim(capacity, small, ghost) }
     }
 }
 
@@ -164,16 +160,10 @@ impl S3Fifo {
             self.arena.remove(idx);
             return;
         }
-        self.meta[idx as usize] = Meta {
-            q: Q::Ghost,
-            freq: 0,
-        };
+        self.meta[idx as usize] = Meta { q: Q::Ghost, freq: 0 };
         self.ghost.push_front(&mut self.arena, idx);
         if self.ghost.len() > self.cfg.ghost {
-            let old = self
-                .ghost
-                .pop_back(&mut self.arena)
-                .expect("ghost queue is not empty");
+            let old = self.ghost.pop_back(&mut self.arena).expect("ghost queue is not empty");
             self.arena.remove(old);
         }
     }
@@ -183,10 +173,7 @@ impl S3Fifo {
         while let Some(idx) = self.small.pop_back(&mut self.arena) {
             let m = &mut self.meta[idx as usize];
             if m.freq >= self.cfg.threshold {
-                *m = Meta {
-                    q: Q::Main,
-                    freq: 0,
-                };
+                *m = Meta { q: Q::Main, freq: 0 };
                 self.main.push_front(&mut self.arena, idx);
             } else {
                 evicted.push(self.arena.key(idx));
@@ -221,11 +208,7 @@ impl S3Fifo {
 
     /// Keys in each queue, front to back (for tests).
     pub fn queues(&self) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
-        (
-            self.small.keys(&self.arena),
-            self.main.keys(&self.arena),
-            self.ghost.keys(&self.arena),
-        )
+        (self.small.keys(&self.arena), self.main.keys(&self.arena), self.ghost.keys(&self.arena))
     }
 }
 
@@ -256,11 +239,7 @@ impl Replacement for S3Fifo {
         // during the lookup), so this miss's evictions cannot push it out.
         let ghost_hit = match self.arena.find(a.key) {
             Some(idx) => {
-                debug_assert_eq!(
-                    self.meta[idx as usize].q,
-                    Q::Ghost,
-                    "insert of a resident key"
-                );
+                debug_assert_eq!(self.meta[idx as usize].q, Q::Ghost, "insert of a resident key");
                 self.ghost.unlink(&mut self.arena, idx);
                 self.arena.remove(idx);
                 true
@@ -271,14 +250,9 @@ impl Replacement for S3Fifo {
             self.evict(evicted);
         }
         let to_main = ghost_hit
-            || (self.cfg.fill_main
-                && !self.has_evicted
-                && self.small.len() as u64 * LCS_PAGE >= self.cfg.small_bytes);
+            || (self.cfg.fill_main && !self.has_evicted && self.small.len() as u64 * LCS_PAGE >= self.cfg.small_bytes);
         let idx = self.arena.insert(a.key, ());
-        let m = Meta {
-            q: if to_main { Q::Main } else { Q::Small },
-            freq: 0,
-        };
+        let m = Meta { q: if to_main { Q::Main } else { Q::Small }, freq: 0 };
         // Node indices are dense (freed nodes are reused), so this grows only
         // until the arena has reached its largest size.
         if idx as usize >= self.meta.len() {
@@ -294,9 +268,7 @@ impl Replacement for S3Fifo {
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
-        let Some(idx) = self.arena.find(key) else {
-            return false;
-        };
+        let Some(idx) = self.arena.find(key) else { return false };
         match self.meta[idx as usize].q {
             Q::Small => self.small.unlink(&mut self.arena, idx),
             Q::Main => self.main.unlink(&mut self.arena, idx),
@@ -307,9 +279,7 @@ impl Replacement for S3Fifo {
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena
-            .find(key)
-            .is_some_and(|idx| self.meta[idx as usize].q != Q::Ghost)
+        self.arena.find(key).is_some_and(|idx| self.meta[idx as usize].q != Q::Ghost)
     }
     fn len(&self) -> usize {
         self.resident()
@@ -346,10 +316,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     };
     cfg.threshold = threshold as u8;
     cfg.max_freq = ((1u32 << bits) - 1) as u8;
-    Ok(Box::new(ModeCache::new(
-        S3Fifo::new(capacity, cfg),
-        ctx.mode,
-    )))
+    Ok(Box::new(ModeCache::new(S3Fifo::new(capacity, cfg), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -450,10 +417,7 @@ mod tests {
 
     #[test]
     fn bad_params() {
-        let ctx = BuildCtx {
-            capacity: 100,
-            mode: Mode::WriteBack,
-        };
+        let ctx = BuildCtx { capacity: 100, mode: Mode::WriteBack };
         for spec in [
             "s3fifo(small=100%)",
             "s3fifo(small=0)",
@@ -472,10 +436,7 @@ mod tests {
         }
         // Every capacity builds, in both variants.
         for capacity in 1..=10 {
-            let tiny = BuildCtx {
-                capacity,
-                mode: Mode::WriteBack,
-            };
+            let tiny = BuildCtx { capacity, mode: Mode::WriteBack };
             for ok in ["s3fifo", "s3fifo(variant=libcachesim)", "s3fifo(small=20%)"] {
                 assert!(build_spec(ok, &tiny).is_ok(), "{ok} at {capacity} pages");
             }
@@ -491,10 +452,7 @@ mod tests {
         let mut s = S3Fifo::new(8, S3FifoConfig::libcachesim(8, 0.1, 0.9));
         assert_eq!(run_keys(&mut s, &keys), vec![false; keys.len()]);
         assert_eq!((s.len(), s.ghosts()), (0, 0));
-        let ctx = BuildCtx {
-            capacity: 8,
-            mode: Mode::WriteBack,
-        };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
         let (mut p, _) = build_spec("s3fifo(variant=libcachesim)", &ctx).unwrap();
         assert_eq!(misses(p.as_mut(), &keys), keys.len());
     }
@@ -505,10 +463,7 @@ mod tests {
         // evicts it (to G) and is hit twice. 1 comes back from G: 2 moves to M
         // (two hits), which is then over its share and drops 2; 1 enters M.
         let mut s = S3Fifo::new(1, S3FifoConfig::paper(1, 0.1, 0.9));
-        assert_eq!(
-            run_keys(&mut s, &[1, 1, 2, 2, 2, 1, 1]),
-            vec![false, true, false, true, true, false, true]
-        );
+        assert_eq!(run_keys(&mut s, &[1, 1, 2, 2, 2, 1, 1]), vec![false, true, false, true, true, false, true]);
         for c in 1..=10 {
             let mut s = S3Fifo::new(c, S3FifoConfig::paper(c, 0.1, 0.9));
             // Each key twice in a row: the second access hits.

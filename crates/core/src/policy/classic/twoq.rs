@@ -91,12 +91,7 @@ impl TwoQSizes {
     /// The paper's sizes for `capacity` pages: `Am` limited only by the capacity.
     pub fn paper(capacity: usize, kin: f64, kout: f64) -> TwoQSizes {
         let c = capacity as f64;
-        TwoQSizes {
-            kin: (c * kin) as usize,
-            kout: (c * kout) as usize,
-            am: capacity,
-            admit: true,
-        }
+        TwoQSizes { kin: (c * kin) as usize, kout: (c * kout) as usize, am: capacity, admit: true }
     }
 }
 
@@ -116,10 +111,7 @@ impl TwoQ {
     /// `sizes.kin` must be below `capacity` (so `Am` is never asked for a page it lacks).
     pub fn new(capacity: usize, sizes: TwoQSizes) -> Self {
         let capacity = capacity.max(1);
-        assert!(
-            sizes.kin < capacity || capacity == 1,
-            "kin must leave room for Am"
-        );
+        assert!(sizes.kin < capacity || capacity == 1, "kin must leave room for Am");
         TwoQ {
             arena: Arena::with_capacity(capacity + sizes.kout),
             a1in: List::new(),
@@ -144,9 +136,7 @@ impl TwoQ {
     /// Frees one page: `A1in`'s oldest if it is over `kin`, else `Am`'s LRU.
     fn reclaim(&mut self, evicted: &mut Vec<u64>) {
         if self.a1in.len() > self.sizes.kin || self.am.is_empty() {
-            let Some(v) = self.a1in.pop_back(&mut self.arena) else {
-                return;
-            };
+            let Some(v) = self.a1in.pop_back(&mut self.arena) else { return };
             evicted.push(self.arena.key(v));
             if self.sizes.kout == 0 {
                 self.arena.remove(v);
@@ -155,10 +145,7 @@ impl TwoQ {
             *self.arena.val_mut(v) = Q::Out;
             self.a1out.push_front(&mut self.arena, v);
             if self.a1out.len() > self.sizes.kout {
-                let old = self
-                    .a1out
-                    .pop_back(&mut self.arena)
-                    .expect("A1out is not empty");
+                let old = self.a1out.pop_back(&mut self.arena).expect("A1out is not empty");
                 self.arena.remove(old);
             }
         } else {
@@ -168,11 +155,7 @@ impl TwoQ {
 
     /// Keys in each queue, front to back (for tests).
     pub fn queues(&self) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
-        (
-            self.a1in.keys(&self.arena),
-            self.am.keys(&self.arena),
-            self.a1out.keys(&self.arena),
-        )
+        (self.a1in.keys(&self.arena), self.am.keys(&self.arena), self.a1out.keys(&self.arena))
     }
 }
 
@@ -233,9 +216,7 @@ impl Replacement for TwoQ {
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
-        let Some(idx) = self.arena.find(key) else {
-            return false;
-        };
+        let Some(idx) = self.arena.find(key) else { return false };
         match *self.arena.val(idx) {
             Q::In => self.a1in.unlink(&mut self.arena, idx),
             Q::Main => self.am.unlink(&mut self.arena, idx),
@@ -246,9 +227,7 @@ impl Replacement for TwoQ {
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena
-            .find(key)
-            .is_some_and(|idx| *self.arena.val(idx) != Q::Out)
+        self.arena.find(key).is_some_and(|idx| *self.arena.val(idx) != Q::Out)
     }
     fn len(&self) -> usize {
         self.resident()
@@ -272,10 +251,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         "libcachesim" => TwoQSizes::libcachesim(capacity, kin, kout),
         _ => TwoQSizes::paper(capacity, kin, kout),
     };
-    Ok(Box::new(ModeCache::new(
-        TwoQ::new(capacity, sizes),
-        ctx.mode,
-    )))
+    Ok(Box::new(ModeCache::new(TwoQ::new(capacity, sizes), ctx.mode)))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -308,45 +284,13 @@ mod tests {
     #[test]
     fn sizes_follow_libcachesim_rounding() {
         // 10 pages, 25%: A1in threshold 2 pages (2.5 truncated), Am 7 pages (7.5 truncated), A1out 5.
-        assert_eq!(
-            TwoQSizes::libcachesim(10, 0.25, 0.5),
-            TwoQSizes {
-                kin: 2,
-                kout: 5,
-                am: 7,
-                admit: true
-            }
-        );
-        assert_eq!(
-            TwoQSizes::libcachesim(4, 0.25, 0.5),
-            TwoQSizes {
-                kin: 1,
-                kout: 2,
-                am: 3,
-                admit: true
-            }
-        );
+        assert_eq!(TwoQSizes::libcachesim(10, 0.25, 0.5), TwoQSizes { kin: 2, kout: 5, am: 7, admit: true });
+        assert_eq!(TwoQSizes::libcachesim(4, 0.25, 0.5), TwoQSizes { kin: 1, kout: 2, am: 3, admit: true });
         // 3 pages: A1in's share is 3072 bytes, under one page: nothing is admitted.
         assert!(!TwoQSizes::libcachesim(3, 0.25, 0.5).admit);
         // 2 pages at kin=75%: A1in 6144 bytes, Am 2048 bytes (no page).
-        assert_eq!(
-            TwoQSizes::libcachesim(2, 0.75, 0.5),
-            TwoQSizes {
-                kin: 1,
-                kout: 1,
-                am: 0,
-                admit: true
-            }
-        );
-        assert_eq!(
-            TwoQSizes::paper(3, 0.25, 0.5),
-            TwoQSizes {
-                kin: 0,
-                kout: 1,
-                am: 3,
-                admit: true
-            }
-        );
+        assert_eq!(TwoQSizes::libcachesim(2, 0.75, 0.5), TwoQSizes { kin: 1, kout: 1, am: 0, admit: true });
+        assert_eq!(TwoQSizes::paper(3, 0.25, 0.5), TwoQSizes { kin: 0, kout: 1, am: 3, admit: true });
     }
 
     #[test]
@@ -360,10 +304,7 @@ mod tests {
         // 3: ghost -> Am. 5 leaves, A1out 5 4. Am 3 2.
         // 2: hit in Am (moves to MRU). 1: plain miss (forgotten): 6 leaves.
         let hits = run_keys(&mut q, &[1, 2, 3, 4, 1, 5, 6, 7, 2, 3, 2, 1]);
-        assert_eq!(
-            hits,
-            vec![false, false, false, false, true, false, false, false, false, false, true, false]
-        );
+        assert_eq!(hits, vec![false, false, false, false, true, false, false, false, false, false, true, false]);
         assert_eq!(q.queues(), (vec![1, 7], vec![2, 3], vec![6, 5]));
         // 8: A1in (1 7) is over kin -> 7 leaves; A1out 7 6. 9: 1 leaves; A1out 1 7.
         assert_eq!(run_keys(&mut q, &[8, 9]), vec![false, false]);
@@ -380,15 +321,7 @@ mod tests {
         // 6 pages, kin 25% = 1.5 pages: libCacheSim's A1in threshold is 1 page and
         // Am is capped at 4 pages (4.5 truncated); kout 3. The paper lets Am use 6.
         let lcs = TwoQSizes::libcachesim(6, 0.25, 0.5);
-        assert_eq!(
-            lcs,
-            TwoQSizes {
-                kin: 1,
-                kout: 3,
-                am: 4,
-                admit: true
-            }
-        );
+        assert_eq!(lcs, TwoQSizes { kin: 1, kout: 3, am: 4, admit: true });
         let paper = TwoQSizes::paper(6, 0.25, 0.5);
         // 1..6 fill A1in; 7..10 push 1..4 out (A1out keeps 4 3 2). Ghost hits
         // 4 3 2 each push A1in's oldest (5 6 7) to A1out and enter Am; 5 and 6
@@ -408,16 +341,8 @@ mod tests {
 
     #[test]
     fn bad_params() {
-        let ctx = BuildCtx {
-            capacity: 8,
-            mode: Mode::WriteBack,
-        };
-        for spec in [
-            "2q(kin=100%)",
-            "2q(kin=120%)",
-            "2q(kout=x)",
-            "2q(variant=textbook)",
-        ] {
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        for spec in ["2q(kin=100%)", "2q(kin=120%)", "2q(kout=x)", "2q(variant=textbook)"] {
             match build_spec(spec, &ctx) {
                 Err(SpecError::BadValue { .. }) => {}
                 Err(e) => panic!("{spec}: wrong error {e}"),
@@ -426,16 +351,8 @@ mod tests {
         }
         // Every capacity builds, in both variants.
         for capacity in 1..=4 {
-            let tiny = BuildCtx {
-                capacity,
-                mode: Mode::WriteBack,
-            };
-            for ok in [
-                "2q",
-                "2q(variant=paper)",
-                "2q(variant=libcachesim)",
-                "2q(kin=99%,variant=libcachesim)",
-            ] {
+            let tiny = BuildCtx { capacity, mode: Mode::WriteBack };
+            for ok in ["2q", "2q(variant=paper)", "2q(variant=libcachesim)", "2q(kin=99%,variant=libcachesim)"] {
                 assert!(build_spec(ok, &tiny).is_ok(), "{ok} at {capacity} pages");
             }
         }
@@ -450,10 +367,7 @@ mod tests {
         let keys = [1, 2, 1, 1, 3, 2, 2, 1];
         assert_eq!(run_keys(&mut q, &keys), vec![false; 8]);
         assert_eq!((q.len(), q.ghosts()), (0, 0));
-        let ctx = BuildCtx {
-            capacity: 2,
-            mode: Mode::WriteBack,
-        };
+        let ctx = BuildCtx { capacity: 2, mode: Mode::WriteBack };
         let (mut p, _) = build_spec("2q(variant=libcachesim)", &ctx).unwrap();
         assert_eq!(misses(p.as_mut(), &keys), 8);
         // The paper's 2Q caches at the same size.
@@ -475,10 +389,7 @@ mod tests {
         assert_eq!(ev, vec![2]);
         assert_eq!(q.queues(), (vec![3], vec![], vec![2]));
         // 3 hits; 4 fills the free slot; 2 is declined the same way, pushing 3 out.
-        assert_eq!(
-            run_keys(&mut q, &[3, 4, 2, 4]),
-            vec![true, false, false, true]
-        );
+        assert_eq!(run_keys(&mut q, &[3, 4, 2, 4]), vec![true, false, false, true]);
         assert_eq!(q.queues(), (vec![4], vec![], vec![3]));
     }
 }

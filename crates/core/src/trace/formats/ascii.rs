@@ -2,9 +2,7 @@
 //! (`time dev lba_sectors size_sectors op`), and the byte-addressed variant of
 //! the Heimdall MSR cuts (`time_ms dev offset_bytes size_bytes op`).
 
-use crate::trace::text::{
-    dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat,
-};
+use crate::trace::text::{dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat};
 use crate::trace::{FieldError, Format, Op, Request};
 
 #[derive(Clone, Copy, Debug)]
@@ -19,25 +17,13 @@ pub struct Ascii {
 
 impl Ascii {
     pub fn ssdsim() -> Self {
-        Ascii {
-            time_ns: 1.0,
-            unit_bytes: 512,
-            flags: false,
-        }
+        Ascii { time_ns: 1.0, unit_bytes: 512, flags: false }
     }
     pub fn disksim() -> Self {
-        Ascii {
-            time_ns: 1e6,
-            unit_bytes: 512,
-            flags: true,
-        }
+        Ascii { time_ns: 1e6, unit_bytes: 512, flags: true }
     }
     pub fn heimdall() -> Self {
-        Ascii {
-            time_ns: 1e6,
-            unit_bytes: 1,
-            flags: false,
-        }
+        Ascii { time_ns: 1e6, unit_bytes: 1, flags: false }
     }
 }
 
@@ -47,39 +33,21 @@ impl LineFormat for Ascii {
         let time = to_nanos("time", f64_field("time", f.next())?, self.time_ns)?;
         let dev = dev_field("device", u64_field("device", f.next())?)?;
         let addr = mul_field("lba", u64_field("lba", f.next())?, self.unit_bytes)?;
-        let size = size_field(
-            "size",
-            mul_field("size", u64_field("size", f.next())?, self.unit_bytes)?,
-        )?;
+        let size = size_field("size", mul_field("size", u64_field("size", f.next())?, self.unit_bytes)?)?;
         let flag = u64_field("op", f.next())?;
         let op = if self.flags {
-            if flag & 1 == 1 {
-                Op::Read
-            } else {
-                Op::Write
-            }
+            if flag & 1 == 1 { Op::Read } else { Op::Write }
         } else {
             match flag {
                 1 => Op::Read,
                 0 => Op::Write,
-                _ => {
-                    return Err(FieldError::new(
-                        "op",
-                        format!("{flag} is neither 1 (read) nor 0 (write)"),
-                    ))
-                }
+                _ => return Err(FieldError::new("op", format!("{flag} is neither 1 (read) nor 0 (write)"))),
             }
         };
         if f.next().is_some() {
             return Err(FieldError::new("line", "more than five columns"));
         }
-        Ok(Some(Request {
-            time,
-            addr,
-            len: size,
-            dev,
-            op,
-        }))
+        Ok(Some(Request { time, addr, len: size, dev, op }))
     }
 }
 
@@ -115,55 +83,22 @@ mod tests {
 
     #[test]
     fn ssdsim_line() {
-        let r = Ascii::ssdsim()
-            .parse("78643005 1 55596 6 1")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 78643005,
-                addr: 55596 * 512,
-                len: 3072,
-                dev: 1,
-                op: Op::Read
-            }
-        );
+        let r = Ascii::ssdsim().parse("78643005 1 55596 6 1").unwrap().unwrap();
+        assert_eq!(r, Request { time: 78643005, addr: 55596 * 512, len: 3072, dev: 1, op: Op::Read });
     }
 
     #[test]
     fn heimdall_line() {
-        let r = Ascii::heimdall()
-            .parse("223.412 0 3159347200 36864 0")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 223_412_000,
-                addr: 3159347200,
-                len: 36864,
-                dev: 0,
-                op: Op::Write
-            }
-        );
+        let r = Ascii::heimdall().parse("223.412 0 3159347200 36864 0").unwrap().unwrap();
+        assert_eq!(r, Request { time: 223_412_000, addr: 3159347200, len: 36864, dev: 0, op: Op::Write });
     }
 
     #[test]
     fn bad_lines_name_the_field() {
-        assert_eq!(
-            Ascii::ssdsim().parse("0 0 12 x 1").unwrap_err().field,
-            "size"
-        );
-        assert_eq!(
-            Ascii::ssdsim().parse("0 0 12 0 1").unwrap_err().field,
-            "size"
-        );
+        assert_eq!(Ascii::ssdsim().parse("0 0 12 x 1").unwrap_err().field, "size");
+        assert_eq!(Ascii::ssdsim().parse("0 0 12 0 1").unwrap_err().field, "size");
         assert_eq!(Ascii::ssdsim().parse("0 0 12 8 7").unwrap_err().field, "op");
         assert_eq!(Ascii::ssdsim().parse("0 0 12").unwrap_err().field, "size");
-        assert_eq!(
-            Ascii::ssdsim().parse("-5 0 12 8 1").unwrap_err().field,
-            "time"
-        );
+        assert_eq!(Ascii::ssdsim().parse("-5 0 12 8 1").unwrap_err().field, "time");
     }
 }

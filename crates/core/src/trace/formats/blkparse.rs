@@ -50,9 +50,7 @@ impl std::str::FromStr for BlkEvent {
         match s.to_ascii_lowercase().as_str() {
             "d" | "issue" => Ok(BlkEvent::Issue),
             "q" | "queue" => Ok(BlkEvent::Queue),
-            _ => Err(format!(
-                "unknown blkparse event {s:?} (known: D or issue, Q or queue)"
-            )),
+            _ => Err(format!("unknown blkparse event {s:?} (known: D or issue, Q or queue)")),
         }
     }
 }
@@ -69,10 +67,7 @@ pub struct Blkparse {
 
 impl Blkparse {
     pub fn new(event: BlkEvent) -> Self {
-        Blkparse {
-            event,
-            ..Default::default()
-        }
+        Blkparse { event, ..Default::default() }
     }
 
     fn blkparse_event(
@@ -88,14 +83,9 @@ impl Blkparse {
         u64_field("sequence", f.next())?;
         let time = decimal_time("time", f.next(), 9)?;
         u64_field("pid", f.next())?;
-        let action = f
-            .next()
-            .ok_or_else(|| FieldError::new("action", "missing"))?;
+        let action = f.next().ok_or_else(|| FieldError::new("action", "missing"))?;
         if !action.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return Err(FieldError::new(
-                "action",
-                format!("{action:?} is not an event letter"),
-            ));
+            return Err(FieldError::new("action", format!("{action:?} is not an event letter")));
         }
         self.events += 1;
         let wanted = match self.event {
@@ -107,10 +97,7 @@ impl Blkparse {
         }
         let rwbs = f.next().ok_or_else(|| FieldError::new("rwbs", "missing"))?;
         if !rwbs.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(FieldError::new(
-                "rwbs",
-                format!("{rwbs:?} is not an RWBS string"),
-            ));
+            return Err(FieldError::new("rwbs", format!("{rwbs:?} is not an RWBS string")));
         }
         let op = if rwbs.contains('D') {
             Op::Trim
@@ -131,16 +118,8 @@ impl Blkparse {
         }
         let len = size_field("size", mul_field("size", sectors, 512)?)?;
         let addr = mul_field("sector", sector, 512)?;
-        let dev = self
-            .devs
-            .id("device", |&k| k == (major, minor), || (major, minor))?;
-        Ok(Some(Request {
-            time,
-            addr,
-            len,
-            dev,
-            op,
-        }))
+        let dev = self.devs.id("device", |&k| k == (major, minor), || (major, minor))?;
+        Ok(Some(Request { time, addr, len, dev, op }))
     }
 
     fn wiscsee_event(
@@ -152,58 +131,36 @@ impl Blkparse {
         let issue = match f.next() {
             Some("D") => true,
             Some("C") => false,
-            Some(a) => {
-                return Err(FieldError::new(
-                    "action",
-                    format!("{a:?} is neither D nor C"),
-                ))
-            }
+            Some(a) => return Err(FieldError::new("action", format!("{a:?} is neither D nor C"))),
             None => return Err(FieldError::new("action", "missing")),
         };
         let op = match f.next() {
             Some("read") => Op::Read,
             Some("write") => Op::Write,
             Some("discard") => Op::Trim,
-            Some(o) => {
-                return Err(FieldError::new(
-                    "op",
-                    format!("{o:?} is not read, write or discard"),
-                ))
-            }
+            Some(o) => return Err(FieldError::new("op", format!("{o:?} is not read, write or discard"))),
             None => return Err(FieldError::new("op", "missing")),
         };
         let addr = u64_field("offset", f.next())?;
         let len = size_field("size", u64_field("size", f.next())?)?;
         let time = decimal_time("time", f.next(), 9)?;
         self.events += 1;
-        Ok(issue.then_some(Request {
-            time,
-            addr,
-            len,
-            dev: 0,
-            op,
-        }))
+        Ok(issue.then_some(Request { time, addr, len, dev: 0, op }))
     }
 }
 
 impl LineFormat for Blkparse {
     fn parse(&mut self, line: &str) -> Result<Option<Request>, FieldError> {
         let mut f = line.split_ascii_whitespace();
-        let Some(first) = f.next() else {
-            return Ok(None);
-        };
+        let Some(first) = f.next() else { return Ok(None) };
         if first.contains(',') {
             return self.blkparse_event(first, &mut f);
         }
         if first.bytes().all(|b| b.is_ascii_digit()) && !self.in_summary {
             return self.wiscsee_event(first, &mut f);
         }
-        let summary_start = (first == "Total"
-            || first
-                .strip_prefix("CPU")
-                .is_some_and(|n| n.parse::<u32>().is_ok()))
-            && f.next()
-                .is_some_and(|d| d.starts_with('(') && d.ends_with("):"));
+        let summary_start = (first == "Total" || first.strip_prefix("CPU").is_some_and(|n| n.parse::<u32>().is_ok()))
+            && f.next().is_some_and(|d| d.starts_with('(') && d.ends_with("):"));
         if summary_start {
             self.in_summary = true;
         }
@@ -260,27 +217,9 @@ Skips: 0 forward (0 -   0.0%)";
         assert_eq!(
             reqs,
             vec![
-                Request {
-                    time: 8096,
-                    addr: 223490 * 512,
-                    len: 4096,
-                    dev: 0,
-                    op: Op::Write
-                },
-                Request {
-                    time: 1_000_000,
-                    addr: 100 * 512,
-                    len: 8192,
-                    dev: 1,
-                    op: Op::Read
-                },
-                Request {
-                    time: 3_000_000,
-                    addr: 2048 * 512,
-                    len: 1 << 20,
-                    dev: 1,
-                    op: Op::Trim
-                },
+                Request { time: 8096, addr: 223490 * 512, len: 4096, dev: 0, op: Op::Write },
+                Request { time: 1_000_000, addr: 100 * 512, len: 8192, dev: 1, op: Op::Read },
+                Request { time: 3_000_000, addr: 2048 * 512, len: 1 << 20, dev: 1, op: Op::Trim },
             ]
         );
     }
@@ -288,16 +227,7 @@ Skips: 0 forward (0 -   0.0%)";
     #[test]
     fn queue_events() {
         let reqs = parse_all(Blkparse::new(BlkEvent::Queue), SAMPLE);
-        assert_eq!(
-            reqs,
-            vec![Request {
-                time: 0,
-                addr: 223490 * 512,
-                len: 4096,
-                dev: 0,
-                op: Op::Write
-            }]
-        );
+        assert_eq!(reqs, vec![Request { time: 0, addr: 223490 * 512, len: 4096, dev: 0, op: Op::Write }]);
         assert_eq!("q".parse::<BlkEvent>(), Ok(BlkEvent::Queue));
         assert_eq!("Issue".parse::<BlkEvent>(), Ok(BlkEvent::Issue));
         assert!("x".parse::<BlkEvent>().is_err());
@@ -306,34 +236,12 @@ Skips: 0 forward (0 -   0.0%)";
     #[test]
     fn wiscsee_events() {
         let mut b = Blkparse::default();
-        let r = b
-            .parse("35181 D read 136318976 4096 0.000003021 3.021e-06 False")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 3021,
-                addr: 136318976,
-                len: 4096,
-                dev: 0,
-                op: Op::Read
-            }
-        );
-        assert_eq!(
-            b.parse("0 C read 136327168 4096 0.000149700 0.0001454 False")
-                .unwrap(),
-            None
-        );
-        let r = b
-            .parse("1386 D discard 136314880 4096 0.439239477 4.43e-06 False")
-            .unwrap()
-            .unwrap();
+        let r = b.parse("35181 D read 136318976 4096 0.000003021 3.021e-06 False").unwrap().unwrap();
+        assert_eq!(r, Request { time: 3021, addr: 136318976, len: 4096, dev: 0, op: Op::Read });
+        assert_eq!(b.parse("0 C read 136327168 4096 0.000149700 0.0001454 False").unwrap(), None);
+        let r = b.parse("1386 D discard 136314880 4096 0.439239477 4.43e-06 False").unwrap().unwrap();
         assert_eq!((r.op, r.time), (Op::Trim, 439_239_477));
-        assert_eq!(
-            b.parse("1 D write 0 512 1.5 0 True").unwrap().unwrap().op,
-            Op::Write
-        );
+        assert_eq!(b.parse("1 D write 0 512 1.5 0 True").unwrap().unwrap().op, Op::Write);
     }
 
     #[test]
@@ -365,15 +273,9 @@ Skips: 0 forward (0 -   0.0%)";
     fn sniffs() {
         let lines: Vec<&str> = SAMPLE.lines().collect();
         assert_eq!(sniff(&lines), Some(Format::Blkparse));
-        assert_eq!(
-            sniff(&["35181 D read 136318976 4096 0.000000000 0 False"]),
-            Some(Format::Blkparse)
-        );
+        assert_eq!(sniff(&["35181 D read 136318976 4096 0.000000000 0 False"]), Some(Format::Blkparse));
         // Q-only output still sniffs
-        assert_eq!(
-            sniff(&["8,0 3 1 0.0 697 Q W 223490 + 8 [k]"]),
-            Some(Format::Blkparse)
-        );
+        assert_eq!(sniff(&["8,0 3 1 0.0 697 Q W 223490 + 8 [k]"]), Some(Format::Blkparse));
         assert_eq!(sniff(&["Total (8,0):"]), None);
         assert_eq!(sniff(&["0 0 1 8 1"]), None);
     }

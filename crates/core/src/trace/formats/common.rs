@@ -22,11 +22,7 @@ pub fn decimal_time(field: &'static str, s: Option<&str>, pow10: u32) -> Result<
             return Err(bad());
         }
         let ns = v * 10f64.powi(pow10 as i32);
-        return if ns < u64::MAX as f64 {
-            Ok(ns.round() as u64)
-        } else {
-            Err(range())
-        };
+        return if ns < u64::MAX as f64 { Ok(ns.round() as u64) } else { Err(range()) };
     }
     let digits = s.strip_prefix('+').unwrap_or(s);
     let (int, frac) = match digits.split_once('.') {
@@ -42,10 +38,7 @@ pub fn decimal_time(field: &'static str, s: Option<&str>, pow10: u32) -> Result<
     let scale = 10u64.pow(pow10);
     let mut ns: u64 = 0;
     for b in int.bytes() {
-        ns = ns
-            .checked_mul(10)
-            .and_then(|v| v.checked_add((b - b'0') as u64))
-            .ok_or_else(range)?;
+        ns = ns.checked_mul(10).and_then(|v| v.checked_add((b - b'0') as u64)).ok_or_else(range)?;
     }
     ns = ns.checked_mul(scale).ok_or_else(range)?;
     let mut frac_ns: u64 = 0;
@@ -68,10 +61,7 @@ pub struct DevMap<K> {
 
 impl<K> Default for DevMap<K> {
     fn default() -> Self {
-        DevMap {
-            ids: HashMap::new(),
-            last: None,
-        }
+        DevMap { ids: HashMap::new(), last: None }
     }
 }
 
@@ -145,11 +135,7 @@ pub fn probe<F: LineFormat>(mut format: F, lines: &[&str]) -> Probe {
 /// True if `line`'s comma-separated fields are `names`, ignoring case and spaces.
 pub fn is_header(line: &str, names: &[&str]) -> bool {
     let mut fields = line.split(',');
-    names.iter().all(|n| {
-        fields
-            .next()
-            .is_some_and(|f| f.trim().eq_ignore_ascii_case(n))
-    }) && fields.next().is_none()
+    names.iter().all(|n| fields.next().is_some_and(|f| f.trim().eq_ignore_ascii_case(n))) && fields.next().is_none()
 }
 
 #[cfg(test)]
@@ -158,39 +144,17 @@ mod tests {
 
     #[test]
     fn decimal_times_are_exact() {
-        assert_eq!(
-            decimal_time("t", Some("1455591804.310701000"), 9).unwrap(),
-            1_455_591_804_310_701_000
-        );
+        assert_eq!(decimal_time("t", Some("1455591804.310701000"), 9).unwrap(), 1_455_591_804_310_701_000);
         assert_eq!(decimal_time("t", Some("0.000003021"), 9).unwrap(), 3021);
         assert_eq!(decimal_time("t", Some("223.412"), 6).unwrap(), 223_412_000);
-        assert_eq!(
-            decimal_time("t", Some("128166385295514663"), 2).unwrap(),
-            12_816_638_529_551_466_300
-        );
+        assert_eq!(decimal_time("t", Some("128166385295514663"), 2).unwrap(), 12_816_638_529_551_466_300);
         assert_eq!(decimal_time("t", Some("5"), 9).unwrap(), 5_000_000_000);
         assert_eq!(decimal_time("t", Some(".5"), 9).unwrap(), 500_000_000);
         assert_eq!(decimal_time("t", Some("7."), 0).unwrap(), 7);
-        assert_eq!(
-            decimal_time("t", Some("1.0000000005"), 9).unwrap(),
-            1_000_000_001
-        ); // rounds half up
-        assert_eq!(
-            decimal_time("t", Some("1.00000000049"), 9).unwrap(),
-            1_000_000_000
-        );
+        assert_eq!(decimal_time("t", Some("1.0000000005"), 9).unwrap(), 1_000_000_001); // rounds half up
+        assert_eq!(decimal_time("t", Some("1.00000000049"), 9).unwrap(), 1_000_000_000);
         assert_eq!(decimal_time("t", Some("3.021e-06"), 9).unwrap(), 3021);
-        for bad in [
-            "",
-            ".",
-            "-1",
-            "1.2.3",
-            "x",
-            "1e999",
-            "-1e3",
-            "nan",
-            "99999999999999999999",
-        ] {
+        for bad in ["", ".", "-1", "1.2.3", "x", "1e999", "-1e3", "nan", "99999999999999999999"] {
             let e = decimal_time("stamp", Some(bad), 9).unwrap_err();
             assert_eq!(e.field, "stamp", "{bad}");
         }
@@ -200,10 +164,7 @@ mod tests {
     #[test]
     fn dev_map_assigns_in_order() {
         let mut m: DevMap<(String, u64)> = DevMap::default();
-        let mut id = |h: &str, d: u64| {
-            m.id("dev", |k| k.0 == h && k.1 == d, || (h.to_string(), d))
-                .unwrap()
-        };
+        let mut id = |h: &str, d: u64| m.id("dev", |k| k.0 == h && k.1 == d, || (h.to_string(), d)).unwrap();
         assert_eq!(id("hm", 0), 0);
         assert_eq!(id("hm", 0), 0);
         assert_eq!(id("hm", 1), 1);
@@ -214,21 +175,9 @@ mod tests {
 
     #[test]
     fn headers() {
-        assert!(is_header(
-            "version,time,op,size,lbn",
-            &["version", "time", "op", "size", "lbn"]
-        ));
-        assert!(is_header(
-            " Version , TIME,op,size,lbn",
-            &["version", "time", "op", "size", "lbn"]
-        ));
-        assert!(!is_header(
-            "version,time,op,size",
-            &["version", "time", "op", "size", "lbn"]
-        ));
-        assert!(!is_header(
-            "version,time,op,size,lbn,x",
-            &["version", "time", "op", "size", "lbn"]
-        ));
+        assert!(is_header("version,time,op,size,lbn", &["version", "time", "op", "size", "lbn"]));
+        assert!(is_header(" Version , TIME,op,size,lbn", &["version", "time", "op", "size", "lbn"]));
+        assert!(!is_header("version,time,op,size", &["version", "time", "op", "size", "lbn"]));
+        assert!(!is_header("version,time,op,size,lbn,x", &["version", "time", "op", "size", "lbn"]));
     }
 }

@@ -27,9 +27,7 @@
 //! columns are ignored.
 
 use super::common::decimal_time;
-use crate::trace::text::{
-    dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat,
-};
+use crate::trace::text::{dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat};
 use crate::trace::{FieldError, Op, Request};
 use std::fmt;
 
@@ -82,10 +80,7 @@ const KEYS: &[&str] = &[
 ];
 
 fn list(s: &str) -> Vec<String> {
-    s.split('|')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect()
+    s.split('|').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect()
 }
 
 /// Splits `text` at commas outside quotes into `key=value` pairs, keys lower-cased,
@@ -116,17 +111,11 @@ fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
         if item.is_empty() {
             continue; // tolerate "a=1,,b=2" and a trailing comma
         }
-        let (k, v) = item.split_once('=').ok_or_else(|| {
-            format!(
-                "{item:?} is not key=value (known keys: {})",
-                KEYS.join(", ")
-            )
-        })?;
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{item:?} is not key=value (known keys: {})", KEYS.join(", ")))?;
         let v = v.trim();
-        let v = ['\'', '"']
-            .iter()
-            .find_map(|&q| v.strip_prefix(q).and_then(|v| v.strip_suffix(q)))
-            .unwrap_or(v);
+        let v = ['\'', '"'].iter().find_map(|&q| v.strip_prefix(q).and_then(|v| v.strip_suffix(q))).unwrap_or(v);
         out.push((k.trim().to_ascii_lowercase(), v.to_string()));
     }
     Ok(out)
@@ -177,10 +166,7 @@ impl std::str::FromStr for CsvMapping {
         let mut seen: Vec<String> = Vec::new();
         for (k, v) in pairs(text)? {
             if !KEYS.contains(&k.as_str()) {
-                return Err(format!(
-                    "unknown key {k:?} in column mapping (known keys: {})",
-                    KEYS.join(", ")
-                ));
+                return Err(format!("unknown key {k:?} in column mapping (known keys: {})", KEYS.join(", ")));
             }
             if seen.contains(&k) {
                 return Err(format!("{k} is given twice in the column mapping"));
@@ -190,16 +176,10 @@ impl std::str::FromStr for CsvMapping {
                 v.parse::<usize>()
                     .ok()
                     .filter(|&c| c < 1024)
-                    .ok_or_else(|| {
-                        format!("{k}={v:?}: a column is a number from 0 (the first column) to 1023")
-                    })
+                    .ok_or_else(|| format!("{k}={v:?}: a column is a number from 0 (the first column) to 1023"))
             };
             let bytes = || {
-                let with_number = if v.starts_with(|c: char| c.is_ascii_digit()) {
-                    v.clone()
-                } else {
-                    format!("1{v}")
-                };
+                let with_number = if v.starts_with(|c: char| c.is_ascii_digit()) { v.clone() } else { format!("1{v}") };
                 crate::units::parse_bytes(&with_number)
                     .map_err(|e| format!("{k}={v:?}: {} (e.g. B, sector, 4KiB)", e.why))
             };
@@ -213,18 +193,13 @@ impl std::str::FromStr for CsvMapping {
                     m.header = match v.to_ascii_lowercase().as_str() {
                         "true" | "yes" => 1,
                         "false" | "no" => 0,
-                        n => n.parse().map_err(|_| {
-                            format!("header={v:?}: give the number of header lines")
-                        })?,
+                        n => n.parse().map_err(|_| format!("header={v:?}: give the number of header lines"))?,
                     }
                 }
                 "sep" => m.sep = parse_sep(&v)?,
                 "time_unit" => {
-                    let with_number = if v.starts_with(|c: char| c.is_ascii_digit()) {
-                        v.clone()
-                    } else {
-                        format!("1{v}")
-                    };
+                    let with_number =
+                        if v.starts_with(|c: char| c.is_ascii_digit()) { v.clone() } else { format!("1{v}") };
                     m.time_unit_ns = match crate::units::parse_duration_ns(&with_number) {
                         Ok(ns) if ns > 0 && !v.trim().is_empty() => ns,
                         _ => return Err(format!("time_unit={v:?}: use s, ms, us, ns or 100ns")),
@@ -245,13 +220,8 @@ impl std::str::FromStr for CsvMapping {
         if m.size == usize::MAX {
             return Err("the column mapping needs size=COLUMN".into());
         }
-        let roles = [
-            ("time", m.time),
-            ("op", m.op),
-            ("offset", Some(m.offset)),
-            ("size", Some(m.size)),
-            ("dev", m.dev),
-        ];
+        let roles =
+            [("time", m.time), ("op", m.op), ("offset", Some(m.offset)), ("size", Some(m.size)), ("dev", m.dev)];
         for (i, (a, ca)) in roles.iter().enumerate() {
             for (b, cb) in &roles[i + 1..] {
                 if ca.is_some() && ca == cb {
@@ -259,28 +229,15 @@ impl std::str::FromStr for CsvMapping {
                 }
             }
         }
-        let ops = [
-            ("read", &m.read),
-            ("write", &m.write),
-            ("trim", &m.trim),
-            ("skip", &m.skip),
-        ];
+        let ops = [("read", &m.read), ("write", &m.write), ("trim", &m.trim), ("skip", &m.skip)];
         for (k, values) in ops {
-            if let Some(v) = values
-                .iter()
-                .find(|v| v.contains(['\'', '"']) || v.contains(char::is_control))
-            {
-                return Err(format!(
-                    "{k}: op value {v:?} holds a quote or control character"
-                ));
+            if let Some(v) = values.iter().find(|v| v.contains(['\'', '"']) || v.contains(char::is_control)) {
+                return Err(format!("{k}: op value {v:?} holds a quote or control character"));
             }
         }
         for (i, (a, va)) in ops.iter().enumerate() {
             for (b, vb) in &ops[i + 1..] {
-                if let Some(v) = va
-                    .iter()
-                    .find(|v| vb.iter().any(|w| w.eq_ignore_ascii_case(v)))
-                {
+                if let Some(v) = va.iter().find(|v| vb.iter().any(|w| w.eq_ignore_ascii_case(v))) {
                     return Err(format!("op value {v:?} is both {a} and {b}"));
                 }
             }
@@ -313,12 +270,7 @@ impl fmt::Display for CsvMapping {
             "header={},sep={sep},time_unit={}ns,offset_unit={}B,size_unit={}B",
             self.header, self.time_unit_ns, self.offset_unit, self.size_unit
         )?;
-        for (k, v) in [
-            ("read", &self.read),
-            ("write", &self.write),
-            ("trim", &self.trim),
-            ("skip", &self.skip),
-        ] {
+        for (k, v) in [("read", &self.read), ("write", &self.write), ("trim", &self.trim), ("skip", &self.skip)] {
             write!(f, ",{k}='{}'", v.join("|"))?;
         }
         Ok(())
@@ -339,28 +291,15 @@ pub struct Csv {
 
 impl Csv {
     pub fn new(m: CsvMapping) -> Self {
-        let ncols = [m.time, m.op, Some(m.offset), Some(m.size), m.dev]
-            .iter()
-            .flatten()
-            .max()
-            .unwrap()
-            + 1;
+        let ncols = [m.time, m.op, Some(m.offset), Some(m.size), m.dev].iter().flatten().max().unwrap() + 1;
         let pow10 = (0..=19).find(|&k| 10u64.checked_pow(k) == Some(m.time_unit_ns));
-        Csv {
-            header_left: m.header,
-            m,
-            ncols,
-            pow10,
-            fields: Vec::with_capacity(ncols),
-        }
+        Csv { header_left: m.header, m, ncols, pow10, fields: Vec::with_capacity(ncols) }
     }
 
     fn field<'a>(&self, line: &'a str, col: usize) -> Option<&'a str> {
         self.fields.get(col).map(|&(a, b)| {
             let f = line[a..b].trim();
-            f.strip_prefix('"')
-                .and_then(|f| f.strip_suffix('"'))
-                .unwrap_or(f)
+            f.strip_prefix('"').and_then(|f| f.strip_suffix('"')).unwrap_or(f)
         })
     }
 }
@@ -386,11 +325,7 @@ impl LineFormat for Csv {
                 }
             }
             Sep::Whitespace => {
-                for f in line
-                    .split([' ', '\t'])
-                    .filter(|f| !f.is_empty())
-                    .take(self.ncols)
-                {
+                for f in line.split([' ', '\t']).filter(|f| !f.is_empty()).take(self.ncols) {
                     let a = f.as_ptr() as usize - base;
                     self.fields.push((a, a + f.len()));
                 }
@@ -400,9 +335,7 @@ impl LineFormat for Csv {
         let op = match m.op {
             None => Op::Read,
             Some(c) => {
-                let v = self
-                    .field(line, c)
-                    .ok_or_else(|| FieldError::new("op", "missing"))?;
+                let v = self.field(line, c).ok_or_else(|| FieldError::new("op", "missing"))?;
                 if matches(&m.read, v) {
                     Op::Read
                 } else if matches(&m.write, v) {
@@ -427,36 +360,15 @@ impl LineFormat for Csv {
         let time = match (m.time, self.pow10) {
             (None, _) => 0,
             (Some(c), Some(k)) => decimal_time("time", self.field(line, c), k)?,
-            (Some(c), None) => to_nanos(
-                "time",
-                f64_field("time", self.field(line, c))?,
-                m.time_unit_ns as f64,
-            )?,
+            (Some(c), None) => to_nanos("time", f64_field("time", self.field(line, c))?, m.time_unit_ns as f64)?,
         };
-        let addr = mul_field(
-            "offset",
-            u64_field("offset", self.field(line, m.offset))?,
-            m.offset_unit,
-        )?;
-        let len = size_field(
-            "size",
-            mul_field(
-                "size",
-                u64_field("size", self.field(line, m.size))?,
-                m.size_unit,
-            )?,
-        )?;
+        let addr = mul_field("offset", u64_field("offset", self.field(line, m.offset))?, m.offset_unit)?;
+        let len = size_field("size", mul_field("size", u64_field("size", self.field(line, m.size))?, m.size_unit)?)?;
         let dev = match m.dev {
             None => 0,
             Some(c) => dev_field("dev", u64_field("dev", self.field(line, c))?)?,
         };
-        Ok(Some(Request {
-            time,
-            addr,
-            len,
-            dev,
-            op,
-        }))
+        Ok(Some(Request { time, addr, len, dev, op }))
     }
 }
 
@@ -473,86 +385,32 @@ mod tests {
         let m = mapping(
             "time=0,op=3,offset=4,size=5,dev=2,header=1,sep=',',time_unit=s,offset_unit=B,size_unit=B,read=R,write=W",
         );
-        assert_eq!(
-            (m.time, m.op, m.offset, m.size, m.dev, m.header),
-            (Some(0), Some(3), 4, 5, Some(2), 1)
-        );
-        assert_eq!(
-            (m.sep, m.time_unit_ns, m.offset_unit, m.size_unit),
-            (Sep::Char(','), 1_000_000_000, 1, 1)
-        );
-        assert_eq!(
-            (m.read.clone(), m.write.clone()),
-            (vec!["R".to_string()], vec!["W".to_string()])
-        );
+        assert_eq!((m.time, m.op, m.offset, m.size, m.dev, m.header), (Some(0), Some(3), 4, 5, Some(2), 1));
+        assert_eq!((m.sep, m.time_unit_ns, m.offset_unit, m.size_unit), (Sep::Char(','), 1_000_000_000, 1, 1));
+        assert_eq!((m.read.clone(), m.write.clone()), (vec!["R".to_string()], vec!["W".to_string()]));
         let mut c = Csv::new(m);
         assert_eq!(c.parse("time,x,dev,op,offset,size").unwrap(), None);
         let r = c.parse("1.5,hm,3,w,4096,512").unwrap().unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 1_500_000_000,
-                addr: 4096,
-                len: 512,
-                dev: 3,
-                op: Op::Write
-            }
-        );
+        assert_eq!(r, Request { time: 1_500_000_000, addr: 4096, len: 512, dev: 3, op: Op::Write });
         let r = c.parse(" 2 ,hm, 0 ,\"R\",0,4096,extra").unwrap().unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 2_000_000_000,
-                addr: 0,
-                len: 4096,
-                dev: 0,
-                op: Op::Read
-            }
-        );
+        assert_eq!(r, Request { time: 2_000_000_000, addr: 0, len: 4096, dev: 0, op: Op::Read });
     }
 
     #[test]
     fn units_separators_and_defaults() {
-        let mut c = Csv::new(mapping(
-            "offset=1,size=2,sep=whitespace,offset_unit=sector,size_unit=4KiB",
-        ));
+        let mut c = Csv::new(mapping("offset=1,size=2,sep=whitespace,offset_unit=sector,size_unit=4KiB"));
         let r = c.parse("x   8\t2").unwrap().unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 0,
-                addr: 4096,
-                len: 8192,
-                dev: 0,
-                op: Op::Read
-            }
-        );
-        let mut c = Csv::new(mapping(
-            "time=0,offset=1,size=2,sep=tab,time_unit=100ns,op=3,read=1,write=0,skip=9",
-        ));
-        assert_eq!(
-            c.parse("128166385295514663\t0\t1\t0")
-                .unwrap()
-                .unwrap()
-                .time,
-            12_816_638_529_551_466_300
-        );
+        assert_eq!(r, Request { time: 0, addr: 4096, len: 8192, dev: 0, op: Op::Read });
+        let mut c = Csv::new(mapping("time=0,offset=1,size=2,sep=tab,time_unit=100ns,op=3,read=1,write=0,skip=9"));
+        assert_eq!(c.parse("128166385295514663\t0\t1\t0").unwrap().unwrap().time, 12_816_638_529_551_466_300);
         assert_eq!(c.parse("1\t0\t1\t1").unwrap().unwrap().op, Op::Read);
         assert_eq!(c.parse("1\t0\t1\t9").unwrap(), None);
         let mut c = Csv::new(mapping("time=0,offset=1,size=2,time_unit=min"));
         assert_eq!(c.parse("1.5,0,1").unwrap().unwrap().time, 90_000_000_000);
-        let mut c = Csv::new(mapping(
-            "time=0, offset=1 ,size=2,op=3, sep=';' ,time_unit=ms",
-        ));
+        let mut c = Csv::new(mapping("time=0, offset=1 ,size=2,op=3, sep=';' ,time_unit=ms"));
         assert_eq!(
             c.parse("2.5;0;1;DISCARD").unwrap().unwrap(),
-            Request {
-                time: 2_500_000,
-                addr: 0,
-                len: 1,
-                dev: 0,
-                op: Op::Trim
-            }
+            Request { time: 2_500_000, addr: 0, len: 1, dev: 0, op: Op::Trim }
         );
         assert_eq!(mapping("offset=0,size=1,header=true").header, 1);
     }

@@ -21,13 +21,7 @@ impl LineFormat for Keys {
             return Ok(None);
         }
         let key = u64_field("key", Some(line))?;
-        Ok(Some(Request {
-            time: 0,
-            addr: key,
-            len: 1,
-            dev: 0,
-            op: Op::Read,
-        }))
+        Ok(Some(Request { time: 0, addr: key, len: 1, dev: 0, op: Op::Read }))
     }
     fn unit(&self) -> Unit {
         Unit::Pages
@@ -41,10 +35,7 @@ pub struct KeysU32be {
 
 impl KeysU32be {
     pub fn new(src: Box<dyn BufRead + Send>, path: &Path) -> Self {
-        KeysU32be {
-            src,
-            path: path.to_path_buf(),
-        }
+        KeysU32be { src, path: path.to_path_buf() }
     }
 }
 
@@ -59,12 +50,7 @@ impl TraceReader for KeysU32be {
                     Ok(0) => break,
                     Ok(n) => got += n,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        return Err(TraceError::Io {
-                            path: self.path.clone(),
-                            error: e,
-                        })
-                    }
+                    Err(e) => return Err(TraceError::Io { path: self.path.clone(), error: e }),
                 }
             }
             match got {
@@ -73,20 +59,12 @@ impl TraceReader for KeysU32be {
                 _ => {
                     return Err(TraceError::Format {
                         path: self.path.clone(),
-                        msg: format!(
-                            "ends inside a record: {got} stray bytes after the last whole u32 key"
-                        ),
+                        msg: format!("ends inside a record: {got} stray bytes after the last whole u32 key"),
                     })
                 }
             }
             let key = u32::from_be_bytes(rec) as u64;
-            out.push(Request {
-                time: 0,
-                addr: key,
-                len: 1,
-                dev: 0,
-                op: Op::Read,
-            });
+            out.push(Request { time: 0, addr: key, len: 1, dev: 0, op: Op::Read });
         }
         Ok(out.len())
     }
@@ -97,9 +75,7 @@ impl TraceReader for KeysU32be {
 
 /// Lines of one unsigned integer (or a LIRS `*` separator), at least one integer.
 pub fn sniff(lines: &[&str]) -> Option<Format> {
-    super::common::probe(Keys, lines)
-        .fits()
-        .then_some(Format::Keys)
+    super::common::probe(Keys, lines).fits().then_some(Format::Keys)
 }
 
 /// Binary data whose length is a multiple of 4 and not another known format.
@@ -113,16 +89,7 @@ mod tests {
 
     #[test]
     fn lines() {
-        assert_eq!(
-            Keys.parse("2819").unwrap().unwrap(),
-            Request {
-                time: 0,
-                addr: 2819,
-                len: 1,
-                dev: 0,
-                op: Op::Read
-            }
-        );
+        assert_eq!(Keys.parse("2819").unwrap().unwrap(), Request { time: 0, addr: 2819, len: 1, dev: 0, op: Op::Read });
         assert_eq!(Keys.parse(" 7 ").unwrap().unwrap().addr, 7);
         assert_eq!(Keys.parse("*").unwrap(), None);
         assert_eq!(Keys.parse("# comment").unwrap(), None);
@@ -141,26 +108,11 @@ mod tests {
 
     #[test]
     fn u32be_reads_and_rejects_torn_records() {
-        let bytes: Vec<u8> = [1u32, 0xdead_beef]
-            .iter()
-            .flat_map(|k| k.to_be_bytes())
-            .collect();
-        let mut r = KeysU32be::new(
-            Box::new(std::io::Cursor::new(bytes.clone())),
-            Path::new("k"),
-        );
+        let bytes: Vec<u8> = [1u32, 0xdead_beef].iter().flat_map(|k| k.to_be_bytes()).collect();
+        let mut r = KeysU32be::new(Box::new(std::io::Cursor::new(bytes.clone())), Path::new("k"));
         let all = crate::trace::read_all(&mut r).unwrap();
-        assert_eq!(
-            all.iter().map(|r| r.addr).collect::<Vec<_>>(),
-            [1, 0xdead_beef]
-        );
-        let mut r = KeysU32be::new(
-            Box::new(std::io::Cursor::new(bytes[..6].to_vec())),
-            Path::new("k"),
-        );
-        assert!(crate::trace::read_all(&mut r)
-            .unwrap_err()
-            .to_string()
-            .contains("2 stray bytes"));
+        assert_eq!(all.iter().map(|r| r.addr).collect::<Vec<_>>(), [1, 0xdead_beef]);
+        let mut r = KeysU32be::new(Box::new(std::io::Cursor::new(bytes[..6].to_vec())), Path::new("k"));
+        assert!(crate::trace::read_all(&mut r).unwrap_err().to_string().contains("2 stray bytes"));
     }
 }

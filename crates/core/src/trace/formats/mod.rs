@@ -56,95 +56,27 @@ pub enum Format {
 
 /// Names accepted by `--format`, with one line on each.
 pub const FORMATS: &[(&str, Format, &str)] = &[
-    (
-        "auto",
-        Format::Auto,
-        "sniff the format from the file's contents",
-    ),
-    (
-        "spc",
-        Format::Spc,
-        "UMass SPC: ASU,LBA(sectors),size(bytes),opcode(r/w),timestamp(s)",
-    ),
-    (
-        "msr",
-        Format::Msr,
-        "MSR Cambridge CSV: filetime,host,disk,Read|Write,offset,size,response",
-    ),
-    (
-        "ssdsim",
-        Format::Ssdsim,
-        "SSDsim ascii: time_ns dev lba_sectors size_sectors op(1=read,0=write)",
-    ),
-    (
-        "mqsim",
-        Format::Mqsim,
-        "MQSim ascii: time_ns dev lba_sectors size_sectors op(1=read,0=write)",
-    ),
-    (
-        "disksim",
-        Format::Disksim,
-        "DiskSim ascii: time_ms dev lba_sectors size_sectors flags(bit0: 1=read)",
-    ),
-    (
-        "heimdall",
-        Format::Heimdall,
-        "byte ascii: time_ms dev offset_bytes size_bytes op(1=read,0=write)",
-    ),
-    (
-        "blkparse",
-        Format::Blkparse,
-        "blkparse text output (D or Q events), also WiscSee event lists",
-    ),
-    (
-        "vscsi-csv",
-        Format::VscsiCsv,
-        "libCacheSim vSCSI CSV: version,time,op(SCSI hex),size,lbn",
-    ),
-    (
-        "oracle-general",
-        Format::OracleGeneral,
-        "libCacheSim oracleGeneral binary (one page per record)",
-    ),
-    (
-        "tencent",
-        Format::Tencent,
-        "SNIA Tencent CBS: timestamp,offset(sectors),size(sectors),op(0=read),volume",
-    ),
-    (
-        "systor",
-        Format::Systor,
-        "SYSTOR'17: timestamp,response,R|W,LUN,offset,size",
-    ),
-    (
-        "keys",
-        Format::Keys,
-        "one decimal page number per line, each a one-page read",
-    ),
-    (
-        "keys-u32be",
-        Format::KeysU32be,
-        "big-endian u32 page numbers, each a one-page read",
-    ),
-    (
-        "csv",
-        Format::Csv,
-        "generic CSV, columns given by --csv-columns",
-    ),
-    (
-        "binary",
-        Format::Binary,
-        "ssdcache compact binary (written by `ssdcache trace convert`)",
-    ),
+    ("auto", Format::Auto, "sniff the format from the file's contents"),
+    ("spc", Format::Spc, "UMass SPC: ASU,LBA(sectors),size(bytes),opcode(r/w),timestamp(s)"),
+    ("msr", Format::Msr, "MSR Cambridge CSV: filetime,host,disk,Read|Write,offset,size,response"),
+    ("ssdsim", Format::Ssdsim, "SSDsim ascii: time_ns dev lba_sectors size_sectors op(1=read,0=write)"),
+    ("mqsim", Format::Mqsim, "MQSim ascii: time_ns dev lba_sectors size_sectors op(1=read,0=write)"),
+    ("disksim", Format::Disksim, "DiskSim ascii: time_ms dev lba_sectors size_sectors flags(bit0: 1=read)"),
+    ("heimdall", Format::Heimdall, "byte ascii: time_ms dev offset_bytes size_bytes op(1=read,0=write)"),
+    ("blkparse", Format::Blkparse, "blkparse text output (D or Q events), also WiscSee event lists"),
+    ("vscsi-csv", Format::VscsiCsv, "libCacheSim vSCSI CSV: version,time,op(SCSI hex),size,lbn"),
+    ("oracle-general", Format::OracleGeneral, "libCacheSim oracleGeneral binary (one page per record)"),
+    ("tencent", Format::Tencent, "SNIA Tencent CBS: timestamp,offset(sectors),size(sectors),op(0=read),volume"),
+    ("systor", Format::Systor, "SYSTOR'17: timestamp,response,R|W,LUN,offset,size"),
+    ("keys", Format::Keys, "one decimal page number per line, each a one-page read"),
+    ("keys-u32be", Format::KeysU32be, "big-endian u32 page numbers, each a one-page read"),
+    ("csv", Format::Csv, "generic CSV, columns given by --csv-columns"),
+    ("binary", Format::Binary, "ssdcache compact binary (written by `ssdcache trace convert`)"),
 ];
 
 impl Format {
     pub fn name(self) -> &'static str {
-        FORMATS
-            .iter()
-            .find(|(_, f, _)| *f == self)
-            .map(|(n, _, _)| *n)
-            .unwrap_or("?")
+        FORMATS.iter().find(|(_, f, _)| *f == self).map(|(n, _, _)| *n).unwrap_or("?")
     }
 }
 
@@ -152,14 +84,10 @@ impl std::str::FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.to_ascii_lowercase();
-        FORMATS
-            .iter()
-            .find(|(n, _, _)| *n == s)
-            .map(|(_, f, _)| *f)
-            .ok_or_else(|| {
-                let names: Vec<&str> = FORMATS.iter().map(|(n, _, _)| *n).collect();
-                format!("unknown trace format {s:?} (known: {})", names.join(", "))
-            })
+        FORMATS.iter().find(|(n, _, _)| *n == s).map(|(_, f, _)| *f).ok_or_else(|| {
+            let names: Vec<&str> = FORMATS.iter().map(|(n, _, _)| *n).collect();
+            format!("unknown trace format {s:?} (known: {})", names.join(", "))
+        })
     }
 }
 
@@ -170,16 +98,9 @@ impl std::fmt::Display for Format {
 }
 
 /// Opens `path` as `format` (not `Auto`).
-pub fn open_as(
-    path: &Path,
-    format: Format,
-    opts: &ReadOptions,
-) -> Result<Box<dyn TraceReader>, TraceError> {
+pub fn open_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Box<dyn TraceReader>, TraceError> {
     if format == Format::Auto {
-        return Err(TraceError::Format {
-            path: path.into(),
-            msg: "format must be resolved before opening".into(),
-        });
+        return Err(TraceError::Format { path: path.into(), msg: "format must be resolved before opening".into() });
     }
     reader_over(open_decompressed(path)?, path, format, opts)
 }
@@ -195,26 +116,16 @@ pub fn reader_over(
     let skip = opts.skip_bad;
     Ok(match format {
         Format::Auto => {
-            return Err(TraceError::Format {
-                path: path.into(),
-                msg: "format must be resolved before opening".into(),
-            })
+            return Err(TraceError::Format { path: path.into(), msg: "format must be resolved before opening".into() })
         }
-        Format::Ssdsim | Format::Mqsim => {
-            Box::new(TextReader::new(src, ascii::Ascii::ssdsim(), path, skip))
-        }
+        Format::Ssdsim | Format::Mqsim => Box::new(TextReader::new(src, ascii::Ascii::ssdsim(), path, skip)),
         Format::Disksim => Box::new(TextReader::new(src, ascii::Ascii::disksim(), path, skip)),
         Format::Heimdall => Box::new(TextReader::new(src, ascii::Ascii::heimdall(), path, skip)),
         Format::Keys => Box::new(TextReader::new(src, keys::Keys, path, skip)),
         Format::KeysU32be => Box::new(keys::KeysU32be::new(src, path)),
         Format::Spc => Box::new(TextReader::new(src, spc::Spc, path, skip)),
         Format::Msr => Box::new(TextReader::new(src, msr::Msr::default(), path, skip)),
-        Format::Blkparse => Box::new(TextReader::new(
-            src,
-            blkparse::Blkparse::new(opts.blk_event),
-            path,
-            skip,
-        )),
+        Format::Blkparse => Box::new(TextReader::new(src, blkparse::Blkparse::new(opts.blk_event), path, skip)),
         Format::VscsiCsv => Box::new(TextReader::new(src, vscsi::VscsiCsv, path, skip)),
         Format::Tencent => Box::new(TextReader::new(src, tencent::Tencent, path, skip)),
         Format::Systor => Box::new(TextReader::new(src, systor::Systor, path, skip)),
@@ -273,11 +184,8 @@ pub fn sniff_bytes(head: &[u8]) -> Option<Format> {
 }
 
 fn complete_lines(text: &str) -> Vec<&str> {
-    let mut lines: Vec<&str> = text
-        .lines()
-        .map(|l| l.trim_end_matches('\r'))
-        .filter(|l| !l.trim().is_empty())
-        .collect();
+    let mut lines: Vec<&str> =
+        text.lines().map(|l| l.trim_end_matches('\r')).filter(|l| !l.trim().is_empty()).collect();
     if !text.ends_with('\n') && lines.len() > 1 {
         lines.pop(); // possibly cut short
     }
@@ -342,10 +250,7 @@ mod tests {
         }
         assert_eq!(sniff_bytes(b"hello, world\n"), None);
         assert_eq!(sniff_bytes(b""), None);
-        assert_eq!(
-            sniff_bytes(b"SSDCTRC1\0\0\0\0\0\0\0\0"),
-            Some(Format::Binary)
-        );
+        assert_eq!(sniff_bytes(b"SSDCTRC1\0\0\0\0\0\0\0\0"), Some(Format::Binary));
     }
 
     #[test]
@@ -369,8 +274,7 @@ mod tests {
     struct Temp(std::path::PathBuf);
     impl Temp {
         fn new(name: &str, bytes: &[u8]) -> Temp {
-            let p =
-                std::env::temp_dir().join(format!("ssdcache-fmt-{}-{name}", std::process::id()));
+            let p = std::env::temp_dir().join(format!("ssdcache-fmt-{}-{name}", std::process::id()));
             std::fs::write(&p, bytes).unwrap();
             Temp(p)
         }
@@ -383,12 +287,7 @@ mod tests {
 
     /// (format, good line, bad line, field the error names)
     const BAD: &[(Format, &str, &str, &str)] = &[
-        (
-            Format::Spc,
-            "0,303567,3584,w,0.000000",
-            "0,303567,3584,x,0.1",
-            "opcode",
-        ),
+        (Format::Spc, "0,303567,3584,w,0.000000", "0,303567,3584,x,0.1", "opcode"),
         (
             Format::Msr,
             "128166385295514663,hm,0,Write,9056014336,2048,2833",
@@ -401,24 +300,9 @@ mod tests {
             "8,0 3 7 0.1 697 D WS 223490 + x [k]",
             "size",
         ),
-        (
-            Format::Blkparse,
-            "1 D read 0 4096 0.0 0 False",
-            "1 D erase 0 4096 0.0 0 False",
-            "op",
-        ),
-        (
-            Format::VscsiCsv,
-            "1,5633898,2a,512,42932745",
-            "1,5633898,2z,512,42932745",
-            "op",
-        ),
-        (
-            Format::Tencent,
-            "1538323200,12910952,8,1,1283",
-            "1538323200,12910952,8,3,1283",
-            "iotype",
-        ),
+        (Format::Blkparse, "1 D read 0 4096 0.0 0 False", "1 D erase 0 4096 0.0 0 False", "op"),
+        (Format::VscsiCsv, "1,5633898,2a,512,42932745", "1,5633898,2z,512,42932745", "op"),
+        (Format::Tencent, "1538323200,12910952,8,1,1283", "1538323200,12910952,8,3,1283", "iotype"),
         (
             Format::Systor,
             "1455591804.310701000,0.006475000,R,0,203468398592,32768",
@@ -432,30 +316,17 @@ mod tests {
     #[test]
     fn errors_name_file_line_and_field() {
         for (i, &(format, good, bad, field)) in BAD.iter().enumerate() {
-            let f = Temp::new(
-                &format!("bad{i}"),
-                format!("{good}\n{bad}\n{good}\n").as_bytes(),
-            );
+            let f = Temp::new(&format!("bad{i}"), format!("{good}\n{bad}\n{good}\n").as_bytes());
             let (mut r, used) = crate::trace::open(&f.0, format, &ReadOptions::default()).unwrap();
             assert_eq!(used, format);
             let e = crate::trace::read_all(r.as_mut()).unwrap_err().to_string();
             let want = format!("{}:2: field {field}: ", f.0.display());
-            assert!(
-                e.starts_with(&want),
-                "{format}: {e:?} does not start with {want:?}"
-            );
+            assert!(e.starts_with(&want), "{format}: {e:?} does not start with {want:?}");
 
             // --skip-bad: counted and skipped, the good lines still read
-            let opts = ReadOptions {
-                skip_bad: true,
-                ..Default::default()
-            };
+            let opts = ReadOptions { skip_bad: true, ..Default::default() };
             let (mut r, _) = crate::trace::open(&f.0, format, &opts).unwrap();
-            assert_eq!(
-                crate::trace::read_all(r.as_mut()).unwrap().len(),
-                2,
-                "{format}"
-            );
+            assert_eq!(crate::trace::read_all(r.as_mut()).unwrap().len(), 2, "{format}");
             assert_eq!(r.skipped(), 1, "{format}");
         }
     }
@@ -463,14 +334,12 @@ mod tests {
     #[test]
     fn compressed_files_keep_line_numbers_and_sniff() {
         use std::io::Write;
-        let text = "version,time,op,size,lbn\n1,5633898,2a,512,42932745\n1,5633898,2a,0,42932745\n"
-            .to_string()
+        let text = "version,time,op,size,lbn\n1,5633898,2a,512,42932745\n1,5633898,2a,0,42932745\n".to_string()
             + &"1,5633898,2a,512,42932745\n".repeat(8);
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(text.as_bytes()).unwrap();
         let f = Temp::new("vscsi.bin", &gz.finish().unwrap());
-        let (mut r, used) =
-            crate::trace::open(&f.0, Format::Auto, &ReadOptions::default()).unwrap();
+        let (mut r, used) = crate::trace::open(&f.0, Format::Auto, &ReadOptions::default()).unwrap();
         assert_eq!(used, Format::VscsiCsv);
         let e = crate::trace::read_all(r.as_mut()).unwrap_err().to_string();
         assert!(e.contains(":3: field size: size is zero"), "{e}");
@@ -479,47 +348,33 @@ mod tests {
     #[test]
     fn from_bytes_matches_open() {
         let text = b"0,303567,3584,w,0.000000\n1,55590,3072,r,0.5\n".to_vec();
-        let (mut r, used) =
-            crate::trace::from_bytes(text.clone(), Format::Auto, &ReadOptions::default()).unwrap();
+        let (mut r, used) = crate::trace::from_bytes(text.clone(), Format::Auto, &ReadOptions::default()).unwrap();
         assert_eq!(used, Format::Spc);
         let from_mem = crate::trace::read_all(r.as_mut()).unwrap();
         let f = Temp::new("spc", &text);
         let (mut r, _) = crate::trace::open(&f.0, Format::Auto, &ReadOptions::default()).unwrap();
         assert_eq!(crate::trace::read_all(r.as_mut()).unwrap(), from_mem);
-        let e = crate::trace::from_bytes(
-            b"what is this".to_vec(),
-            Format::Auto,
-            &ReadOptions::default(),
-        )
-        .err()
-        .unwrap();
+        let e =
+            crate::trace::from_bytes(b"what is this".to_vec(), Format::Auto, &ReadOptions::default()).err().unwrap();
         assert!(e.to_string().starts_with("<memory>: cannot tell"), "{e}");
-        let e = crate::trace::from_bytes(vec![], Format::Csv, &ReadOptions::default())
-            .err()
-            .unwrap();
+        let e = crate::trace::from_bytes(vec![], Format::Csv, &ReadOptions::default()).err().unwrap();
         assert!(e.to_string().contains("--csv-columns"), "{e}");
     }
 
     #[test]
     fn blkparse_queue_events_through_options() {
         let text = b"8,0 3 1 0.000000000 697 Q W 223490 + 8 [k]\n8,0 3 6 0.000008096 697 D W 223490 + 8 [k]\n".to_vec();
-        let opts = ReadOptions {
-            blk_event: blkparse::BlkEvent::Queue,
-            ..Default::default()
-        };
+        let opts = ReadOptions { blk_event: blkparse::BlkEvent::Queue, ..Default::default() };
         let (mut r, _) = crate::trace::from_bytes(text.clone(), Format::Blkparse, &opts).unwrap();
         assert_eq!(crate::trace::read_all(r.as_mut()).unwrap()[0].time, 0);
-        let (mut r, _) =
-            crate::trace::from_bytes(text, Format::Blkparse, &ReadOptions::default()).unwrap();
+        let (mut r, _) = crate::trace::from_bytes(text, Format::Blkparse, &ReadOptions::default()).unwrap();
         assert_eq!(crate::trace::read_all(r.as_mut()).unwrap().len(), 1);
     }
 
     #[test]
     fn csv_through_options() {
-        let opts = ReadOptions {
-            csv: Some("time=0,offset=1,size=2,op=3,header=1".parse().unwrap()),
-            ..Default::default()
-        };
+        let opts =
+            ReadOptions { csv: Some("time=0,offset=1,size=2,op=3,header=1".parse().unwrap()), ..Default::default() };
         let text = b"t,off,size,op\n5,4096,512,w\n6,0,512,x\n".to_vec();
         let (mut r, _) = crate::trace::from_bytes(text, Format::Csv, &opts).unwrap();
         let e = crate::trace::read_all(r.as_mut()).unwrap_err().to_string();

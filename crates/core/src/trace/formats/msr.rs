@@ -19,15 +19,7 @@ use super::common::{decimal_time, is_header, probe, DevMap};
 use crate::trace::text::{size_field, u64_field, LineFormat};
 use crate::trace::{FieldError, Format, Op, Request};
 
-const HEADER: &[&str] = &[
-    "timestamp",
-    "hostname",
-    "disknumber",
-    "type",
-    "offset",
-    "size",
-    "responsetime",
-];
+const HEADER: &[&str] = &["timestamp", "hostname", "disknumber", "type", "offset", "size", "responsetime"];
 /// Longest host name accepted (DNS's limit), so the device table stays small.
 const MAX_HOST: usize = 255;
 
@@ -44,26 +36,15 @@ impl LineFormat for Msr {
             return Ok(None);
         }
         let time = decimal_time("timestamp", Some(first), 2)?;
-        let host = f
-            .next()
-            .ok_or_else(|| FieldError::new("hostname", "missing"))?
-            .trim();
+        let host = f.next().ok_or_else(|| FieldError::new("hostname", "missing"))?.trim();
         if host.is_empty() || host.len() > MAX_HOST {
-            return Err(FieldError::new(
-                "hostname",
-                format!("must be 1 to {MAX_HOST} characters"),
-            ));
+            return Err(FieldError::new("hostname", format!("must be 1 to {MAX_HOST} characters")));
         }
         let disk = u64_field("disknumber", f.next())?;
         let op = match f.next().map(str::trim) {
             Some(t) if t.eq_ignore_ascii_case("read") => Op::Read,
             Some(t) if t.eq_ignore_ascii_case("write") => Op::Write,
-            Some(t) => {
-                return Err(FieldError::new(
-                    "type",
-                    format!("{t:?} is neither Read nor Write"),
-                ))
-            }
+            Some(t) => return Err(FieldError::new("type", format!("{t:?} is neither Read nor Write"))),
             None => return Err(FieldError::new("type", "missing")),
         };
         let addr = u64_field("offset", f.next())?;
@@ -72,18 +53,8 @@ impl LineFormat for Msr {
         if f.next().is_some() {
             return Err(FieldError::new("line", "more than seven columns"));
         }
-        let dev = self.devs.id(
-            "disknumber",
-            |k| k.0 == host && k.1 == disk,
-            || (host.to_string(), disk),
-        )?;
-        Ok(Some(Request {
-            time,
-            addr,
-            len,
-            dev,
-            op,
-        }))
+        let dev = self.devs.id("disknumber", |k| k.0 == host && k.1 == disk, || (host.to_string(), disk))?;
+        Ok(Some(Request { time, addr, len, dev, op }))
     }
 }
 
@@ -99,24 +70,9 @@ mod tests {
     #[test]
     fn good_lines() {
         let mut m = Msr::default();
-        let r = m
-            .parse("128166385295514663,hm,0,Write,9056014336,2048,2833")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 12_816_638_529_551_466_300,
-                addr: 9056014336,
-                len: 2048,
-                dev: 0,
-                op: Op::Write
-            }
-        );
-        let r = m
-            .parse("128166386567849449,hm,0,Read,11946262528,4096,3654")
-            .unwrap()
-            .unwrap();
+        let r = m.parse("128166385295514663,hm,0,Write,9056014336,2048,2833").unwrap().unwrap();
+        assert_eq!(r, Request { time: 12_816_638_529_551_466_300, addr: 9056014336, len: 2048, dev: 0, op: Op::Write });
+        let r = m.parse("128166386567849449,hm,0,Read,11946262528,4096,3654").unwrap().unwrap();
         assert_eq!(r.op, Op::Read);
         assert_eq!(r.dev, 0);
         // a new (host, disk) pair gets the next id; old pairs keep theirs
@@ -124,11 +80,7 @@ mod tests {
         assert_eq!(m.parse("1,src1,0,read,0,512,1").unwrap().unwrap().dev, 2);
         assert_eq!(m.parse("1,hm,0,READ,0,512,1").unwrap().unwrap().dev, 0);
         assert_eq!(m.parse("1,src1,0,read,0,512,1").unwrap().unwrap().dev, 2);
-        assert_eq!(
-            m.parse("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime")
-                .unwrap(),
-            None
-        );
+        assert_eq!(m.parse("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime").unwrap(), None);
     }
 
     #[test]
@@ -143,22 +95,13 @@ mod tests {
         assert_eq!(field("1,hm,0,Write,0,0,1"), "size");
         assert_eq!(field("1,hm,0,Write,0,512"), "responsetime");
         assert_eq!(field("1,hm,0,Write,0,512,1,9"), "line");
-        assert_eq!(
-            field("999999999999999999999,hm,0,Write,0,512,1"),
-            "timestamp"
-        );
-        assert_eq!(
-            field(&format!("1,{},0,Write,0,512,1", "h".repeat(300))),
-            "hostname"
-        );
+        assert_eq!(field("999999999999999999999,hm,0,Write,0,512,1"), "timestamp");
+        assert_eq!(field(&format!("1,{},0,Write,0,512,1", "h".repeat(300))), "hostname");
     }
 
     #[test]
     fn sniffs() {
-        assert_eq!(
-            sniff(&["128166385295514663,hm,0,Write,9056014336,2048,2833"]),
-            Some(Format::Msr)
-        );
+        assert_eq!(sniff(&["128166385295514663,hm,0,Write,9056014336,2048,2833"]), Some(Format::Msr));
         assert_eq!(sniff(&["Timestamp,Response,IOType,LUN,Offset,Size"]), None);
     }
 }

@@ -49,14 +49,7 @@ pub struct OracleGeneral {
 
 impl OracleGeneral {
     pub fn new(src: Box<dyn BufRead + Send>, path: &Path) -> Self {
-        OracleGeneral {
-            src,
-            path: path.into(),
-            buf: Vec::new(),
-            record: 0,
-            t0: None,
-            done: false,
-        }
+        OracleGeneral { src, path: path.into(), buf: Vec::new(), record: 0, t0: None, done: false }
     }
 }
 
@@ -74,13 +67,7 @@ fn decode(bytes: &[u8], out: &mut Vec<Request>, t0: &mut Option<u32>) {
         }
         let base = *t0.get_or_insert(clock);
         let time = (clock.saturating_sub(base) as u64) * 1_000_000_000;
-        out.push(Request {
-            time,
-            addr: id,
-            len: 1,
-            dev: 0,
-            op: Op::Read,
-        });
+        out.push(Request { time, addr: id, len: 1, dev: 0, op: Op::Read });
     }
 }
 
@@ -97,10 +84,8 @@ impl TraceReader for OracleGeneral {
             self.buf = vec![0u8; want];
         }
         while out.is_empty() && !self.done {
-            let got = read_full(&mut self.src, &mut self.buf).map_err(|e| TraceError::Io {
-                path: self.path.clone(),
-                error: e,
-            })?;
+            let got = read_full(&mut self.src, &mut self.buf)
+                .map_err(|e| TraceError::Io { path: self.path.clone(), error: e })?;
             if got < want {
                 self.done = true;
             }
@@ -180,12 +165,7 @@ impl<W: Write> OracleWriter<W> {
                 "oracleGeneral page size must not be zero",
             ));
         }
-        Ok(OracleWriter {
-            out,
-            page_size,
-            times: Vec::new(),
-            keys: Vec::new(),
-        })
+        Ok(OracleWriter { out, page_size, times: Vec::new(), keys: Vec::new() })
     }
 
     /// One access to page `key` at `time` (nanoseconds since the trace start).
@@ -213,17 +193,9 @@ impl<W: Write> OracleWriter<W> {
 
 /// Writes `keys[i]` accessed at `times[i]` (nanoseconds; `clock_time` is whole
 /// seconds, saturating at `u32::MAX`) as oracleGeneral records of `page_size` bytes.
-pub fn write_oracle<W: Write>(
-    mut out: W,
-    page_size: u32,
-    times: &[Nanos],
-    keys: &[u64],
-) -> std::io::Result<W> {
+pub fn write_oracle<W: Write>(mut out: W, page_size: u32, times: &[Nanos], keys: &[u64]) -> std::io::Result<W> {
     if page_size == 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "oracleGeneral page size must not be zero",
-        ));
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "oracleGeneral page size must not be zero"));
     }
     write_records(&mut out, page_size, times, keys)?;
     out.flush()?;
@@ -233,8 +205,7 @@ pub fn write_oracle<W: Write>(
 /// `next[i]` = 1-based position of the next access to `keys[i]`, or -1.
 pub fn next_access_vtimes(keys: &[u64]) -> Vec<i64> {
     let mut next = vec![-1i64; keys.len()];
-    let mut seen: hashbrown::HashMap<u64, i64> =
-        hashbrown::HashMap::with_capacity(keys.len().min(1 << 20));
+    let mut seen: hashbrown::HashMap<u64, i64> = hashbrown::HashMap::with_capacity(keys.len().min(1 << 20));
     for i in (0..keys.len()).rev() {
         if let Some(j) = seen.insert(keys[i], i as i64 + 1) {
             next[i] = j;
@@ -243,17 +214,9 @@ pub fn next_access_vtimes(keys: &[u64]) -> Vec<i64> {
     next
 }
 
-fn write_records<W: Write>(
-    out: &mut W,
-    page_size: u32,
-    times: &[Nanos],
-    keys: &[u64],
-) -> std::io::Result<()> {
+fn write_records<W: Write>(out: &mut W, page_size: u32, times: &[Nanos], keys: &[u64]) -> std::io::Result<()> {
     if times.len() != keys.len() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "times and keys differ in length",
-        ));
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "times and keys differ in length"));
     }
     let next = next_access_vtimes(keys);
     let mut buf = Vec::with_capacity(WRITE_CHUNK * RECORD);
@@ -299,27 +262,9 @@ mod tests {
         assert_eq!(
             reqs,
             vec![
-                Request {
-                    time: 0,
-                    addr: 7,
-                    len: 1,
-                    dev: 0,
-                    op: Op::Read
-                },
-                Request {
-                    time: 1_000_000_000,
-                    addr: 8,
-                    len: 1,
-                    dev: 0,
-                    op: Op::Read
-                },
-                Request {
-                    time: 3_000_000_000,
-                    addr: 7,
-                    len: 1,
-                    dev: 0,
-                    op: Op::Read
-                },
+                Request { time: 0, addr: 7, len: 1, dev: 0, op: Op::Read },
+                Request { time: 1_000_000_000, addr: 8, len: 1, dev: 0, op: Op::Read },
+                Request { time: 3_000_000_000, addr: 7, len: 1, dev: 0, op: Op::Read },
             ]
         );
     }
@@ -334,16 +279,7 @@ mod tests {
         let mut r = reader(bytes);
         let mut out = Vec::new();
         assert_eq!(r.read_batch(&mut out, 3).unwrap(), 1);
-        assert_eq!(
-            out[0],
-            Request {
-                time: 0,
-                addr: 99,
-                len: 1,
-                dev: 0,
-                op: Op::Read
-            }
-        );
+        assert_eq!(out[0], Request { time: 0, addr: 99, len: 1, dev: 0, op: Op::Read });
         assert_eq!(r.read_batch(&mut out, 3).unwrap(), 0);
     }
 
@@ -353,51 +289,32 @@ mod tests {
         bytes.extend(record(1, 2, 1, -1));
         bytes.truncate(24 + 10);
         let e = read_all(&mut reader(bytes)).unwrap_err().to_string();
-        assert!(
-            e.contains("t.oracleGeneral") && e.contains("record 1") && e.contains("10 stray bytes"),
-            "{e}"
-        );
+        assert!(e.contains("t.oracleGeneral") && e.contains("record 1") && e.contains("10 stray bytes"), "{e}");
     }
 
     #[test]
     fn next_access_matches_libcachesim() {
         // positions are 1-based: key 5 at 0 is next seen at position 2 (0-based) -> 3
-        assert_eq!(
-            next_access_vtimes(&[5, 6, 5, 6, 7, 5]),
-            vec![3, 4, 6, -1, -1, -1]
-        );
+        assert_eq!(next_access_vtimes(&[5, 6, 5, 6, 7, 5]), vec![3, 4, 6, -1, -1, -1]);
         assert_eq!(next_access_vtimes(&[]), Vec::<i64>::new());
     }
 
     #[test]
     fn writer_round_trips_and_sniffs() {
         let keys = [5u64, 6, 5, 6, 7, 5];
-        let times = [
-            0,
-            1_500_000_000,
-            2_000_000_000,
-            3_000_000_000,
-            4_000_000_000,
-            5_000_000_000,
-        ];
+        let times = [0, 1_500_000_000, 2_000_000_000, 3_000_000_000, 4_000_000_000, 5_000_000_000];
         let mut w = OracleWriter::new(Vec::new(), 4096).unwrap();
         for (&t, &k) in times.iter().zip(&keys) {
             w.push(t, k);
         }
         let bytes = w.finish().unwrap();
-        assert_eq!(
-            bytes,
-            write_oracle(Vec::new(), 4096, &times, &keys).unwrap()
-        );
+        assert_eq!(bytes, write_oracle(Vec::new(), 4096, &times, &keys).unwrap());
         assert_eq!(bytes.len(), 6 * RECORD);
         assert_eq!(&bytes[24..48], &record(1, 6, 4096, 4)[..]);
         assert_eq!(sniff(&bytes), Some(Format::OracleGeneral));
         let reqs = read_all(&mut reader(bytes)).unwrap();
         assert_eq!(reqs.iter().map(|r| r.addr).collect::<Vec<_>>(), keys);
-        assert_eq!(
-            reqs.iter().map(|r| r.time).collect::<Vec<_>>(),
-            [0, 1, 2, 3, 4, 5].map(|s| s * 1_000_000_000)
-        );
+        assert_eq!(reqs.iter().map(|r| r.time).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5].map(|s| s * 1_000_000_000));
         assert!(OracleWriter::new(Vec::new(), 0).is_err());
         assert!(write_oracle(Vec::new(), 1, &[0], &[]).is_err());
     }
@@ -405,18 +322,9 @@ mod tests {
     #[test]
     fn push_request_expands_pages() {
         let mut w = OracleWriter::new(Vec::new(), 4096).unwrap();
-        w.push_request(&Request {
-            time: 0,
-            addr: 10,
-            len: 3,
-            dev: 0,
-            op: Op::Write,
-        });
+        w.push_request(&Request { time: 0, addr: 10, len: 3, dev: 0, op: Op::Write });
         let reqs = read_all(&mut reader(w.finish().unwrap())).unwrap();
-        assert_eq!(
-            reqs.iter().map(|r| r.addr).collect::<Vec<_>>(),
-            [10, 11, 12]
-        );
+        assert_eq!(reqs.iter().map(|r| r.addr).collect::<Vec<_>>(), [10, 11, 12]);
     }
 
     #[test]

@@ -28,22 +28,11 @@ impl LineFormat for Spc {
         let op = match f.next().map(str::trim) {
             Some("r" | "R") => Op::Read,
             Some("w" | "W") => Op::Write,
-            Some(o) => {
-                return Err(FieldError::new(
-                    "opcode",
-                    format!("{o:?} is neither r nor w"),
-                ))
-            }
+            Some(o) => return Err(FieldError::new("opcode", format!("{o:?} is neither r nor w"))),
             None => return Err(FieldError::new("opcode", "missing")),
         };
         let time = decimal_time("timestamp", f.next(), 9)?;
-        Ok(Some(Request {
-            time,
-            addr,
-            len,
-            dev,
-            op,
-        }))
+        Ok(Some(Request { time, addr, len, dev, op }))
     }
 }
 
@@ -59,42 +48,12 @@ mod tests {
     #[test]
     fn good_lines() {
         let r = Spc.parse("0,303567,3584,w,0.000000").unwrap().unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 0,
-                addr: 303567 * 512,
-                len: 3584,
-                dev: 0,
-                op: Op::Write
-            }
-        );
+        assert_eq!(r, Request { time: 0, addr: 303567 * 512, len: 3584, dev: 0, op: Op::Write });
         let r = Spc.parse("21,55590,3072,R,259.601203125").unwrap().unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 259_601_203_125,
-                addr: 55590 * 512,
-                len: 3072,
-                dev: 21,
-                op: Op::Read
-            }
-        );
+        assert_eq!(r, Request { time: 259_601_203_125, addr: 55590 * 512, len: 3072, dev: 21, op: Op::Read });
         // spaces around fields and optional trailing fields are fine
-        let r = Spc
-            .parse(" 1 , 8 , 512 , r , 0.5 ,extra,fields")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 500_000_000,
-                addr: 4096,
-                len: 512,
-                dev: 1,
-                op: Op::Read
-            }
-        );
+        let r = Spc.parse(" 1 , 8 , 512 , r , 0.5 ,extra,fields").unwrap().unwrap();
+        assert_eq!(r, Request { time: 500_000_000, addr: 4096, len: 512, dev: 1, op: Op::Read });
     }
 
     #[test]
@@ -116,10 +75,7 @@ mod tests {
 
     #[test]
     fn sniffs() {
-        assert_eq!(
-            sniff(&["0,303567,3584,w,0.000000", "1,55590,3072,w,0.000000"]),
-            Some(Format::Spc)
-        );
+        assert_eq!(sniff(&["0,303567,3584,w,0.000000", "1,55590,3072,w,0.000000"]), Some(Format::Spc));
         assert_eq!(sniff(&["0,303567,3584,1,0.000000"]), None);
     }
 }

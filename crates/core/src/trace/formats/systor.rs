@@ -34,12 +34,7 @@ impl LineFormat for Systor {
         let op = match f.next().map(str::trim) {
             Some("R" | "r") => Op::Read,
             Some("W" | "w") => Op::Write,
-            Some(t) => {
-                return Err(FieldError::new(
-                    "iotype",
-                    format!("{t:?} is neither R nor W"),
-                ))
-            }
+            Some(t) => return Err(FieldError::new("iotype", format!("{t:?} is neither R nor W"))),
             None => return Err(FieldError::new("iotype", "missing")),
         };
         let dev = dev_field("lun", u64_field("lun", f.next())?)?;
@@ -48,13 +43,7 @@ impl LineFormat for Systor {
         if f.next().is_some() {
             return Err(FieldError::new("line", "more than six columns"));
         }
-        Ok(Some(Request {
-            time,
-            addr,
-            len,
-            dev,
-            op,
-        }))
+        Ok(Some(Request { time, addr, len, dev, op }))
     }
 }
 
@@ -69,31 +58,14 @@ mod tests {
 
     #[test]
     fn good_lines() {
-        let r = Systor
-            .parse("1455591804.310701000,0.006475000,R,0,203468398592,32768")
-            .unwrap()
-            .unwrap();
+        let r = Systor.parse("1455591804.310701000,0.006475000,R,0,203468398592,32768").unwrap().unwrap();
         assert_eq!(
             r,
-            Request {
-                time: 1_455_591_804_310_701_000,
-                addr: 203468398592,
-                len: 32768,
-                dev: 0,
-                op: Op::Read
-            }
+            Request { time: 1_455_591_804_310_701_000, addr: 203468398592, len: 32768, dev: 0, op: Op::Read }
         );
-        let r = Systor
-            .parse("1455591804.325909000,0.000170000,W,3,3772221901312,4096")
-            .unwrap()
-            .unwrap();
+        let r = Systor.parse("1455591804.325909000,0.000170000,W,3,3772221901312,4096").unwrap().unwrap();
         assert_eq!((r.op, r.dev, r.len), (Op::Write, 3, 4096));
-        assert_eq!(
-            Systor
-                .parse("Timestamp,Response,IOType,LUN,Offset,Size")
-                .unwrap(),
-            None
-        );
+        assert_eq!(Systor.parse("Timestamp,Response,IOType,LUN,Offset,Size").unwrap(), None);
     }
 
     #[test]
@@ -112,10 +84,8 @@ mod tests {
 
     #[test]
     fn sniffs() {
-        let lines = [
-            "Timestamp,Response,IOType,LUN,Offset,Size",
-            "1455591804.310701000,0.006475000,R,0,203468398592,32768",
-        ];
+        let lines =
+            ["Timestamp,Response,IOType,LUN,Offset,Size", "1455591804.310701000,0.006475000,R,0,203468398592,32768"];
         assert_eq!(sniff(&lines), Some(Format::Systor));
         assert_eq!(sniff(&lines[..1]), None);
     }

@@ -29,31 +29,17 @@ impl LineFormat for Tencent {
         }
         let time = decimal_time("timestamp", Some(first), 9)?;
         let addr = mul_field("offset", u64_field("offset", f.next())?, 512)?;
-        let len = size_field(
-            "size",
-            mul_field("size", u64_field("size", f.next())?, 512)?,
-        )?;
+        let len = size_field("size", mul_field("size", u64_field("size", f.next())?, 512)?)?;
         let op = match u64_field("iotype", f.next())? {
             0 => Op::Read,
             1 => Op::Write,
-            t => {
-                return Err(FieldError::new(
-                    "iotype",
-                    format!("{t} is neither 0 (read) nor 1 (write)"),
-                ))
-            }
+            t => return Err(FieldError::new("iotype", format!("{t} is neither 0 (read) nor 1 (write)"))),
         };
         let dev = dev_field("volumeid", u64_field("volumeid", f.next())?)?;
         if f.next().is_some() {
             return Err(FieldError::new("line", "more than five columns"));
         }
-        Ok(Some(Request {
-            time,
-            addr,
-            len,
-            dev,
-            op,
-        }))
+        Ok(Some(Request { time, addr, len, dev, op }))
     }
 }
 
@@ -68,30 +54,13 @@ mod tests {
 
     #[test]
     fn good_lines() {
-        let r = Tencent
-            .parse("1538323200,12910952,8,1,1283")
-            .unwrap()
-            .unwrap();
+        let r = Tencent.parse("1538323200,12910952,8,1,1283").unwrap().unwrap();
         assert_eq!(
             r,
-            Request {
-                time: 1_538_323_200_000_000_000,
-                addr: 12910952 * 512,
-                len: 4096,
-                dev: 1283,
-                op: Op::Write
-            }
+            Request { time: 1_538_323_200_000_000_000, addr: 12910952 * 512, len: 4096, dev: 1283, op: Op::Write }
         );
-        assert_eq!(
-            Tencent.parse("1538323201,0,1,0,0").unwrap().unwrap().op,
-            Op::Read
-        );
-        assert_eq!(
-            Tencent
-                .parse("Timestamp,Offset,Size,IOType,VolumeID")
-                .unwrap(),
-            None
-        );
+        assert_eq!(Tencent.parse("1538323201,0,1,0,0").unwrap().unwrap().op, Op::Read);
+        assert_eq!(Tencent.parse("Timestamp,Offset,Size,IOType,VolumeID").unwrap(), None);
     }
 
     #[test]
@@ -109,10 +78,7 @@ mod tests {
 
     #[test]
     fn sniffs() {
-        assert_eq!(
-            sniff(&["1538323200,12910952,8,1,1283", "1538323200,12910960,8,0,12"]),
-            Some(Format::Tencent)
-        );
+        assert_eq!(sniff(&["1538323200,12910952,8,1,1283", "1538323200,12910960,8,0,12"]), Some(Format::Tencent));
         // vSCSI lines do not pass (the fourth column is a byte size)
         assert_eq!(sniff(&["1,5633898,28,512,42932745"]), None);
     }

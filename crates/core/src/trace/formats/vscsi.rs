@@ -45,40 +45,21 @@ impl LineFormat for VscsiCsv {
         }
         u64_field("version", Some(first))?;
         let time = decimal_time("time", f.next(), 9)?;
-        let code = f
-            .next()
-            .ok_or_else(|| FieldError::new("op", "missing"))?
-            .trim();
-        let hex = code
-            .strip_prefix("0x")
-            .or_else(|| code.strip_prefix("0X"))
-            .unwrap_or(code);
+        let code = f.next().ok_or_else(|| FieldError::new("op", "missing"))?.trim();
+        let hex = code.strip_prefix("0x").or_else(|| code.strip_prefix("0X")).unwrap_or(code);
         let code = match u8::from_str_radix(hex, 16) {
             Ok(c) if !hex.starts_with('+') => c,
-            _ => {
-                return Err(FieldError::new(
-                    "op",
-                    format!("{code:?} is not a SCSI opcode in hex"),
-                ))
-            }
+            _ => return Err(FieldError::new("op", format!("{code:?} is not a SCSI opcode in hex"))),
         };
         let size = u64_field("size", f.next())?;
         let lbn = u64_field("lbn", f.next())?;
         if f.next().is_some() {
             return Err(FieldError::new("line", "more than five columns"));
         }
-        let Some(op) = scsi_op(code) else {
-            return Ok(None);
-        };
+        let Some(op) = scsi_op(code) else { return Ok(None) };
         let len = size_field("size", size)?;
         let addr = mul_field("lbn", lbn, 512)?;
-        Ok(Some(Request {
-            time,
-            addr,
-            len,
-            dev: 0,
-            op,
-        }))
+        Ok(Some(Request { time, addr, len, dev: 0, op }))
     }
 }
 
@@ -94,33 +75,12 @@ mod tests {
     #[test]
     fn good_lines() {
         assert_eq!(VscsiCsv.parse("version,time,op,size,lbn").unwrap(), None);
-        let r = VscsiCsv
-            .parse("1,5633898,2a,512,42932745")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r,
-            Request {
-                time: 5_633_898_000_000_000,
-                addr: 42932745 * 512,
-                len: 512,
-                dev: 0,
-                op: Op::Write
-            }
-        );
-        let r = VscsiCsv
-            .parse("2,5633899,0x28,6656,40409911")
-            .unwrap()
-            .unwrap();
+        let r = VscsiCsv.parse("1,5633898,2a,512,42932745").unwrap().unwrap();
+        assert_eq!(r, Request { time: 5_633_898_000_000_000, addr: 42932745 * 512, len: 512, dev: 0, op: Op::Write });
+        let r = VscsiCsv.parse("2,5633899,0x28,6656,40409911").unwrap().unwrap();
         assert_eq!((r.op, r.len, r.addr), (Op::Read, 6656, 40409911 * 512));
-        assert_eq!(
-            VscsiCsv.parse("1,5,A8,4096,0").unwrap().unwrap().op,
-            Op::Read
-        );
-        assert_eq!(
-            VscsiCsv.parse("1,5,8a,4096,0").unwrap().unwrap().op,
-            Op::Write
-        );
+        assert_eq!(VscsiCsv.parse("1,5,A8,4096,0").unwrap().unwrap().op, Op::Read);
+        assert_eq!(VscsiCsv.parse("1,5,8a,4096,0").unwrap().unwrap().op, Op::Write);
         // SYNCHRONIZE CACHE: no data, skipped even with size 0
         assert_eq!(VscsiCsv.parse("1,5,35,0,0").unwrap(), None);
     }
@@ -141,11 +101,7 @@ mod tests {
 
     #[test]
     fn sniffs() {
-        let lines = [
-            "version,time,op,size,lbn",
-            "1,5633898,2a,512,42932745",
-            "1,5633898,28,512,42932746",
-        ];
+        let lines = ["version,time,op,size,lbn", "1,5633898,2a,512,42932745", "1,5633898,28,512,42932746"];
         assert_eq!(sniff(&lines), Some(Format::VscsiCsv));
         assert_eq!(sniff(&lines[..1]), None);
         assert_eq!(sniff(&["1,5633898,00,512,42932745"]), None); // no data commands at all

@@ -56,39 +56,21 @@ impl Iometer {
         }
         let devices = p.positive("devices")?;
         if devices > crate::sim::MAX_DEVICES {
-            return Err(p.bad(
-                "devices",
-                format!("at most {} devices", crate::sim::MAX_DEVICES),
-            ));
+            return Err(p.bad("devices", format!("at most {} devices", crate::sim::MAX_DEVICES)));
         }
         let mut next_base = vec![0u64; devices.min(threads) as usize];
         let mut files = Vec::new();
         for t in 0..threads {
-            let frac = if threads == 1 {
-                0.0
-            } else {
-                t as f64 / (threads - 1) as f64
-            };
+            let frac = if threads == 1 { 0.0 } else { t as f64 / (threads - 1) as f64 };
             let size = min as f64 * (max as f64 / min as f64).powf(frac);
             let size = ((size / SECTOR as f64).round() as u64 * SECTOR).max(SECTOR);
             let dev = t % devices;
             let base = next_base[dev as usize];
-            next_base[dev as usize] = base
-                .checked_add(size)
-                .ok_or_else(|| p.bad("file_max", "the files overflow a 64-bit byte address"))?;
-            files.push(File {
-                dev: dev as u32,
-                base,
-                size,
-                cursor: 0,
-            });
+            next_base[dev as usize] =
+                base.checked_add(size).ok_or_else(|| p.bad("file_max", "the files overflow a 64-bit byte address"))?;
+            files.push(File { dev: dev as u32, base, size, cursor: 0 });
         }
-        Ok(Iometer {
-            files,
-            sizes: p.sizes("size")?,
-            random: p.ratio("random")?,
-            read: p.ratio("read")?,
-        })
+        Ok(Iometer { files, sizes: p.sizes("size")?, random: p.ratio("random")?, read: p.ratio("read")? })
     }
 
     #[inline]
@@ -105,12 +87,6 @@ impl Iometer {
             f.cursor
         };
         f.cursor = off + len;
-        Request {
-            time: 0,
-            addr: f.base + off,
-            len: len as u32,
-            dev: f.dev,
-            op,
-        }
+        Request { time: 0, addr: f.base + off, len: len as u32, dev: f.dev, op }
     }
 }

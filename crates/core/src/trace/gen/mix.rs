@@ -13,10 +13,7 @@ pub(super) struct Mix {
 impl Mix {
     pub fn build(p: &Params, parts: Vec<Component>) -> Result<Mix, GenError> {
         if parts.is_empty() {
-            return Err(p.bad(
-                "weights",
-                "mix needs at least one component, e.g. mix(zipf,scan)",
-            ));
+            return Err(p.bad("weights", "mix needs at least one component, e.g. mix(zipf,scan)"));
         }
         let unit = parts[0].unit();
         if parts.iter().any(|c| c.unit() != unit) {
@@ -31,11 +28,7 @@ impl Mix {
 
     #[inline]
     pub fn next(&mut self, rng: &mut Rng) -> Request {
-        let i = if self.parts.len() == 1 {
-            0
-        } else {
-            pick(&self.cum, rng)
-        };
+        let i = if self.parts.len() == 1 { 0 } else { pick(&self.cum, rng) };
         self.parts[i].next(rng)
     }
 

@@ -68,18 +68,9 @@ pub enum GenError {
     #[error("unknown workload {name:?} (known: {known})")]
     Unknown { name: String, known: String },
     #[error("workload {gen} has no parameter {param:?} (its parameters: {known})")]
-    UnknownParam {
-        gen: String,
-        param: String,
-        known: String,
-    },
+    UnknownParam { gen: String, param: String, known: String },
     #[error("workload {gen}, parameter {param}={value}: {why}")]
-    BadValue {
-        gen: String,
-        param: String,
-        value: String,
-        why: String,
-    },
+    BadValue { gen: String, param: String, value: String, why: String },
 }
 
 /// Parameters every key generator takes, after its own.
@@ -105,21 +96,13 @@ const GENERATORS: &[(&str, &str, &str)] = &[
         "Zipf popularity: P(rank k) ∝ 1/k^alpha over `keys` keys, ranks scattered over the keys \
          by a seeded permutation (permute=false: rank k is key k-1)",
     ),
-    (
-        "uniform",
-        concat!("keys=1M,", keyed_common!()),
-        "every key in 0..keys equally likely",
-    ),
+    ("uniform", concat!("keys=1M,", keyed_common!()), "every key in 0..keys equally likely"),
     (
         "scan",
         concat!("start=0,length=1M,", keyed_common!()),
         "sequential over keys start..start+length, starting again at `start` after the end",
     ),
-    (
-        "loop",
-        concat!("keys=100k,", keyed_common!()),
-        "cyclic sequential over keys 0..keys (scan from 0)",
-    ),
+    ("loop", concat!("keys=100k,", keyed_common!()), "cyclic sequential over keys 0..keys (scan from 0)"),
     (
         "mix",
         "weights=equal,requests=1M,iat=0,seed=1",
@@ -237,18 +220,12 @@ impl Keyed {
             _ => return Err(p.bad("unit", "expected keys, bytes or auto")),
         };
         if unit == Unit::Pages && p.is_given("size") {
-            return Err(p.bad(
-                "size",
-                "sizes apply to unit=bytes; with unit=keys every request is one page",
-            ));
+            return Err(p.bad("size", "sizes apply to unit=bytes; with unit=keys every request is one page"));
         }
         let align = p.bytes("align")?;
         let devices = p.positive("devices")?;
         if devices > crate::sim::MAX_DEVICES {
-            return Err(p.bad(
-                "devices",
-                format!("at most {} devices", crate::sim::MAX_DEVICES),
-            ));
+            return Err(p.bad("devices", format!("at most {} devices", crate::sim::MAX_DEVICES)));
         }
         let sizes = match unit {
             Unit::Bytes => Some(p.sizes("size")?),
@@ -257,21 +234,10 @@ impl Keyed {
         // the last key's byte address plus the largest request must fit in u64
         let last = (keys - 1) / devices;
         let max = sizes.as_ref().map_or(0, |s| s.max() as u64);
-        if unit == Unit::Bytes
-            && last
-                .checked_mul(align)
-                .and_then(|a| a.checked_add(max))
-                .is_none()
-        {
+        if unit == Unit::Bytes && last.checked_mul(align).and_then(|a| a.checked_add(max)).is_none() {
             return Err(p.bad("align", "keys × align overflows a 64-bit byte address"));
         }
-        Ok(Keyed {
-            pattern,
-            read: p.ratio("read")?,
-            sizes,
-            align,
-            devices,
-        })
+        Ok(Keyed { pattern, read: p.ratio("read")?, sizes, align, devices })
     }
 
     #[inline]
@@ -291,18 +257,8 @@ impl Keyed {
             Pattern::Scan(s) => s.next(span),
         };
         let (dev, local) = (key % self.devices, key / self.devices);
-        let addr = if self.sizes.is_some() {
-            local * self.align
-        } else {
-            local
-        };
-        Request {
-            time: 0,
-            addr,
-            len,
-            dev: dev as u32,
-            op,
-        }
+        let addr = if self.sizes.is_some() { local * self.align } else { local };
+        Request { time: 0, addr, len, dev: dev as u32, op }
     }
 
     fn unit(&self) -> Unit {
@@ -341,17 +297,10 @@ impl Component {
 }
 
 fn declaration(name: &str) -> Result<&'static str, GenError> {
-    GENERATORS
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, decl, _)| *decl)
-        .ok_or_else(|| {
-            let known: Vec<&str> = GENERATORS.iter().map(|(n, _, _)| *n).collect();
-            GenError::Unknown {
-                name: name.to_string(),
-                known: known.join(", "),
-            }
-        })
+    GENERATORS.iter().find(|(n, _, _)| *n == name).map(|(_, decl, _)| *decl).ok_or_else(|| {
+        let known: Vec<&str> = GENERATORS.iter().map(|(n, _, _)| *n).collect();
+        GenError::Unknown { name: name.to_string(), known: known.join(", ") }
+    })
 }
 
 /// Builds one (possibly nested) generator. Inside a mix, the stream-wide parameters
@@ -368,10 +317,7 @@ fn build(parsed: &Parsed, rng: &mut Rng, in_mix: bool) -> Result<Component, GenE
     if parsed.name != "mix" && !parsed.components.is_empty() {
         return Err(GenError::Syntax {
             spec: parsed.name.clone(),
-            why: format!(
-                "{} takes only key=value parameters (components go in mix)",
-                parsed.name
-            ),
+            why: format!("{} takes only key=value parameters (components go in mix)", parsed.name),
         });
     }
     Ok(match parsed.name.as_str() {
@@ -421,14 +367,7 @@ impl Generator {
         let mut rng = Rng::seed_from_u64(p.count("seed")?);
         let comp = build(&parsed, &mut rng, false)?;
         let unit = comp.unit();
-        Ok(Generator {
-            comp,
-            rng,
-            left: requests,
-            iat,
-            clock: 0.0,
-            unit,
-        })
+        Ok(Generator { comp, rng, left: requests, iat, clock: 0.0, unit })
     }
 
     /// Requests still to come.

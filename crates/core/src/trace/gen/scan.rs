@@ -20,11 +20,7 @@ impl Scan {
         if start.checked_add(length).is_none() {
             return Err(p.bad(key, "start + length overflows"));
         }
-        Ok(Scan {
-            start,
-            length,
-            pos: 0,
-        })
+        Ok(Scan { start, length, pos: 0 })
     }
 
     /// One past the last key.

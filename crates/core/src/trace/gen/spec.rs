@@ -38,9 +38,7 @@ fn split_top_level(s: &str) -> Vec<&str> {
 }
 
 fn is_generator_name(s: &str) -> bool {
-    GENERATORS
-        .iter()
-        .any(|(name, _, _)| name.eq_ignore_ascii_case(s))
+    GENERATORS.iter().any(|(name, _, _)| name.eq_ignore_ascii_case(s))
 }
 
 pub(super) fn parse(text: &str) -> Result<Parsed, GenError> {
@@ -49,10 +47,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, GenError> {
 }
 
 fn parse_inner(t: &str, whole: &str) -> Result<Parsed, GenError> {
-    let syntax = |why: String| GenError::Syntax {
-        spec: whole.to_string(),
-        why,
-    };
+    let syntax = |why: String| GenError::Syntax { spec: whole.to_string(), why };
     let (name, rest) = match t.find('(') {
         Some(i) => (&t[..i], Some(&t[i..])),
         None => (t, None),
@@ -60,28 +55,15 @@ fn parse_inner(t: &str, whole: &str) -> Result<Parsed, GenError> {
     if name.is_empty() {
         return Err(syntax(format!("missing workload name in {t:?}")));
     }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        return Err(syntax(format!(
-            "{name:?}: a workload name has only letters, digits, '-' and '_'"
-        )));
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(syntax(format!("{name:?}: a workload name has only letters, digits, '-' and '_'")));
     }
-    let mut parsed = Parsed {
-        name: name.to_ascii_lowercase(),
-        components: Vec::new(),
-        params: Vec::new(),
-    };
+    let mut parsed = Parsed { name: name.to_ascii_lowercase(), components: Vec::new(), params: Vec::new() };
     let Some(rest) = rest else { return Ok(parsed) };
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| {
-            syntax(format!(
-                "{t:?}: parameters go in one pair of parentheses at the end"
-            ))
-        })?;
+        .ok_or_else(|| syntax(format!("{t:?}: parameters go in one pair of parentheses at the end")))?;
     let (mut depth, mut balanced) = (0i32, true);
     for c in inner.chars() {
         depth += match c {
@@ -97,10 +79,7 @@ fn parse_inner(t: &str, whole: &str) -> Result<Parsed, GenError> {
     for part in split_top_level(inner).into_iter().filter(|p| !p.is_empty()) {
         if let Some(eq) = find_top_level(part, '=') {
             let (k, v) = (&part[..eq], &part[eq + 1..]);
-            if k.is_empty()
-                || v.is_empty()
-                || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            {
+            if k.is_empty() || v.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(syntax(format!("{part:?} is not key=value")));
             }
             let k = k.to_ascii_lowercase();
@@ -130,9 +109,7 @@ pub(super) struct Params<'a> {
 
 /// Splits a declaration `alpha=1.0,keys=1M` into pairs.
 pub(super) fn declared(decl: &'static str) -> Vec<(&'static str, &'static str)> {
-    decl.split(',')
-        .filter_map(|kv| kv.split_once('='))
-        .collect()
+    decl.split(',').filter_map(|kv| kv.split_once('=')).collect()
 }
 
 impl<'a> Params<'a> {
@@ -141,18 +118,10 @@ impl<'a> Params<'a> {
         for (k, _) in &p.params {
             if !defaults.iter().any(|(d, _)| d == k) {
                 let known: Vec<&str> = defaults.iter().map(|(d, _)| *d).collect();
-                return Err(GenError::UnknownParam {
-                    gen: p.name.clone(),
-                    param: k.clone(),
-                    known: known.join(", "),
-                });
+                return Err(GenError::UnknownParam { gen: p.name.clone(), param: k.clone(), known: known.join(", ") });
             }
         }
-        Ok(Params {
-            gen: &p.name,
-            given: &p.params,
-            defaults,
-        })
+        Ok(Params { gen: &p.name, given: &p.params, defaults })
     }
 
     pub fn is_given(&self, key: &str) -> bool {
@@ -181,8 +150,7 @@ impl<'a> Params<'a> {
 
     /// A count: `1000`, `100k`, `10M`, `1.5G`, `1_000_000` (decimal suffixes).
     pub fn count(&self, key: &str) -> Result<u64, GenError> {
-        parse_count(self.raw(key))
-            .ok_or_else(|| self.bad(key, "expected a whole count like 1000, 100k, 10M or 1G"))
+        parse_count(self.raw(key)).ok_or_else(|| self.bad(key, "expected a whole count like 1000, 100k, 10M or 1G"))
     }
 
     /// A count of at least 1.
@@ -239,19 +207,14 @@ impl<'a> Params<'a> {
         let v = self.raw(key);
         let size = |s: &str| -> Result<u32, GenError> {
             let b = units::parse_bytes(s).map_err(|e| self.bad(key, e.why))?;
-            u32::try_from(b)
-                .map_err(|_| self.bad(key, format!("{s} is over the 4GiB a request may have")))
+            u32::try_from(b).map_err(|_| self.bad(key, format!("{s} is over the 4GiB a request may have")))
         };
         if let Some((lo, hi)) = v.split_once("..") {
             let (lo, hi) = (size(lo)?, size(hi)?);
             if lo > hi {
                 return Err(self.bad(key, "the range's lower bound is above its upper bound"));
             }
-            let step = if lo % 512 == 0 && hi % 512 == 0 {
-                512
-            } else {
-                1
-            };
+            let step = if lo % 512 == 0 && hi % 512 == 0 { 512 } else { 1 };
             return Ok(Sizes::Range { lo, hi, step });
         }
         let items: Vec<&str> = v.split([',', '/']).collect();
@@ -260,31 +223,22 @@ impl<'a> Params<'a> {
         }
         let weighted = items.iter().filter(|i| i.contains(':')).count();
         if weighted != 0 && weighted != items.len() {
-            return Err(self.bad(
-                key,
-                "give a weight to every size (4KiB:70%,64KiB:30%) or to none",
-            ));
+            return Err(self.bad(key, "give a weight to every size (4KiB:70%,64KiB:30%) or to none"));
         }
         let mut list = Vec::new();
         for item in items {
             let (s, w) = match item.split_once(':') {
                 Some((s, w)) => (
                     s,
-                    weight(w).ok_or_else(|| {
-                        self.bad(key, format!("weight {w:?} is not a number or percentage"))
-                    })?,
+                    weight(w).ok_or_else(|| self.bad(key, format!("weight {w:?} is not a number or percentage")))?,
                 ),
                 None => (item, 1.0),
             };
             list.push((size(s)?, w));
         }
         let weights: Vec<f64> = list.iter().map(|(_, w)| *w).collect();
-        let cum = cumulative(&weights)
-            .ok_or_else(|| self.bad(key, "the weights must not all be zero"))?;
-        Ok(Sizes::List {
-            sizes: list.into_iter().map(|(s, _)| s).collect(),
-            cum,
-        })
+        let cum = cumulative(&weights).ok_or_else(|| self.bad(key, "the weights must not all be zero"))?;
+        Ok(Sizes::List { sizes: list.into_iter().map(|(s, _)| s).collect(), cum })
     }
 
     /// Mixture weights `90%/10%` or `9,1` (normalized), or `equal`.
@@ -294,11 +248,7 @@ impl<'a> Params<'a> {
             vec![1.0; n]
         } else {
             v.split([',', '/'])
-                .map(|w| {
-                    weight(w).ok_or_else(|| {
-                        self.bad(key, format!("weight {w:?} is not a number or percentage"))
-                    })
-                })
+                .map(|w| weight(w).ok_or_else(|| self.bad(key, format!("weight {w:?} is not a number or percentage"))))
                 .collect::<Result<_, _>>()?
         };
         if weights.len() != n {

@@ -24,10 +24,7 @@ fn grammar() {
     let p = parse("mix( zipf(alpha=1.0,keys=1M), scan(length=100k), weights=90%/10%)").unwrap();
     assert_eq!(p.name, "mix");
     assert_eq!(p.components.len(), 2);
-    assert_eq!(
-        p.components[0].params,
-        vec![("alpha".into(), "1.0".into()), ("keys".into(), "1M".into())]
-    );
+    assert_eq!(p.components[0].params, vec![("alpha".into(), "1.0".into()), ("keys".into(), "1M".into())]);
     assert_eq!(p.params, vec![("weights".into(), "90%/10%".into())]);
     // a list value continues after its commas
     let p = parse("uniform(size=4KiB:70%,64KiB:30%,read=50%)").unwrap();
@@ -89,16 +86,12 @@ fn read_ratio_and_sizes() {
     assert!((frac(&reqs, |r| r.op == Op::Read) - 0.7).abs() < 0.01);
     assert!((frac(&reqs, |r| r.len == 4096) - 0.7).abs() < 0.01);
     assert!(reqs.iter().all(|r| r.len == 4096 || r.len == 65536));
-    assert!(reqs
-        .iter()
-        .all(|r| r.addr % 4096 == 0 && r.addr < 100_000 * 4096));
+    assert!(reqs.iter().all(|r| r.addr % 4096 == 0 && r.addr < 100_000 * 4096));
     assert_eq!(open("uniform(size=4KiB)").unwrap().unit(), Unit::Bytes);
 
     // a range: whole sectors, uniform: mean (8 + 128) / 2 sectors
     let reqs = gen("uniform(requests=100k,size=4KiB..64KiB,align=512)");
-    assert!(reqs
-        .iter()
-        .all(|r| r.len % 512 == 0 && (4096..=65536).contains(&r.len)));
+    assert!(reqs.iter().all(|r| r.len % 512 == 0 && (4096..=65536).contains(&r.len)));
     let mean = reqs.iter().map(|r| r.len as f64).sum::<f64>() / reqs.len() as f64;
     assert!((mean / (68.0 * 512.0) - 1.0).abs() < 0.01, "mean {mean}");
     assert!(reqs.iter().any(|r| r.addr % 4096 != 0));
@@ -107,19 +100,13 @@ fn read_ratio_and_sizes() {
     let mut r = open("uniform(keys=1000,requests=10k)").unwrap();
     assert_eq!(r.unit(), Unit::Pages);
     let reqs = read_all(r.as_mut()).unwrap();
-    assert!(reqs.iter().all(|r| r.len == 1
-        && r.addr < 1000
-        && r.op == Op::Read
-        && r.dev == 0
-        && r.time == 0));
+    assert!(reqs.iter().all(|r| r.len == 1 && r.addr < 1000 && r.op == Op::Read && r.dev == 0 && r.time == 0));
 }
 
 /// Counts of each key for a zipf spec with `permute=false` (key = rank - 1).
 fn zipf_counts(alpha: f64, keys: usize, requests: usize) -> Vec<f64> {
     let mut counts = vec![0.0; keys];
-    for r in gen(&format!(
-        "zipf(alpha={alpha},keys={keys},requests={requests},permute=false,seed=11)"
-    )) {
+    for r in gen(&format!("zipf(alpha={alpha},keys={keys},requests={requests},permute=false,seed=11)")) {
         counts[r.addr as usize] += 1.0;
     }
     counts
@@ -145,10 +132,7 @@ fn zipf_follows_its_law() {
             // 4 standard deviations of a ratio of two Poisson counts
             let (e1, ek) = (n as f64 / h, n as f64 * (k as f64).powf(-alpha) / h);
             let tol = 4.0 * (1.0 / e1 + 1.0 / ek).sqrt();
-            assert!(
-                (ratio / (k as f64).powf(alpha) - 1.0).abs() < tol,
-                "alpha {alpha} k {k}: {ratio}"
-            );
+            assert!((ratio / (k as f64).powf(alpha) - 1.0).abs() < tol, "alpha {alpha} k {k}: {ratio}");
         }
     }
 }
@@ -158,11 +142,7 @@ fn both_rank_samplers_follow_the_law() {
     let (n, draws, alpha) = (500u64, 500_000, 0.8);
     let h: f64 = (1..=n).map(|k| (k as f64).powf(-alpha)).sum();
     let table = ZipfKeys::new(n, alpha, None);
-    let rejection = ZipfKeys::Rejection {
-        dist: rand_distr::Zipf::new(n, alpha).unwrap(),
-        n,
-        perm: None,
-    };
+    let rejection = ZipfKeys::Rejection { dist: rand_distr::Zipf::new(n, alpha).unwrap(), n, perm: None };
     for keys in [table, rejection] {
         let mut rng = Rng::seed_from_u64(2);
         let mut counts = vec![0.0; n as usize];
@@ -185,11 +165,7 @@ fn both_samplers_permute_ranks_alike() {
     let n = 300u64;
     let perm = Permutation::new(n, &mut Rng::seed_from_u64(4));
     let table = ZipfKeys::new(n, 1.5, Some(perm.clone()));
-    let rejection = ZipfKeys::Rejection {
-        dist: rand_distr::Zipf::new(n, 1.5).unwrap(),
-        n,
-        perm: Some(perm.clone()),
-    };
+    let rejection = ZipfKeys::Rejection { dist: rand_distr::Zipf::new(n, 1.5).unwrap(), n, perm: Some(perm.clone()) };
     for keys in [table, rejection] {
         let mut rng = Rng::seed_from_u64(6);
         let mut counts = vec![0u32; n as usize];
@@ -214,10 +190,7 @@ fn alias_table_is_exact_on_small_weights() {
     }
     assert_eq!(counts[1], 0);
     for (i, w) in [(0, 1.0), (2, 3.0), (3, 4.0)] {
-        assert!(
-            (counts[i] as f64 / 10_000.0 / w - 1.0).abs() < 0.05,
-            "{counts:?}"
-        );
+        assert!((counts[i] as f64 / 10_000.0 / w - 1.0).abs() < 0.05, "{counts:?}");
     }
 }
 
@@ -231,22 +204,12 @@ fn zipf_permutation_scatters_hot_keys_keeping_the_law() {
     let mut order: Vec<usize> = (0..keys).collect();
     order.sort_by(|&a, &b| counts[b].partial_cmp(&counts[a]).unwrap());
     // hot keys are not the first keys
-    assert!(
-        order[..10].iter().filter(|&&k| k < 10).count() <= 2,
-        "{:?}",
-        &order[..10]
-    );
+    assert!(order[..10].iter().filter(|&&k| k < 10).count() <= 2, "{:?}", &order[..10]);
     // the sorted frequencies still follow 1/k
     let (mut sorted, plain) = (counts.clone(), zipf_counts(1.0, keys, 1_000_000));
     sorted.sort_by(|a, b| b.partial_cmp(a).unwrap());
     for k in [0, 1, 9, 99] {
-        assert!(
-            (sorted[k] / plain[k] - 1.0).abs() < 0.1,
-            "rank {}: {} vs {}",
-            k + 1,
-            sorted[k],
-            plain[k]
-        );
+        assert!((sorted[k] / plain[k] - 1.0).abs() < 0.1, "rank {}: {} vs {}", k + 1, sorted[k], plain[k]);
     }
 }
 
@@ -268,15 +231,9 @@ fn permutation_is_a_bijection() {
 fn scan_and_loop_are_sequential() {
     let reqs = gen("scan(start=100,length=5,requests=12)");
     let keys: Vec<u64> = reqs.iter().map(|r| r.addr).collect();
-    assert_eq!(
-        keys,
-        [100, 101, 102, 103, 104, 100, 101, 102, 103, 104, 100, 101]
-    );
+    assert_eq!(keys, [100, 101, 102, 103, 104, 100, 101, 102, 103, 104, 100, 101]);
     let reqs = gen("loop(keys=3,requests=7)");
-    assert_eq!(
-        reqs.iter().map(|r| r.addr).collect::<Vec<_>>(),
-        [0, 1, 2, 0, 1, 2, 0]
-    );
+    assert_eq!(reqs.iter().map(|r| r.addr).collect::<Vec<_>>(), [0, 1, 2, 0, 1, 2, 0]);
     // bytes: each request starts where the previous one ended (in whole blocks)
     let reqs = gen("scan(length=1000,requests=100,size=4KiB/8KiB)");
     for w in reqs.windows(2) {
@@ -286,14 +243,8 @@ fn scan_and_loop_are_sequential() {
 
 #[test]
 fn mix_draws_components_by_weight() {
-    let reqs = gen(
-        "mix(zipf(alpha=1.0,keys=1M),scan(start=1M,length=100k),weights=90%/10%,requests=100k)",
-    );
-    let scans: Vec<u64> = reqs
-        .iter()
-        .filter(|r| r.addr >= 1_000_000)
-        .map(|r| r.addr)
-        .collect();
+    let reqs = gen("mix(zipf(alpha=1.0,keys=1M),scan(start=1M,length=100k),weights=90%/10%,requests=100k)");
+    let scans: Vec<u64> = reqs.iter().filter(|r| r.addr >= 1_000_000).map(|r| r.addr).collect();
     assert!((scans.len() as f64 / 1e5 - 0.1).abs() < 0.01);
     // the scan component keeps its own cursor between its turns
     assert!(scans.windows(2).all(|w| w[1] == w[0] + 1));
@@ -312,10 +263,7 @@ fn devices_split_the_key_space() {
 #[test]
 fn inter_arrival_times() {
     let reqs = gen("uniform(requests=4,iat=100us)");
-    assert_eq!(
-        reqs.iter().map(|r| r.time).collect::<Vec<_>>(),
-        [0, 100_000, 200_000, 300_000]
-    );
+    assert_eq!(reqs.iter().map(|r| r.time).collect::<Vec<_>>(), [0, 100_000, 200_000, 300_000]);
     let reqs = gen("uniform(requests=100k,iat=exp(1ms))");
     let mean = reqs.last().unwrap().time as f64 / (reqs.len() - 1) as f64;
     assert!((mean / 1e6 - 1.0).abs() < 0.02, "mean gap {mean}");
@@ -329,43 +277,26 @@ fn thread_of(addr: u64) -> usize {
 
 #[test]
 fn iometer_workloads_match_paper_002_table_2() {
-    for (name, random, iat_ms) in [
-        ("iometer-a", 1.0, 158.0),
-        ("iometer-b", 0.5, 90.0),
-        ("iometer-c", 0.0, 72.0),
-    ] {
+    for (name, random, iat_ms) in [("iometer-a", 1.0, 158.0), ("iometer-b", 0.5, 90.0), ("iometer-c", 0.0, 72.0)] {
         let g = Generator::new(name).unwrap();
         assert_eq!(g.remaining(), 500_000, "{name}");
         assert_eq!(g.unit(), Unit::Bytes);
         let reqs = gen(&format!("{name}(requests=100k)"));
         // write-only, records 4KiB..512KiB powers of two, 12 threads each within its own file
         assert!(reqs.iter().all(|r| r.op == Op::Write && r.dev == 0));
-        assert!(reqs
-            .iter()
-            .all(|r| r.len.is_power_of_two() && (4096..=512 << 10).contains(&r.len)));
+        assert!(reqs.iter().all(|r| r.len.is_power_of_two() && (4096..=512 << 10).contains(&r.len)));
         let mut per_thread = [0u64; 12];
         let mut last_end = [None::<u64>; 12];
         let (mut big, mut sequential) = (0, 0);
         for r in &reqs {
             let t = thread_of(r.addr);
-            assert!(
-                t < 12 && thread_of(r.addr + r.len as u64 - 1) == t,
-                "{name}: {r:?} crosses its file"
-            );
+            assert!(t < 12 && thread_of(r.addr + r.len as u64 - 1) == t, "{name}: {r:?} crosses its file");
             per_thread[t] += 1;
-            let (file_start, file_end) = (
-                (512u64 << 10) * ((1 << t) - 1),
-                (512u64 << 10) * ((2 << t) - 1),
-            );
+            let (file_start, file_end) = ((512u64 << 10) * ((1 << t) - 1), (512u64 << 10) * ((2 << t) - 1));
             // sequential: right after this thread's last request, or back at the start when it didn't fit
-            let seq = last_end[t].is_some_and(|e| {
-                e == r.addr || (r.addr == file_start && e + r.len as u64 > file_end)
-            });
+            let seq = last_end[t].is_some_and(|e| e == r.addr || (r.addr == file_start && e + r.len as u64 > file_end));
             if random == 0.0 {
-                assert!(
-                    seq || last_end[t].is_none(),
-                    "{name}: {r:?} is not sequential"
-                );
+                assert!(seq || last_end[t].is_none(), "{name}: {r:?} is not sequential");
             }
             // in files of 128MiB and more, a random request almost never looks sequential
             if t >= 8 {
@@ -375,48 +306,27 @@ fn iometer_workloads_match_paper_002_table_2() {
             last_end[t] = Some(r.addr + r.len as u64);
         }
         // equal I/O rates
-        assert!(per_thread
-            .iter()
-            .all(|&c| (c as f64 / (reqs.len() as f64 / 12.0) - 1.0).abs() < 0.05));
+        assert!(per_thread.iter().all(|&c| (c as f64 / (reqs.len() as f64 / 12.0) - 1.0).abs() < 0.05));
         let seq = sequential as f64 / big as f64;
-        assert!(
-            (seq - (1.0 - random)).abs() < 0.05,
-            "{name}: sequential share {seq}"
-        );
+        assert!((seq - (1.0 - random)).abs() < 0.05, "{name}: sequential share {seq}");
         let mean_iat = reqs.last().unwrap().time as f64 / (reqs.len() - 1) as f64 / 1e6;
-        assert!(
-            (mean_iat / iat_ms - 1.0).abs() < 0.02,
-            "{name}: mean gap {mean_iat} ms"
-        );
+        assert!((mean_iat / iat_ms - 1.0).abs() < 0.02, "{name}: mean gap {mean_iat} ms");
         if random == 1.0 {
-            assert!(
-                reqs.iter().all(|r| r.addr % r.len as u64 == 0),
-                "{name}: random I/O aligned to its size"
-            );
+            assert!(reqs.iter().all(|r| r.addr % r.len as u64 == 0), "{name}: random I/O aligned to its size");
         }
     }
     // every parameter can be overridden
     let reqs =
         gen("iometer-a(threads=2,file_min=1MiB,file_max=1MiB,size=4KiB,read=100%,iat=0,requests=1000,devices=2)");
-    assert!(reqs.iter().all(|r| r.op == Op::Read
-        && r.len == 4096
-        && r.addr < 1 << 20
-        && r.dev < 2
-        && r.time == 0));
+    assert!(reqs.iter().all(|r| r.op == Op::Read && r.len == 4096 && r.addr < 1 << 20 && r.dev < 2 && r.time == 0));
 }
 
 #[test]
 fn bad_specs_say_what_is_wrong() {
     let e = err("zipff(alpha=1)");
-    assert!(
-        e.contains("unknown workload \"zipff\"") && e.contains("zipf, uniform"),
-        "{e}"
-    );
+    assert!(e.contains("unknown workload \"zipff\"") && e.contains("zipf, uniform"), "{e}");
     let e = err("zipf(alpah=1)");
-    assert!(
-        e.contains("no parameter \"alpah\"") && e.contains("alpha"),
-        "{e}"
-    );
+    assert!(e.contains("no parameter \"alpah\"") && e.contains("alpha"), "{e}");
     let e = err("zipf(alpha=-1)");
     assert!(e.contains("alpha=-1"), "{e}");
     let e = err("zipf(keys=lots)");
@@ -424,10 +334,7 @@ fn bad_specs_say_what_is_wrong() {
     let e = err("uniform(read=150%)");
     assert!(e.contains("read=150%"), "{e}");
     let e = err("uniform(size=4KiB:70%,64KiB)");
-    assert!(
-        e.contains("size=4KiB:70%,64KiB") && e.contains("weight"),
-        "{e}"
-    );
+    assert!(e.contains("size=4KiB:70%,64KiB") && e.contains("weight"), "{e}");
     let e = err("uniform(size=64KiB..4KiB)");
     assert!(e.contains("size=64KiB..4KiB"), "{e}");
     let e = err("uniform(unit=keys,size=4KiB)");

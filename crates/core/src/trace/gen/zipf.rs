@@ -23,11 +23,7 @@ pub(super) enum ZipfKeys {
     /// Draws keys directly, the permutation baked into the table.
     Table(Alias),
     /// Draws ranks, then permutes them.
-    Rejection {
-        dist: rand_distr::Zipf<f64>,
-        n: u64,
-        perm: Option<Permutation>,
-    },
+    Rejection { dist: rand_distr::Zipf<f64>, n: u64, perm: Option<Permutation> },
 }
 
 impl ZipfKeys {
@@ -37,10 +33,7 @@ impl ZipfKeys {
             return Err(p.bad("alpha", "must be 0 or more (0 is uniform)"));
         }
         if keys > 1 << 53 {
-            return Err(p.bad(
-                "keys",
-                "at most 2^53 keys (ranks are exact in f64 only that far)",
-            ));
+            return Err(p.bad("keys", "at most 2^53 keys (ranks are exact in f64 only that far)"));
         }
         let perm = p.boolean("permute")?.then(|| Permutation::new(keys, rng));
         Ok(ZipfKeys::new(keys, alpha, perm))
@@ -87,8 +80,7 @@ impl Alias {
         let mut prob = weights;
         prob.iter_mut().for_each(|p| *p *= n as f64 / total);
         let mut alias: Vec<u32> = (0..n as u32).collect();
-        let (mut small, mut large): (Vec<u32>, Vec<u32>) =
-            (0..n as u32).partition(|&i| prob[i as usize] < 1.0);
+        let (mut small, mut large): (Vec<u32>, Vec<u32>) = (0..n as u32).partition(|&i| prob[i as usize] < 1.0);
         while let (Some(&s), Some(&l)) = (small.last(), large.last()) {
             small.pop();
             alias[s as usize] = l;
@@ -103,14 +95,7 @@ impl Alias {
             alias[i as usize] = i;
         }
         let scale = u32::MAX as f64 + 1.0;
-        let columns = (0..n)
-            .map(|i| {
-                (
-                    ((prob[i] * scale).round().min(u32::MAX as f64)) as u32,
-                    alias[i],
-                )
-            })
-            .collect();
+        let columns = (0..n).map(|i| (((prob[i] * scale).round().min(u32::MAX as f64)) as u32, alias[i])).collect();
         Alias { columns }
     }
 
@@ -141,17 +126,8 @@ impl Permutation {
     pub fn new(n: u64, rng: &mut Rng) -> Permutation {
         let bits = 64 - n.saturating_sub(1).leading_zeros();
         let half = bits.div_ceil(2).max(1);
-        let mask = if half >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << half) - 1
-        };
-        Permutation {
-            n,
-            half,
-            mask,
-            round_keys: rng.gen(),
-        }
+        let mask = if half >= 64 { u64::MAX } else { (1u64 << half) - 1 };
+        Permutation { n, half, mask, round_keys: rng.gen() }
     }
 
     fn feistel(&self, x: u64) -> u64 {
