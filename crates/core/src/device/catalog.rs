@@ -2,7 +2,10 @@
 //! `hdd(model=rpm7200)`, `ssd`, `nvram`, `dram`. Every number of a preset can
 //! be overridden by a parameter; `ssdcache devices` lists them.
 
-use super::{Device, Hdd, HddParams, Memory, MemoryParams, NandTiming, PageFtl, Ssd, SsdParams};
+use super::{
+    Device, Hdd, HddParams, HybridFtl, HybridOptions, LogBlocks, Memory, MemoryParams, NandTiming, PageFtl, Ssd,
+    SsdParams,
+};
 use crate::policy::registry::ParamInfo;
 use crate::policy::{Spec, SpecError};
 use crate::units::{format_bytes, parse_duration_ns};
@@ -38,9 +41,9 @@ const fn param(name: &'static str, default: &'static str, about: &'static str) -
 pub static DEVICES: &[DeviceInfo] = &[
     DeviceInfo {
         name: "ftl",
-        about: "NAND flash behind an FTL: page-mapping with greedy GC",
+        about: "NAND flash behind an FTL: page-mapping with greedy GC, or log-block hybrid with merges",
         params: &[
-            param("type", "page", "page (page-mapping, greedy GC)"),
+            param("type", "page", "page (page-mapping, greedy GC) or hybrid (BAST log blocks: switch/partial/full merges)"),
             param(
                 "nand",
                 "flashsim",
@@ -53,6 +56,8 @@ pub static DEVICES: &[DeviceInfo] = &[
             param("read", "(preset)", "page read latency, e.g. 25us"),
             param("program", "(preset)", "page program latency"),
             param("erase", "(preset)", "block erase latency"),
+            param("log_blocks", "3%", "hybrid: log blocks, a count or a share of physical blocks"),
+            param("in_place", "true", "hybrid: first writes of an erased page go to the data block (BAST)"),
         ],
         build: build_ftl,
         dense: true,
@@ -149,7 +154,7 @@ fn size(spec: &Spec, ctx: &DeviceCtx, min: u64) -> Result<u64, SpecError> {
 }
 
 fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
-    spec.choice("type", &["page"])?;
+    let hybrid = spec.choice("type", &["page", "hybrid"])? == "hybrid";
     let mut nand = NandTiming::preset(spec.raw("nand")).map_err(|e| spec.invalid("nand", e.to_string()))?;
     if given(spec, "page") {
         nand.page_bytes = spec.bytes("page")?;
@@ -174,12 +179,46 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     let block = nand.block_bytes();
     let logical_blocks = logical_bytes.div_ceil(block);
     // Physical blocks: the logical ones plus the spare share, and at least one spare for GC.
-    let physical = ((logical_blocks as f64 / (1.0 - op)).ceil() as u64).max(logical_blocks + 1);
-    let blocks = u32::try_from(physical).map_err(|_| spec.invalid("size", "more than 2^32 blocks"))?;
+    let mut physical = ((logical_blocks as f64 / (1.0 - op)).ceil() as u64).max(logical_blocks + 1);
     let logical_pages = logical_bytes.div_ceil(nand.page_bytes);
-    let ftl =
-        PageFtl::with_logical_pages(nand, blocks, logical_pages).map_err(|e| spec.invalid("size", e.to_string()))?;
+    let too_big = |_| spec.invalid("size", "more than 2^32 blocks");
+    if !hybrid {
+        let blocks = u32::try_from(physical).map_err(too_big)?;
+        let ftl =
+            PageFtl::with_logical_pages(nand, blocks, logical_pages).map_err(|e| spec.invalid("size", e.to_string()))?;
+        return Ok(Box::new(ftl));
+    }
+    // The hybrid FTL keeps its log blocks and one merge target out of the spare space.
+    let logs = match log_blocks(spec)? {
+        LogBlocks::Count(n) => n as u64,
+        LogBlocks::Fraction(f) => ((physical as f64 * f).round() as u64).max(1),
+    };
+    physical = physical.max(logical_blocks + logs + 1);
+    let blocks = u32::try_from(physical).map_err(too_big)?;
+    let logs = u32::try_from(logs).map_err(|_| spec.invalid("log_blocks", "more than 2^32 blocks"))?;
+    let opts = HybridOptions { log_blocks: LogBlocks::Count(logs), in_place: spec.flag("in_place")? };
+    let ftl = HybridFtl::with_logical_pages(nand, blocks, logical_pages, opts)
+        .map_err(|e| spec.invalid("log_blocks", e.to_string()))?;
     Ok(Box::new(ftl))
+}
+
+/// `log_blocks=16` (a count) or `log_blocks=3%` (a share of physical blocks).
+fn log_blocks(spec: &Spec) -> Result<LogBlocks, SpecError> {
+    let raw = spec.raw("log_blocks");
+    if raw.contains('%') || raw.contains('.') {
+        let f = spec.ratio("log_blocks")?;
+        if f <= 0.0 || f >= 1.0 {
+            return Err(spec.invalid("log_blocks", "a share must lie strictly between 0% and 100%"));
+        }
+        Ok(LogBlocks::Fraction(f))
+    } else {
+        let n = spec.uint("log_blocks")?;
+        u32::try_from(n)
+            .ok()
+            .filter(|&n| n > 0)
+            .map(LogBlocks::Count)
+            .ok_or_else(|| spec.invalid("log_blocks", "must be 1..2^32"))
+    }
 }
 
 fn build_hdd(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
@@ -267,6 +306,26 @@ mod tests {
     }
 
     #[test]
+    fn hybrid_ftl_merges_random_writes_and_switches_sequential_ones() {
+        let (mut seq, spec) = build("ftl(type=hybrid,nand=ull,log_blocks=4,in_place=false)", &CTX).unwrap();
+        assert_eq!(spec.canonical(), "ftl(type=hybrid,nand=ull,log_blocks=4,in_place=false)");
+        for off in (0..64u64 << 20).step_by(4096) {
+            seq.write(off, 4096);
+        }
+        let s = seq.stats();
+        assert_eq!((s.full_merges, s.partial_merges, s.extra_page_writes), (0, 0, 0));
+        assert_eq!(s.switch_merges, 256);
+        let (mut rnd, _) = build("ftl(type=hybrid,nand=ull)", &CTX).unwrap();
+        let mut x = 12345u64;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            rnd.write((x >> 33) % (16384) * 4096, 4096);
+        }
+        let s = rnd.stats();
+        assert!(s.full_merges > 0 && s.write_amplification > 2.0, "{s:?}");
+    }
+
+    #[test]
     fn overrides_change_the_numbers() {
         let (mut a, _) = build("ftl(nand=slc)", &CTX).unwrap();
         let (mut b, _) = build("ftl(nand=slc,program=1ms,page=4KiB,block=256KiB)", &CTX).unwrap();
@@ -291,5 +350,7 @@ mod tests {
         assert!(msg("hdd(bogus=1)").contains("device hdd has no parameter \"bogus\""), "{}", msg("hdd(bogus=1)"));
         assert!(msg("ftl(type=hybridish)").contains("expected one of"), "{}", msg("ftl(type=hybridish)"));
         assert!(msg("hdd(seek=fast)").contains("seek"), "{}", msg("hdd(seek=fast)"));
+        assert!(msg("ftl(type=hybrid,log_blocks=0)").contains("log_blocks"), "{}", msg("ftl(type=hybrid,log_blocks=0)"));
+        assert!(msg("ftl(type=hybrid,log_blocks=100%)").contains("strictly"), "{}", msg("ftl(type=hybrid,log_blocks=100%)"));
     }
 }

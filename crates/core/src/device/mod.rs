@@ -4,17 +4,20 @@
 //! costs and keeps the counters flash needs reported alongside hit ratios
 //! (host writes, GC copies, erases, write amplification; DESIGN "Metrics").
 //! [`nand`] holds the raw NAND timings from the papers, [`ftl_page`] a
-//! page-mapping FTL over them; [`hdd`] is paper 001's disks, [`ssd`] paper
-//! 004's black-box SSD, [`memory`] DRAM and NVRAM. [`catalog`] builds them from
-//! specs (`--device ftl(nand=mlc2)`); the simulator charges a run's backing I/O to one.
+//! page-mapping FTL over them, [`ftl_hybrid`] a log-block (BAST) hybrid FTL;
+//! [`hdd`] is paper 001's disks, [`ssd`] paper 004's black-box SSD, [`memory`]
+//! DRAM and NVRAM. [`catalog`] builds them from specs (`--device ftl(nand=mlc2)`);
+//! the simulator charges a run's backing I/O to one.
 
 pub mod catalog;
+pub mod ftl_hybrid;
 pub mod ftl_page;
 pub mod hdd;
 pub mod memory;
 pub mod nand;
 pub mod ssd;
 
+pub use ftl_hybrid::{HybridFtl, HybridOptions, LogBlocks, DEFAULT_LOG_FRACTION};
 pub use ftl_page::{FtlError, PageFtl};
 pub use hdd::{Hdd, HddParams, HddPreset, HDD_PRESETS};
 pub use memory::{Memory, MemoryParams, MemoryPreset, MEMORY_PRESETS};
@@ -71,6 +74,13 @@ pub struct DeviceStats {
     /// Page programs the device did on its own (GC copies), not asked by the host.
     pub extra_page_writes: u64,
     pub erases: u64,
+    /// Log-block FTL merges ([`ftl_hybrid`]) by kind; 0 on every other device.
+    /// Switch: the log block becomes the data block (1 erase, no copies).
+    pub switch_merges: u64,
+    /// Partial: the log block is completed from the data block, then switched.
+    pub partial_merges: u64,
+    /// Full: the live pages of log and data block are copied to a fresh block.
+    pub full_merges: u64,
     /// (host + extra) / host page writes; 0 when the host wrote nothing.
     pub write_amplification: f64,
     /// Pages of requests past the end of the device: ignored, cost nothing.
