@@ -96,6 +96,7 @@ pub fn detail(r: &Report) {
                 ),
             ),
             ("erases", thousands(s.erases)),
+            ("merges", format!("{} switch, {} partial, {} full (hybrid FTL)", thousands(s.switch_merges), thousands(s.partial_merges), thousands(s.full_merges))),
             ("write amplification", format!("{:.3}", s.write_amplification)),
             (
                 "execution time",
