@@ -6,3 +6,9 @@
 //! [`Replacement`]: super::Replacement
 //! [`ModeCache`]: super::ModeCache
 //! [`Policy`]: super::Policy
+
+pub mod ad_lru;
+pub mod ccf_lru;
+pub mod cflru;
+pub mod dpw_lru;
+pub mod lru_wsr;
