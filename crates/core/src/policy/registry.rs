@@ -1,7 +1,7 @@
 //! The catalogue of policies: names, parameters with defaults, and builders.
 //! Adding a policy is one file and one entry in [`POLICIES`].
 
-use super::classic;
+use super::{classic, flash};
 use super::{Mode, Policy, Spec, SpecError};
 
 /// One parameter a policy accepts.
@@ -50,6 +50,7 @@ pub static POLICIES: &[PolicyInfo] = &[
     classic::lirs::INFO,
     classic::s3fifo::INFO,
     classic::belady::INFO,
+    flash::qlru::INFO,
 ];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {

@@ -6,3 +6,5 @@
 //! [`Replacement`]: super::Replacement
 //! [`ModeCache`]: super::ModeCache
 //! [`Policy`]: super::Policy
+
+pub mod qlru;
