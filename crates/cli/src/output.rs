@@ -121,8 +121,77 @@ pub fn detail(r: &Report) {
             );
         }
     }
+    if let Some(q) = &r.queue {
+        let rows: Vec<(&str, String)> = vec![
+            (
+                "queue",
+                format!(
+                    "NCQ depth {}, inter-arrival x{}{}",
+                    q.queue_depth,
+                    q.iat_scale,
+                    if q.all_at_once {
+                        " (all timestamps equal: all arrive at once)"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+            (
+                "completed",
+                format!(
+                    "{} requests in {}  (device busy {:.1}%)",
+                    thousands(q.completed_requests),
+                    dur(q.makespan_ns as f64),
+                    100.0 * q.utilization
+                ),
+            ),
+            ("IOPS", format!("{:.1}", q.iops)),
+            (
+                "bandwidth",
+                format!(
+                    "{:.2} MB/s  (write {:.2} MB/s)",
+                    q.bandwidth_mb_s, q.write_bandwidth_mb_s
+                ),
+            ),
+            (
+                "latency",
+                format!(
+                    "mean {}, p50 {}, p99 {}, max {}",
+                    dur(q.latency_mean_ns),
+                    dur(q.latency_p50_ns as f64),
+                    dur(q.latency_p99_ns as f64),
+                    dur(q.latency_max_ns as f64)
+                ),
+            ),
+            ("avg queue length", format!("{:.2}", q.avg_queue_length)),
+            (
+                "host wait",
+                format!(
+                    "mean {}, max {}  (NCQ full)",
+                    dur(q.mean_host_wait_ns),
+                    dur(q.max_host_wait_ns as f64)
+                ),
+            ),
+        ];
+        for (k, v) in rows {
+            println!("{k:<22} {v}");
+        }
+    }
     if r.skipped > 0 {
         println!("{:<22} {}", "skipped lines", thousands(r.skipped));
+    }
+}
+
+/// Nanoseconds in the unit that suits them.
+fn dur(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
     }
 }
 
@@ -160,6 +229,12 @@ pub fn table(reports: &[Report]) {
     if with_device {
         header.extend(["erases", "GC writes", "WA", "exec s"]);
     }
+    let with_queue = reports.iter().any(|r| r.queue.is_some());
+    if with_queue {
+        header.extend([
+            "QD", "iat x", "avg QL", "IOPS", "MB/s", "wMB/s", "lat ms", "p99 ms",
+        ]);
+    }
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in reports {
         let c = &r.counters;
@@ -195,6 +270,21 @@ pub fn table(reports: &[Report]) {
                 None => row.extend(std::iter::repeat_n(String::new(), 4)),
             }
         }
+        if with_queue {
+            match &r.queue {
+                Some(q) => row.extend([
+                    q.queue_depth.to_string(),
+                    q.iat_scale.to_string(),
+                    format!("{:.2}", q.avg_queue_length),
+                    format!("{:.1}", q.iops),
+                    format!("{:.2}", q.bandwidth_mb_s),
+                    format!("{:.2}", q.write_bandwidth_mb_s),
+                    format!("{:.3}", q.latency_mean_ns / 1e6),
+                    format!("{:.3}", q.latency_p99_ns as f64 / 1e6),
+                ]),
+                None => row.extend(std::iter::repeat_n(String::new(), 8)),
+            }
+        }
         rows.push(row);
     }
     let widths: Vec<usize> =
@@ -225,6 +315,9 @@ pub fn table(reports: &[Report]) {
         context.push(format!("device {}", d.device));
     }
     println!("\n{}", context.join("; "));
+    if with_queue {
+        println!("QD: NCQ depth; iat x: inter-arrival scale; avg QL: time-weighted commands in the NCQ; lat: mean completion - arrival");
+    }
     println!("RRD/ROC/WRD/WOC: paper 003's read-replace-dirty, read-overwrite-clean, write-replace-dirty, write-overwrite-clean; bk accesses = 2*RRD + ROC + WRD");
 }
 

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use ssdcache::metrics::Report;
 use ssdcache::policy::spec::split_list;
 use ssdcache::policy::Mode;
-use ssdcache::sim::{run, RunSpec, SimError, TraceSource};
+use ssdcache::sim::{run, QueueSpec, RunSpec, SimError, TraceSource};
 use ssdcache::trace::formats::csv::CsvMapping;
 use ssdcache::trace::{Format, ReadOptions};
 use ssdcache::units::parse_bytes;
@@ -54,6 +54,15 @@ pub struct SimArgs {
     /// 'hdd(model=rpm7200)', 'ssd'. `ssdcache devices` lists them and their parameters.
     #[arg(long, short)]
     pub device: Option<String>,
+    /// Replay as an open queueing system with this NCQ depth (1..=512), comma-separated
+    /// for a sweep, e.g. 32,512: arrivals at the trace's timestamps, FIFO service by the
+    /// --device model; reports latency, IOPS, MB/s, average queue length. Needs --device.
+    #[arg(long)]
+    pub queue_depth: Option<String>,
+    /// Factor(s) on the trace's inter-arrival times for the queueing replay, comma-separated
+    /// (default 1 = the trace's own timing; 0 = all at once). Implies a queue (depth 32 unless given).
+    #[arg(long)]
+    pub iat_scale: Option<String>,
     /// Print one JSON object per run (one per line).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -97,16 +106,26 @@ pub fn sim(args: SimArgs) -> Result<()> {
     if policies.is_empty() || caches.is_empty() || modes.is_empty() {
         bail!("--policy, --cache and --mode each need at least one value");
     }
+    let queues = queues(&args)?;
     let mut sources = sources(&args)?;
     let mut grid = Vec::new();
     for s in 0..sources.len() {
         for p in &policies {
             for &c in &caches {
                 for &m in &modes {
-                    grid.push((
-                        s,
-                        RunSpec { policy: p.clone(), cache_bytes: c, page_bytes, mode: m, device: args.device.clone() },
-                    ));
+                    for &q in &queues {
+                        grid.push((
+                            s,
+                            RunSpec {
+                                policy: p.clone(),
+                                cache_bytes: c,
+                                page_bytes,
+                                mode: m,
+                                device: args.device.clone(),
+                                queue: q,
+                            },
+                        ));
+                    }
                 }
             }
         }
@@ -144,6 +163,40 @@ pub fn sim(args: SimArgs) -> Result<()> {
     }
 }
 
+/// The queue settings to sweep: none, or every depth × scale given.
+fn queues(args: &SimArgs) -> Result<Vec<Option<QueueSpec>>> {
+    if args.queue_depth.is_none() && args.iat_scale.is_none() {
+        return Ok(vec![None]);
+    }
+    let depths = split_list(args.queue_depth.as_deref().unwrap_or("32"))
+        .iter()
+        .map(|d| {
+            d.parse::<u32>()
+                .map_err(|_| anyhow::anyhow!("--queue-depth: {d:?} is not a whole number"))
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    let scales = split_list(args.iat_scale.as_deref().unwrap_or("1"))
+        .iter()
+        .map(|f| {
+            f.parse::<f64>()
+                .map_err(|_| anyhow::anyhow!("--iat-scale: {f:?} is not a number"))
+        })
+        .collect::<Result<Vec<f64>>>()?;
+    if depths.is_empty() || scales.is_empty() {
+        bail!("--queue-depth and --iat-scale each need at least one value");
+    }
+    let mut out = Vec::new();
+    for &depth in &depths {
+        for &iat_scale in &scales {
+            let q = QueueSpec { depth, iat_scale };
+            q.check()
+                .map_err(|e| anyhow::anyhow!("--queue-depth/--iat-scale: {e}"))?;
+            out.push(Some(q));
+        }
+    }
+    Ok(out)
+}
+
 /// Trace errors name their file already; others get the trace's name in front.
 fn with_trace_name(e: SimError, source: &TraceSource) -> anyhow::Error {
     match e {
@@ -172,4 +225,63 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     });
     bar.finish_and_clear();
     results.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn queues_of(args: &[&str]) -> Result<Vec<Option<QueueSpec>>> {
+        let cmd = Cmd::try_parse_from(std::iter::once("sim").chain(args.iter().copied()))?;
+        queues(&cmd.sim)
+    }
+
+    #[test]
+    fn queue_flags_sweep_depth_by_scale() {
+        assert_eq!(queues_of(&[]).unwrap(), vec![None]);
+        let q = queues_of(&["--queue-depth", "32,512", "--iat-scale", "1,0.5"]).unwrap();
+        let got: Vec<(u32, f64)> = q
+            .iter()
+            .map(|q| q.map(|q| (q.depth, q.iat_scale)).unwrap())
+            .collect();
+        assert_eq!(got, vec![(32, 1.0), (32, 0.5), (512, 1.0), (512, 0.5)]);
+        // Either flag alone implies a queue: depth 32, scale 1 by default.
+        let q = queues_of(&["--iat-scale", "4"]).unwrap();
+        assert_eq!(
+            q,
+            vec![Some(QueueSpec {
+                depth: 32,
+                iat_scale: 4.0
+            })]
+        );
+        let q = queues_of(&["--queue-depth", "1"]).unwrap();
+        assert_eq!(
+            q,
+            vec![Some(QueueSpec {
+                depth: 1,
+                iat_scale: 1.0
+            })]
+        );
+    }
+
+    #[test]
+    fn bad_queue_flags_say_which() {
+        let e = queues_of(&["--queue-depth", "0"]).unwrap_err().to_string();
+        assert!(e.contains("--queue-depth") && e.contains("1..=512"), "{e}");
+        let e = queues_of(&["--queue-depth", "deep"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--queue-depth") && e.contains("deep"), "{e}");
+        let e = queues_of(&["--iat-scale=-1"]).unwrap_err().to_string();
+        assert!(e.contains("scale"), "{e}");
+        let e = queues_of(&["--iat-scale", "fast"]).unwrap_err().to_string();
+        assert!(e.contains("--iat-scale"), "{e}");
+    }
 }

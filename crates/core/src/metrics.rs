@@ -100,6 +100,46 @@ pub struct Report {
     /// What the backing device model did (`--device`).
     #[serde(flatten)]
     pub device: Option<DeviceReport>,
+    /// The queueing replay (`--queue-depth`, `--iat-scale`).
+    #[serde(flatten)]
+    pub queue: Option<QueueReport>,
+}
+
+/// The open-loop queueing replay of a run (see [`crate::sim::queue`]): what
+/// the host saw. Times are from the first arrival; the final drain is not in
+/// them. MB are 10^6 bytes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueReport {
+    /// NCQ depth: commands the device holds at once.
+    pub queue_depth: u32,
+    /// Factor on the trace's inter-arrival times.
+    pub iat_scale: f64,
+    /// Every request had the same timestamp, so all arrived at once.
+    pub all_at_once: bool,
+    /// Requests served (trims included).
+    pub completed_requests: u64,
+    /// First arrival to last completion.
+    pub makespan_ns: Nanos,
+    /// Time the device spent serving (the sum of service times).
+    pub device_busy_ns: Nanos,
+    /// `device_busy_ns / makespan_ns`.
+    pub utilization: f64,
+    /// `completed_requests / makespan`.
+    pub iops: f64,
+    /// Bytes read and written per second of makespan, in MB/s.
+    pub bandwidth_mb_s: f64,
+    pub write_bandwidth_mb_s: f64,
+    /// Completion − arrival.
+    pub latency_mean_ns: f64,
+    /// Percentiles from an HDR histogram: within 0.1 % of the exact value.
+    pub latency_p50_ns: u64,
+    pub latency_p99_ns: u64,
+    pub latency_max_ns: u64,
+    /// Time-weighted mean number of commands in the NCQ (the one in service included).
+    pub avg_queue_length: f64,
+    /// Time an arrival waited in the host FIFO for a free NCQ slot.
+    pub mean_host_wait_ns: f64,
+    pub max_host_wait_ns: u64,
 }
 
 /// The backing device's side of a run: flash writes, erases, time.
@@ -151,6 +191,7 @@ impl Report {
             skipped,
             counters: c,
             device: None,
+            queue: None,
         }
     }
 }

@@ -157,6 +157,13 @@ pub trait Replacement: Send {
     fn contains(&self, key: u64) -> bool;
     /// A dirty resident page was written back and is clean now.
     fn cleaned(&mut self, _key: u64) {}
+    /// Lookahead: a command that will access `a.key` entered the device queue
+    /// (NCQ) and will be served later, through `touch` (QLRU's virtual MRU,
+    /// paper 002). [`ModeCache`] forwards only notices whose access will reach
+    /// `touch` (reads and writes; not trims, nor writes in read-only mode), one
+    /// per page access to come. Rules that do not look ahead ignore it; without
+    /// notices every rule must behave as if this method did not exist.
+    fn queued(&mut self, _a: &Access) {}
     fn len(&self) -> usize;
     fn capacity(&self) -> usize;
     fn is_empty(&self) -> bool {

@@ -207,6 +207,21 @@ impl<R: Replacement> Policy for ModeCache<R> {
         }
     }
 
+    /// Forwards the notice to the rule when the access to come will reach
+    /// [`Replacement::touch`]: a trim never touches, nor does a write in
+    /// read-only mode (it invalidates), so their notices would never be matched
+    /// by an access.
+    fn queued(&mut self, a: &Access) {
+        let touches = match a.op {
+            Op::Read => true,
+            Op::Write => self.mode != Mode::ReadOnly,
+            Op::Trim => false,
+        };
+        if touches {
+            self.repl.queued(a);
+        }
+    }
+
     fn drain(&mut self, fx: &mut Effects) {
         // Sorted, so write-back order (and anything charged by address) is deterministic.
         let mut keys: Vec<u64> = self.dirty.drain().collect();

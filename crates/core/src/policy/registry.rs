@@ -1,8 +1,7 @@
 //! The catalogue of policies: names, parameters with defaults, and builders.
 //! Adding a policy is one file and one entry in [`POLICIES`].
 
-use super::classic;
-use super::flash;
+use super::{classic, flash};
 use super::{Mode, Policy, Spec, SpecError};
 
 /// One parameter a policy accepts.
@@ -56,6 +55,7 @@ pub static POLICIES: &[PolicyInfo] = &[
     flash::ccf_lru::INFO,
     flash::ad_lru::INFO,
     flash::dpw_lru::INFO,
+    flash::qlru::INFO,
 ];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {

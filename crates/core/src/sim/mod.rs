@@ -8,9 +8,11 @@ use hashbrown::HashMap;
 use thiserror::Error;
 
 pub mod backing;
+pub mod queue;
 pub mod run;
 use crate::Nanos;
 pub use backing::{Backing, Layout};
+pub use queue::QueueSpec;
 pub use run::{run, RunSpec, TraceSource};
 
 /// Devices per trace: a page key gives the device 20 bits.

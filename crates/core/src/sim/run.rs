@@ -2,7 +2,7 @@
 //! cache size, a page size and a mode. The CLI and the Python package both go
 //! through [`run`], so the same inputs give the same numbers everywhere.
 
-use super::{Backing, SimConfig, SimError, Simulator};
+use super::{queue, Backing, QueueSpec, SimConfig, SimError, Simulator};
 use crate::metrics::{DeviceReport, Report, RunInfo};
 use crate::policy::registry::BuildCtx;
 use crate::policy::{build, Mode};
@@ -76,6 +76,9 @@ pub struct RunSpec {
     pub mode: Mode,
     /// Backing device spec (`ftl(nand=mlc2)`), charged with the policy's I/O.
     pub device: Option<String>,
+    /// Replay as an open queueing system (NCQ depth, inter-arrival scale):
+    /// see [`queue`]. Needs `device`.
+    pub queue: Option<QueueSpec>,
 }
 
 /// Checks a run description without reading any trace: sizes and the policy spec.
@@ -83,7 +86,21 @@ pub fn check(spec: &RunSpec) -> Result<(), SimError> {
     if let Some(d) = &spec.device {
         crate::device::catalog::parse(d)?;
     }
+    check_queue(spec)?;
     build_policy(spec).map(|_| ())
+}
+
+/// A queueing replay needs sane settings and a device to time the service.
+fn check_queue(spec: &RunSpec) -> Result<(), SimError> {
+    if let Some(q) = &spec.queue {
+        q.check()?;
+        if spec.device.is_none() {
+            return Err(SimError::Config(
+                "a queueing replay (queue depth, inter-arrival scale) needs a backing device (--device) to time the service".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A run's policy, ready to go.
@@ -123,6 +140,7 @@ fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
 
 /// Runs one simulation and returns its report.
 pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
+    check_queue(spec)?;
     let Built { mut policy, spec: canonical, mode, capacity } = build_policy(spec)?;
     // A device is sized to the trace's footprint, so it needs the whole trace first.
     let loaded;
@@ -144,7 +162,13 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     if let Some(b) = backing.as_mut() {
         sim = sim.with_backing(b);
     }
-    let counters = sim.run(reader.as_mut())?;
+    let (counters, queue) = match (&spec.queue, source) {
+        (Some(q), TraceSource::Memory { requests, unit, .. }) => {
+            let report = queue::replay(&mut sim, requests, *unit, q)?;
+            (sim.finish(), Some(report))
+        }
+        _ => (sim.run(reader.as_mut())?, None),
+    };
     let skipped = match source {
         TraceSource::Memory { skipped, .. } => *skipped,
         _ => reader.skipped(),
@@ -160,5 +184,6 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     };
     let mut report = Report::new(info, counters, skipped);
     report.device = backing.map(|b| DeviceReport::new(b.spec.clone(), b.stats()));
+    report.queue = queue;
     Ok(report)
 }

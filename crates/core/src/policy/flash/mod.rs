@@ -12,3 +12,4 @@ pub mod ccf_lru;
 pub mod cflru;
 pub mod dpw_lru;
 pub mod lru_wsr;
+pub mod qlru;
