@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Reproduces the papers' experiments: builds the release binary, installs
+# matplotlib, runs experiments/paperNNN.py for each paper asked (default: all),
+# writing tables and charts under docs/reproductions/. Reads ../shared/traces.
+#   scripts/reproduce.sh            # every experiment
+#   scripts/reproduce.sh 001 004    # some
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q -p ssdcache-cli
+python3 -m pip install -q --disable-pip-version-check -r experiments/requirements.txt 2>&1 | grep -v "as the 'root' user" || true
+papers=("$@")
+if [ ${#papers[@]} -eq 0 ]; then
+    papers=($(ls experiments/paper*.py | sed 's/.*paper\([0-9]*\)\.py/\1/'))
+fi
+for p in "${papers[@]}"; do
+    echo "== paper $p"
+    (cd experiments && python3 "paper$p.py")
+done
