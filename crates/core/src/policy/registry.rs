@@ -2,6 +2,7 @@
 //! Adding a policy is one file and one entry in [`POLICIES`].
 
 use super::classic;
+use super::flash;
 use super::{Mode, Policy, Spec, SpecError};
 
 /// One parameter a policy accepts.
@@ -50,6 +51,10 @@ pub static POLICIES: &[PolicyInfo] = &[
     classic::lirs::INFO,
     classic::s3fifo::INFO,
     classic::belady::INFO,
+    flash::fab::INFO,
+    flash::bplru::INFO,
+    flash::clc::INFO,
+    flash::abm::INFO,
 ];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {

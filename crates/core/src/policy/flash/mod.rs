@@ -6,3 +6,9 @@
 //! [`Replacement`]: super::Replacement
 //! [`ModeCache`]: super::ModeCache
 //! [`Policy`]: super::Policy
+
+pub mod abm;
+pub mod block;
+pub mod bplru;
+pub mod clc;
+pub mod fab;
