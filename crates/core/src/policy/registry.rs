@@ -56,6 +56,10 @@ pub static POLICIES: &[PolicyInfo] = &[
     flash::ad_lru::INFO,
     flash::dpw_lru::INFO,
     flash::qlru::INFO,
+    flash::fab::INFO,
+    flash::bplru::INFO,
+    flash::clc::INFO,
+    flash::abm::INFO,
 ];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {

@@ -7,9 +7,14 @@
 //! [`ModeCache`]: super::ModeCache
 //! [`Policy`]: super::Policy
 
+pub mod abm;
 pub mod ad_lru;
+pub mod block;
+pub mod bplru;
 pub mod ccf_lru;
 pub mod cflru;
+pub mod clc;
 pub mod dpw_lru;
+pub mod fab;
 pub mod lru_wsr;
 pub mod qlru;
