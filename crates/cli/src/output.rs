@@ -177,8 +177,49 @@ pub fn detail(r: &Report) {
             println!("{k:<22} {v}");
         }
     }
+    if c.maintenance_ns > 0 || c.maintenance_reads + c.maintenance_writes + c.maintenance_cache_writes > 0 {
+        println!(
+            "{:<22} {} pages read from backing, {} written back, {} written to the cache; {}",
+            "maintenance",
+            thousands(c.maintenance_reads),
+            thousands(c.maintenance_writes),
+            thousands(c.maintenance_cache_writes),
+            secs(c.maintenance_ns)
+        );
+    }
+    if let Some(d) = &r.cache_device {
+        println!(
+            "{:<22} {}: {} page reads, {} page writes, {} erases; {}",
+            "cache device",
+            d.cache_device,
+            thousands(d.cache_device_page_reads),
+            thousands(d.cache_device_page_writes),
+            thousands(d.cache_device_erases),
+            secs(d.cache_device_time_ns)
+        );
+    }
     if r.skipped > 0 {
         println!("{:<22} {}", "skipped lines", thousands(r.skipped));
+    }
+    if !r.series.is_empty() {
+        series(r);
+    }
+}
+
+/// The per-interval series of one run.
+fn series(r: &Report) {
+    println!("\n{:>9} {:>10} {:>8} {:>8} {:>12} {:>12} {:>12}", "interval", "requests", "hit%", "read%", "mean lat ms", "maint s", "MB/s");
+    for (i, b) in r.series.iter().enumerate() {
+        println!(
+            "{:>9} {:>10} {:>8.2} {:>8.2} {:>12.3} {:>12.3} {:>12.2}",
+            i,
+            thousands(b.requests),
+            100.0 * b.hit_ratio,
+            100.0 * b.read_hit_ratio,
+            b.mean_latency_ns / 1e6,
+            b.maintenance_ns as f64 / 1e9,
+            b.throughput_mb_s
+        );
     }
 }
 
@@ -354,7 +395,9 @@ fn csv_cell(v: &serde_json::Value) -> String {
 pub fn csv(reports: &[Report]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     for (i, r) in reports.iter().enumerate() {
-        let serde_json::Value::Object(map) = serde_json::to_value(r)? else { unreachable!() };
+        let serde_json::Value::Object(mut map) = serde_json::to_value(r)? else { unreachable!() };
+        // (a series is a list per run: --json carries it)
+        map.remove("series");
         if i == 0 {
             writeln!(out, "{}", map.keys().cloned().collect::<Vec<_>>().join(","))?;
         }

@@ -11,7 +11,7 @@ use ssdcache::policy::Mode;
 use ssdcache::sim::{run, QueueSpec, RunSpec, SimError, TraceSource};
 use ssdcache::trace::formats::csv::CsvMapping;
 use ssdcache::trace::{Format, ReadOptions};
-use ssdcache::units::parse_bytes;
+use ssdcache::units::{parse_bytes, parse_duration_ns};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -54,6 +54,14 @@ pub struct SimArgs {
     /// 'hdd(model=rpm7200)', 'ssd'. `ssdcache devices` lists them and their parameters.
     #[arg(long, short)]
     pub device: Option<String>,
+    /// The cache's own device, charged with hits, fills and write-back reads,
+    /// e.g. 'ssd' for an SSD caching an HDD (--device hdd). Without it, cache hits are free.
+    #[arg(long)]
+    pub cache_device: Option<String>,
+    /// Report a time series per interval of trace time, e.g. 1d or 1h: requests,
+    /// hit ratio, mean device time per request, device-limited throughput.
+    #[arg(long)]
+    pub interval: Option<String>,
     /// Replay as an open queueing system with this NCQ depth (1..=512), comma-separated
     /// for a sweep, e.g. 32,512: arrivals at the trace's timestamps, FIFO service by the
     /// --device model; reports latency, IOPS, MB/s, average queue length. Needs --device.
@@ -107,6 +115,10 @@ pub fn sim(args: SimArgs) -> Result<()> {
         bail!("--policy, --cache and --mode each need at least one value");
     }
     let queues = queues(&args)?;
+    let interval = match &args.interval {
+        Some(t) => Some(parse_duration_ns(t).map_err(|e| anyhow::anyhow!("--interval: {e}"))?),
+        None => None,
+    };
     let mut sources = sources(&args)?;
     let mut grid = Vec::new();
     for s in 0..sources.len() {
@@ -122,6 +134,8 @@ pub fn sim(args: SimArgs) -> Result<()> {
                                 page_bytes,
                                 mode: m,
                                 device: args.device.clone(),
+                                cache_device: args.cache_device.clone(),
+                                interval,
                                 queue: q,
                             },
                         ));

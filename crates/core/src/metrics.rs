@@ -55,6 +55,14 @@ pub struct Counters {
 
     /// Pages written back by the final drain.
     pub drain_writes: u64,
+
+    /// Maintenance (`Policy::tick`, e.g. PWC's caching-and-eviction procedure):
+    /// pages read from backing to fill the cache, pages written back, pages
+    /// written into the cache, and the device time it all took.
+    pub maintenance_reads: u64,
+    pub maintenance_writes: u64,
+    pub maintenance_cache_writes: u64,
+    pub maintenance_ns: u64,
 }
 
 impl Counters {
@@ -103,6 +111,37 @@ pub struct Report {
     /// The queueing replay (`--queue-depth`, `--iat-scale`).
     #[serde(flatten)]
     pub queue: Option<QueueReport>,
+    /// What the cache's own device did (`--cache-device`).
+    #[serde(flatten)]
+    pub cache_device: Option<CacheDeviceReport>,
+    /// Per-interval series (`--interval`); not in CSV output.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<IntervalStats>,
+}
+
+/// The cache device's side of a run (hits read from it, fills and write hits
+/// written to it, write-backs read from it).
+#[derive(Clone, Debug, Serialize)]
+pub struct CacheDeviceReport {
+    pub cache_device: String,
+    pub cache_device_page_reads: u64,
+    pub cache_device_page_writes: u64,
+    pub cache_device_extra_page_writes: u64,
+    pub cache_device_erases: u64,
+    pub cache_device_time_ns: Nanos,
+}
+
+impl CacheDeviceReport {
+    pub fn new(device: String, s: DeviceStats) -> CacheDeviceReport {
+        CacheDeviceReport {
+            cache_device: device,
+            cache_device_page_reads: s.host_page_reads,
+            cache_device_page_writes: s.host_page_writes,
+            cache_device_extra_page_writes: s.extra_page_writes,
+            cache_device_erases: s.erases,
+            cache_device_time_ns: s.total_time(),
+        }
+    }
 }
 
 /// The open-loop queueing replay of a run (see [`crate::sim::queue`]): what
@@ -140,6 +179,43 @@ pub struct QueueReport {
     /// Time an arrival waited in the host FIFO for a free NCQ slot.
     pub mean_host_wait_ns: f64,
     pub max_host_wait_ns: u64,
+}
+
+/// One interval of a run's time series (`--interval`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct IntervalStats {
+    /// Trace time the interval starts at.
+    pub start_ns: Nanos,
+    pub requests: u64,
+    /// Bytes read and written by the requests.
+    pub bytes: u64,
+    pub pages: u64,
+    pub hits: u64,
+    pub read_pages: u64,
+    pub read_hits: u64,
+    /// Device time the requests cost (backing and cache device).
+    pub service_ns: Nanos,
+    /// Device time maintenance cost in the interval.
+    pub maintenance_ns: Nanos,
+    pub hit_ratio: f64,
+    pub read_hit_ratio: f64,
+    /// Mean device time per request.
+    pub mean_latency_ns: f64,
+    /// Bytes over the device time spent (requests and maintenance): what the
+    /// devices could sustain, in MB (10^6 B) per second.
+    pub throughput_mb_s: f64,
+}
+
+impl IntervalStats {
+    /// Fills in the ratios.
+    pub fn finish(mut self) -> IntervalStats {
+        self.hit_ratio = ratio(self.hits, self.pages);
+        self.read_hit_ratio = ratio(self.read_hits, self.read_pages);
+        self.mean_latency_ns = ratio(self.service_ns, self.requests);
+        let busy = self.service_ns + self.maintenance_ns;
+        self.throughput_mb_s = if busy == 0 { 0.0 } else { self.bytes as f64 / 1e6 / (busy as f64 / 1e9) };
+        self
+    }
 }
 
 /// The backing device's side of a run: flash writes, erases, time.
@@ -192,6 +268,8 @@ impl Report {
             counters: c,
             device: None,
             queue: None,
+            cache_device: None,
+            series: Vec::new(),
         }
     }
 }

@@ -13,7 +13,7 @@
 use super::{pages_of, split_key, SimError};
 use crate::device::catalog::{self, BoxedDevice, DeviceCtx};
 use crate::device::DeviceStats;
-use crate::policy::Io;
+use crate::policy::{Effects, Io};
 use crate::trace::{Request, Unit};
 use crate::Nanos;
 use hashbrown::HashMap;
@@ -77,13 +77,49 @@ impl Layout {
     }
 }
 
-/// A device model with the layout that maps a trace onto it.
+/// A device model with the layout that maps a trace onto it: the backing
+/// device (reads of misses, write-backs) or the cache device (hits, fills).
 pub struct Backing {
     pub device: BoxedDevice,
     /// Canonical device spec.
     pub spec: String,
     pub layout: Layout,
     page_bytes: u64,
+}
+
+/// The devices a run charges: the backing device, and optionally the cache's
+/// own device (an SSD caching an HDD, NVRAM…). Without a cache device, hits
+/// and fills are free, as for a DRAM buffer.
+#[derive(Default)]
+pub struct Devices<'p> {
+    pub backing: Option<&'p mut Backing>,
+    pub cache: Option<&'p mut Backing>,
+}
+
+impl Devices<'_> {
+    /// Charges the effects of one access (or of maintenance, `read_hit` false)
+    /// to the devices; returns the time they cost.
+    #[inline]
+    pub fn charge(&mut self, fx: &Effects, read_hit: Option<u64>) -> Nanos {
+        let mut t = 0;
+        if let Some(b) = self.backing.as_deref_mut() {
+            t += fx.io.iter().map(|io| b.charge(io)).sum::<Nanos>();
+        }
+        if let Some(c) = self.cache.as_deref_mut() {
+            if let Some(key) = read_hit {
+                t += c.charge_cache_read(key, 1);
+            }
+            t += fx.io.iter().map(|io| c.charge_as_cache(io)).sum::<Nanos>();
+        }
+        t
+    }
+
+    /// A trimmed page: the backing device may drop it.
+    pub fn trim(&mut self, key: u64) {
+        if let Some(b) = self.backing.as_deref_mut() {
+            b.trim(key);
+        }
+    }
 }
 
 impl Backing {
@@ -121,6 +157,27 @@ impl Backing {
             }
             Io::CacheWrite { .. } | Io::Evict { .. } | Io::Invalidate { .. } => 0,
         }
+    }
+
+    /// Charges one effect to a cache device: fills and write hits write it,
+    /// a write-back reads the dirty data from it.
+    #[inline]
+    pub fn charge_as_cache(&mut self, io: &Io) -> Nanos {
+        match *io {
+            Io::CacheWrite { key } => {
+                let (off, len) = self.span(key, 1);
+                self.device.write(off, len)
+            }
+            Io::WriteBack { key, pages } => self.charge_cache_read(key, pages),
+            _ => 0,
+        }
+    }
+
+    /// Reads `pages` cached pages from a cache device (a hit, or a write-back's source).
+    #[inline]
+    pub fn charge_cache_read(&mut self, key: u64, pages: u32) -> Nanos {
+        let (off, len) = self.span(key, pages);
+        self.device.read(off, len)
     }
 
     /// A trimmed page: the device may drop it.

@@ -8,10 +8,12 @@ use hashbrown::HashMap;
 use thiserror::Error;
 
 pub mod backing;
+pub mod series;
 pub mod queue;
 pub mod run;
 use crate::Nanos;
-pub use backing::{Backing, Layout};
+pub use backing::{Backing, Devices, Layout};
+pub use series::Series;
 pub use queue::QueueSpec;
 pub use run::{run, RunSpec, TraceSource};
 
@@ -106,7 +108,8 @@ pub struct SimConfig {
 /// the policy's I/O to a device model too.
 pub struct Simulator<'p> {
     policy: &'p mut dyn Policy,
-    backing: Option<&'p mut Backing>,
+    devices: Devices<'p>,
+    series: Option<Series>,
     cfg: SimConfig,
     fx: Effects,
     seq: u64,
@@ -117,17 +120,77 @@ pub struct Simulator<'p> {
 impl<'p> Simulator<'p> {
     pub fn new(policy: &'p mut dyn Policy, cfg: SimConfig) -> Self {
         assert!(cfg.page_bytes > 0);
-        Simulator { policy, backing: None, cfg, fx: Effects::new(), seq: 0, requests: 0, counters: Counters::default() }
+        Simulator {
+            policy,
+            devices: Devices::default(),
+            series: None,
+            cfg,
+            fx: Effects::new(),
+            seq: 0,
+            requests: 0,
+            counters: Counters::default(),
+        }
     }
 
     /// Charges every backing read and write (and trims) to `backing`'s device.
     pub fn with_backing(mut self, backing: &'p mut Backing) -> Self {
-        self.backing = Some(backing);
+        self.devices.backing = Some(backing);
         self
     }
 
+    /// Charges read hits, fills and write-back reads to the cache's own device.
+    pub fn with_cache_device(mut self, cache: &'p mut Backing) -> Self {
+        self.devices.cache = Some(cache);
+        self
+    }
+
+    /// Keeps a time series with intervals of `interval` ns of trace time.
+    pub fn with_series(mut self, interval: Nanos) -> Self {
+        self.series = Some(Series::new(interval));
+        self
+    }
+
+    /// The series so far (empty without [`with_series`](Self::with_series)).
+    pub fn take_series(&mut self) -> Vec<crate::metrics::IntervalStats> {
+        self.series.take().map(Series::finish).unwrap_or_default()
+    }
+
+    /// Runs the policy's periodic work due at `now` (PWC's procedure): its I/O
+    /// is charged to the devices and counted as maintenance.
+    fn maintain(&mut self, now: Nanos) {
+        self.fx.clear();
+        self.policy.tick(now, &mut self.fx);
+        if self.fx.io.is_empty() {
+            return;
+        }
+        let t = self.devices.charge(&self.fx, None);
+        let c = &mut self.counters;
+        for io in &self.fx.io {
+            match *io {
+                Io::Fetch { pages, .. } | Io::PadRead { pages, .. } => c.maintenance_reads += pages as u64,
+                Io::ReadForWrite { .. } => c.maintenance_reads += 1,
+                Io::WriteBack { pages, .. } => c.maintenance_writes += pages as u64,
+                Io::WriteThrough { .. } => c.maintenance_writes += 1,
+                Io::CacheWrite { .. } => c.maintenance_cache_writes += 1,
+                Io::Evict { .. } | Io::Invalidate { .. } => {}
+            }
+        }
+        c.maintenance_ns += t;
+        if let Some(s) = self.series.as_mut() {
+            s.maintenance(now, t);
+        }
+    }
+
     /// Replays a whole trace, drains, and returns the counters.
-    pub fn run(mut self, reader: &mut dyn TraceReader) -> Result<Counters, SimError> {
+    pub fn run(self, reader: &mut dyn TraceReader) -> Result<Counters, SimError> {
+        self.run_with_series(reader).map(|(c, _)| c)
+    }
+
+    /// As [`run`](Self::run), and the time series if one was asked for.
+    pub fn run_with_series(
+        mut self,
+        reader: &mut dyn TraceReader,
+    ) -> Result<(Counters, Vec<crate::metrics::IntervalStats>), SimError> {
         if self.policy.needs_future() {
             let requests = crate::trace::read_all(reader)?;
             let next = self.next_uses(&requests, reader.unit())?;
@@ -139,7 +202,8 @@ impl<'p> Simulator<'p> {
                 self.replay(&batch, unit, None)?;
             }
         }
-        Ok(self.finish())
+        let series = self.take_series();
+        Ok((self.finish(), series))
     }
 
     /// For every page access, the position of the next access to the same key.
@@ -185,23 +249,30 @@ impl<'p> Simulator<'p> {
         Ok(())
     }
 
-    /// Serves one request: every page through the policy, the policy's I/O
-    /// charged to the backing device. Returns the device time it cost (0
-    /// without a backing device).
+    /// Serves one request: the policy's maintenance due by its arrival, then
+    /// every page through the policy, the policy's I/O charged to the devices.
+    /// Returns the device time the request cost (0 without devices).
     pub fn request(&mut self, r: &Request, unit: Unit, next: Option<&[u64]>) -> Result<Nanos, SimError> {
         let mut busy = 0;
         let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
+        self.maintain(r.time);
+        let before = (self.counters.pages, self.counters.hits, self.counters.read_pages, self.counters.read_hits);
         self.requests += 1;
+        // (page-unit traces give lengths in pages)
+        let bytes = match unit {
+            Unit::Bytes => r.len as u64,
+            Unit::Pages => r.len as u64 * self.cfg.page_bytes,
+        };
         let c = &mut self.counters;
         c.requests += 1;
         match r.op {
             Op::Read => {
                 c.read_requests += 1;
-                c.read_bytes += r.len as u64;
+                c.read_bytes += bytes;
             }
             Op::Write => {
                 c.write_requests += 1;
-                c.write_bytes += r.len as u64;
+                c.write_bytes += bytes;
             }
             Op::Trim => c.trim_requests += 1,
         }
@@ -215,15 +286,28 @@ impl<'p> Simulator<'p> {
             self.policy.access(&a, &mut self.fx);
             all_hit &= self.fx.hit;
             account(&mut self.counters, &a, &self.fx);
-            if let Some(b) = self.backing.as_deref_mut() {
-                busy += self.fx.io.iter().map(|io| b.charge(io)).sum::<Nanos>();
-                if r.op == Op::Trim {
-                    b.trim(a.key);
-                }
+            let read_hit = (self.fx.hit && r.op == Op::Read).then_some(a.key);
+            busy += self.devices.charge(&self.fx, read_hit);
+            if r.op == Op::Trim {
+                self.devices.trim(a.key);
             }
         }
         if all_hit && r.op != Op::Trim {
             self.counters.request_hits += 1;
+        }
+        if let Some(s) = self.series.as_mut() {
+            let c = &self.counters;
+            let bytes = if r.op == Op::Trim { 0 } else { bytes };
+            let delta = crate::metrics::IntervalStats {
+                bytes,
+                pages: c.pages - before.0,
+                hits: c.hits - before.1,
+                read_pages: c.read_pages - before.2,
+                read_hits: c.read_hits - before.3,
+                service_ns: busy,
+                ..Default::default()
+            };
+            s.request(r.time, &delta);
         }
         Ok(busy)
     }
@@ -236,10 +320,8 @@ impl<'p> Simulator<'p> {
             if let Io::WriteBack { pages, .. } = io {
                 self.counters.drain_writes += *pages as u64;
             }
-            if let Some(b) = self.backing.as_deref_mut() {
-                b.charge(io);
-            }
         }
+        self.devices.charge(&self.fx, None);
         self.counters
     }
 }

@@ -518,6 +518,8 @@ mod tests {
             page_bytes: PAGE,
             mode: Mode::WriteOnly,
             device: None,
+            cache_device: None,
+            interval: None,
             queue: Some(QueueSpec {
                 depth: 32,
                 iat_scale: 1.0,

@@ -3,7 +3,7 @@
 //! through [`run`], so the same inputs give the same numbers everywhere.
 
 use super::{queue, Backing, QueueSpec, SimConfig, SimError, Simulator};
-use crate::metrics::{DeviceReport, Report, RunInfo};
+use crate::metrics::{CacheDeviceReport, DeviceReport, Report, RunInfo};
 use crate::policy::registry::BuildCtx;
 use crate::policy::{build, Mode};
 use crate::trace::{self, Format, MemoryReader, ReadOptions, Request, TraceReader, Unit};
@@ -76,6 +76,10 @@ pub struct RunSpec {
     pub mode: Mode,
     /// Backing device spec (`ftl(nand=mlc2)`), charged with the policy's I/O.
     pub device: Option<String>,
+    /// The cache's own device (`ssd`), charged with hits, fills and write-back reads.
+    pub cache_device: Option<String>,
+    /// Interval of the per-interval time series, ns of trace time.
+    pub interval: Option<crate::Nanos>,
     /// Replay as an open queueing system (NCQ depth, inter-arrival scale):
     /// see [`queue`]. Needs `device`.
     pub queue: Option<QueueSpec>,
@@ -83,8 +87,11 @@ pub struct RunSpec {
 
 /// Checks a run description without reading any trace: sizes and the policy spec.
 pub fn check(spec: &RunSpec) -> Result<(), SimError> {
-    if let Some(d) = &spec.device {
+    for d in spec.device.iter().chain(&spec.cache_device) {
         crate::device::catalog::parse(d)?;
+    }
+    if spec.interval == Some(0) {
+        return Err(SimError::Config("the series interval must be longer than zero".into()));
     }
     check_queue(spec)?;
     build_policy(spec).map(|_| ())
@@ -144,8 +151,9 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     let Built { mut policy, spec: canonical, mode, capacity } = build_policy(spec)?;
     // A device is sized to the trace's footprint, so it needs the whole trace first.
     let loaded;
-    let source = match (&spec.device, source) {
-        (Some(_), TraceSource::File { .. } | TraceSource::Gen(_)) => {
+    let needs_layout = spec.device.is_some() || spec.cache_device.is_some();
+    let source = match (needs_layout, source) {
+        (true, TraceSource::File { .. } | TraceSource::Gen(_)) => {
             loaded = source.load()?;
             &loaded
         }
@@ -157,17 +165,33 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         }
         _ => None,
     };
+    let mut cache_device = match (&spec.cache_device, source) {
+        (Some(d), TraceSource::Memory { requests, unit, .. }) => {
+            Some(Backing::new(d, requests, *unit, spec.page_bytes)?)
+        }
+        _ => None,
+    };
     let (mut reader, format) = source.open()?;
     let mut sim = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes });
     if let Some(b) = backing.as_mut() {
         sim = sim.with_backing(b);
     }
-    let (counters, queue) = match (&spec.queue, source) {
+    if let Some(c) = cache_device.as_mut() {
+        sim = sim.with_cache_device(c);
+    }
+    if let Some(interval) = spec.interval {
+        sim = sim.with_series(interval);
+    }
+    let (counters, queue, series) = match (&spec.queue, source) {
         (Some(q), TraceSource::Memory { requests, unit, .. }) => {
             let report = queue::replay(&mut sim, requests, *unit, q)?;
-            (sim.finish(), Some(report))
+            let series = sim.take_series();
+            (sim.finish(), Some(report), series)
         }
-        _ => (sim.run(reader.as_mut())?, None),
+        _ => {
+            let (counters, series) = sim.run_with_series(reader.as_mut())?;
+            (counters, None, series)
+        }
     };
     let skipped = match source {
         TraceSource::Memory { skipped, .. } => *skipped,
@@ -185,5 +209,7 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     let mut report = Report::new(info, counters, skipped);
     report.device = backing.map(|b| DeviceReport::new(b.spec.clone(), b.stats()));
     report.queue = queue;
+    report.cache_device = cache_device.map(|c| CacheDeviceReport::new(c.spec.clone(), c.stats()));
+    report.series = series;
     Ok(report)
 }

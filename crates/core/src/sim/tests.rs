@@ -111,3 +111,54 @@ fn key_traces_on_device_zero_take_any_key() {
         assert_eq!((c.pages, c.hits), (2, 1), "{policy}");
     }
 }
+
+/// A policy that caches nothing on access but, on every tick after time 0,
+/// fills page 7 and writes back page 3 — maintenance as PWC does it.
+struct Maintainer;
+
+impl Policy for Maintainer {
+    fn access(&mut self, a: &Access, fx: &mut Effects) {
+        fx.hit = a.key == 7 && a.op == Op::Read;
+        if !fx.hit {
+            fx.push(Io::Fetch { key: a.key, pages: 1 });
+        }
+    }
+    fn tick(&mut self, now: Nanos, fx: &mut Effects) {
+        if now > 0 {
+            fx.push(Io::Fetch { key: 7, pages: 1 });
+            fx.push(Io::CacheWrite { key: 7 });
+            fx.push(Io::WriteBack { key: 3, pages: 1 });
+        }
+    }
+    fn drain(&mut self, _fx: &mut Effects) {}
+    fn stats(&self) -> crate::policy::PolicyStats {
+        crate::policy::PolicyStats::default()
+    }
+}
+
+#[test]
+fn maintenance_and_the_cache_device_are_charged_and_series_kept() {
+    let reqs: Vec<Request> = (0..4u64).map(|i| Request { time: i * 100, addr: 7 * 4096, len: 4096, dev: 0, op: Op::Read }).collect();
+    let mut b = Backing::new("dram(read=10ns,write=20ns)", &reqs, Unit::Bytes, 4096).unwrap();
+    let mut c = Backing::new("nvram(read=1ns,write=2ns)", &reqs, Unit::Bytes, 4096).unwrap();
+    let mut p = Maintainer;
+    let mut rd = MemoryReader::new(reqs.into(), Unit::Bytes);
+    let (counters, series) = Simulator::new(&mut p, SimConfig { page_bytes: 4096 })
+        .with_backing(&mut b)
+        .with_cache_device(&mut c)
+        .with_series(200)
+        .run_with_series(&mut rd)
+        .unwrap();
+    // Ticks at 100, 200, 300: each a fetch, a fill and a write-back.
+    assert_eq!((counters.maintenance_reads, counters.maintenance_writes, counters.maintenance_cache_writes), (3, 3, 3));
+    // backing: 3 × (read 10 + write 20); cache: 3 × (write 2 + write-back read 1)
+    assert_eq!(counters.maintenance_ns, 3 * 30 + 3 * 3);
+    // All four reads hit: each reads the cache device once.
+    assert_eq!(counters.hits, 4);
+    assert_eq!(c.stats().host_page_reads, 4 + 3);
+    assert_eq!(b.stats().host_page_reads, 3);
+    assert_eq!(series.len(), 2);
+    assert_eq!((series[0].requests, series[1].requests), (2, 2));
+    assert_eq!((series[0].maintenance_ns, series[1].maintenance_ns), (33, 66));
+    assert_eq!(series[0].service_ns, 2);
+}
