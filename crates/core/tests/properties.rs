@@ -75,7 +75,7 @@ struct Model {
 /// them every check is as strict as before.
 fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> Result<(), TestCaseError> {
     // Some policies refuse capacities too small for their parts (2Q's A1in); that is their documented error.
-    let Ok((mut policy, _)) = build(spec, &BuildCtx { capacity, mode }) else { return Ok(()) };
+    let Ok((mut policy, _)) = build(spec, &BuildCtx { capacity, mode, page_bytes: 4096 }) else { return Ok(()) };
     let next = next_uses(trace);
     let mut fx = Effects::new();
     let mut m = Model::default();
@@ -207,7 +207,7 @@ proptest! {
 /// Reads of `keys` through the simulator; returns misses.
 fn misses(spec: &str, capacity: usize, keys: &[u64]) -> Option<u64> {
     let reqs: Vec<Request> = keys.iter().map(|&k| Request { time: 0, addr: k, len: 1, dev: 0, op: Op::Read }).collect();
-    let (mut policy, _) = build(spec, &BuildCtx { capacity, mode: Mode::WriteBack }).ok()?;
+    let (mut policy, _) = build(spec, &BuildCtx { capacity, mode: Mode::WriteBack, page_bytes: 4096 }).ok()?;
     let mut reader = MemoryReader::new(reqs.into(), Unit::Pages);
     Some(Simulator::new(policy.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut reader).unwrap().misses())
 }

@@ -18,6 +18,7 @@ pub mod registry;
 pub mod spec;
 #[cfg(test)]
 pub mod testing;
+pub mod tiered;
 
 pub use mode::{Mode, ModeCache};
 pub use registry::{build, PolicyInfo, POLICIES};

@@ -1,7 +1,7 @@
 //! The catalogue of policies: names, parameters with defaults, and builders.
 //! Adding a policy is one file and one entry in [`POLICIES`].
 
-use super::{classic, flash};
+use super::{classic, flash, tiered};
 use super::{Mode, Policy, Spec, SpecError};
 
 /// One parameter a policy accepts.
@@ -19,6 +19,9 @@ pub struct BuildCtx {
     pub capacity: usize,
     /// Mode from the command line, unless the spec sets `mode=`.
     pub mode: Mode,
+    /// Bytes per page (the unit of `capacity` and of page keys); segment-unit
+    /// policies (PWC) need it to turn a segment size in bytes into pages.
+    pub page_bytes: u64,
 }
 
 pub type Builder = fn(&Spec, &BuildCtx) -> Result<Box<dyn Policy>, SpecError>;
@@ -60,6 +63,7 @@ pub static POLICIES: &[PolicyInfo] = &[
     flash::bplru::INFO,
     flash::clc::INFO,
     flash::abm::INFO,
+    tiered::pwc::INFO,
 ];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {
@@ -99,7 +103,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> BuildCtx {
-        BuildCtx { capacity: 8, mode: Mode::WriteBack }
+        BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 }
     }
 
     #[test]

@@ -286,7 +286,7 @@ mod tests {
         depth: u32,
         iat_scale: f64,
     ) -> (QueueReport, Counters) {
-        let (mut p, _) = build(policy, &BuildCtx { capacity, mode }).unwrap();
+        let (mut p, _) = build(policy, &BuildCtx { capacity, mode, page_bytes: 4096 }).unwrap();
         let mut b = Backing::new(device, reqs, Unit::Bytes, PAGE).unwrap();
         let mut sim =
             Simulator::new(p.as_mut(), SimConfig { page_bytes: PAGE }).with_backing(&mut b);

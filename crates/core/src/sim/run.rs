@@ -135,7 +135,8 @@ fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
         .ok()
         .filter(|&c| c < u32::MAX as usize)
         .ok_or_else(|| SimError::Config(format!("cache of {capacity} pages is too large")))?;
-    let (policy, canonical) = build(&spec.policy, &BuildCtx { capacity, mode: spec.mode })?;
+    let (policy, canonical) =
+        build(&spec.policy, &BuildCtx { capacity, mode: spec.mode, page_bytes: spec.page_bytes })?;
     let mode = canonical
         .params
         .iter()

@@ -8,7 +8,7 @@ fn req(op: Op, addr: u64, len: u32) -> Request {
 }
 
 fn sim(policy: &str, mode: Mode, capacity: usize, reqs: Vec<Request>) -> Counters {
-    let (mut p, _) = build(policy, &BuildCtx { capacity, mode }).unwrap();
+    let (mut p, _) = build(policy, &BuildCtx { capacity, mode, page_bytes: 4096 }).unwrap();
     let mut rd = MemoryReader::new(reqs.into(), Unit::Bytes);
     Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap()
 }
@@ -93,7 +93,7 @@ fn trim_drops_dirty_pages_without_write_back() {
 
 #[test]
 fn huge_offsets_are_an_error_not_a_wrong_number() {
-    let (mut p, _) = build("lru", &BuildCtx { capacity: 8, mode: Mode::WriteBack }).unwrap();
+    let (mut p, _) = build("lru", &BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 }).unwrap();
     let mut rd = MemoryReader::new(vec![req(Op::Read, u64::MAX - 10, 4096)].into(), Unit::Bytes);
     let e = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap_err();
     assert!(e.to_string().contains("request 0"), "{e}");
@@ -104,7 +104,7 @@ fn key_traces_on_device_zero_take_any_key() {
     // a page stream from `trace convert --to keys` carries device bits in its keys
     let big = (5u64 << PAGE_BITS) | 7;
     for policy in ["lru", "belady"] {
-        let (mut p, _) = build(policy, &BuildCtx { capacity: 8, mode: Mode::WriteBack }).unwrap();
+        let (mut p, _) = build(policy, &BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 }).unwrap();
         let reqs = vec![Request { time: 0, addr: big, len: 1, dev: 0, op: Op::Read }; 2];
         let mut rd = MemoryReader::new(reqs.into(), Unit::Pages);
         let c = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap();

@@ -442,7 +442,7 @@ mod tests {
 
     #[test]
     fn variant_parameter() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         assert!(build_spec("arc(variant=paper)", &ctx).is_ok());
         assert!(matches!(build_spec("arc(variant=v0)", &ctx), Err(SpecError::BadValue { .. })));
         assert!(matches!(build_spec("arc(p=3)", &ctx), Err(SpecError::UnknownParam { .. })));

@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn needs_the_future() {
-        let ctx = BuildCtx { capacity: 4, mode: crate::policy::Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 4, mode: crate::policy::Mode::WriteBack, page_bytes: 4096 };
         let (p, _) = crate::policy::registry::build("belady", &ctx).unwrap();
         assert!(p.needs_future());
         assert_eq!(p.stats().capacity, 4);

@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn bad_params() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         for spec in
             ["clock(bits=9)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"]
         {

@@ -845,7 +845,7 @@ mod tests {
         // Through the registry, in every mode: every access misses, nothing is
         // cached, and nothing overruns the capacity.
         for (_, mode, _) in crate::policy::mode::MODES {
-            let ctx = BuildCtx { capacity: 50, mode: *mode };
+            let ctx = BuildCtx { capacity: 50, mode: *mode, page_bytes: 4096 };
             let (mut p, _) = build_spec("lirs(variant=libcachesim)", &ctx).unwrap();
             assert_eq!(misses(p.as_mut(), &keys), keys.len(), "{mode}");
             let st = p.stats();
@@ -935,7 +935,7 @@ mod tests {
         assert!(ev.is_empty());
         assert_eq!(l.len(), 2);
         assert_eq!(run_keys(&mut l, &[4, 2]), vec![false, true]);
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         for ok in ["lirs", "lirs(variant=paper)", "lirs(hir=10%,stack=0)", "lirs(stack=3)"] {
             assert!(build_spec(ok, &ctx).is_ok(), "{ok}");
         }

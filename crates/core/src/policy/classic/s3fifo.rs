@@ -417,7 +417,7 @@ mod tests {
 
     #[test]
     fn bad_params() {
-        let ctx = BuildCtx { capacity: 100, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 100, mode: Mode::WriteBack, page_bytes: 4096 };
         for spec in [
             "s3fifo(small=100%)",
             "s3fifo(small=0)",
@@ -436,7 +436,7 @@ mod tests {
         }
         // Every capacity builds, in both variants.
         for capacity in 1..=10 {
-            let tiny = BuildCtx { capacity, mode: Mode::WriteBack };
+            let tiny = BuildCtx { capacity, mode: Mode::WriteBack, page_bytes: 4096 };
             for ok in ["s3fifo", "s3fifo(variant=libcachesim)", "s3fifo(small=20%)"] {
                 assert!(build_spec(ok, &tiny).is_ok(), "{ok} at {capacity} pages");
             }
@@ -452,7 +452,7 @@ mod tests {
         let mut s = S3Fifo::new(8, S3FifoConfig::libcachesim(8, 0.1, 0.9));
         assert_eq!(run_keys(&mut s, &keys), vec![false; keys.len()]);
         assert_eq!((s.len(), s.ghosts()), (0, 0));
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         let (mut p, _) = build_spec("s3fifo(variant=libcachesim)", &ctx).unwrap();
         assert_eq!(misses(p.as_mut(), &keys), keys.len());
     }

@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn bad_params() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         for spec in ["2q(kin=100%)", "2q(kin=120%)", "2q(kout=x)", "2q(variant=textbook)"] {
             match build_spec(spec, &ctx) {
                 Err(SpecError::BadValue { .. }) => {}
@@ -351,7 +351,7 @@ mod tests {
         }
         // Every capacity builds, in both variants.
         for capacity in 1..=4 {
-            let tiny = BuildCtx { capacity, mode: Mode::WriteBack };
+            let tiny = BuildCtx { capacity, mode: Mode::WriteBack, page_bytes: 4096 };
             for ok in ["2q", "2q(variant=paper)", "2q(variant=libcachesim)", "2q(kin=99%,variant=libcachesim)"] {
                 assert!(build_spec(ok, &tiny).is_ok(), "{ok} at {capacity} pages");
             }
@@ -367,7 +367,7 @@ mod tests {
         let keys = [1, 2, 1, 1, 3, 2, 2, 1];
         assert_eq!(run_keys(&mut q, &keys), vec![false; 8]);
         assert_eq!((q.len(), q.ghosts()), (0, 0));
-        let ctx = BuildCtx { capacity: 2, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 2, mode: Mode::WriteBack, page_bytes: 4096 };
         let (mut p, _) = build_spec("2q(variant=libcachesim)", &ctx).unwrap();
         assert_eq!(misses(p.as_mut(), &keys), 8);
         // The paper's 2Q caches at the same size.

@@ -500,7 +500,7 @@ mod tests {
     use crate::policy::testing::{read, write};
 
     fn ctx(capacity: usize) -> BuildCtx {
-        BuildCtx { capacity, mode: Mode::WriteBack }
+        BuildCtx { capacity, mode: Mode::WriteBack, page_bytes: 4096 }
     }
 
     fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
@@ -745,7 +745,7 @@ mod tests {
         assert!(build_spec("abm", &ctx(1)).is_err());
         assert!(build_spec("abm(step=0)", &ctx(8)).is_err());
         assert!(build_spec("abm(min=60%)", &ctx(8)).is_err());
-        let wt = BuildCtx { capacity: 8, mode: Mode::WriteThrough };
+        let wt = BuildCtx { capacity: 8, mode: Mode::WriteThrough, page_bytes: 4096 };
         assert!(build_spec("abm", &wt).is_err());
         assert!(build_spec("abm(read=lirs,write=fab,wsize=90%,min=0)", &ctx(8)).is_ok());
     }

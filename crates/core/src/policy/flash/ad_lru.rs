@@ -376,7 +376,7 @@ mod tests {
 
     #[test]
     fn min_lc_parameter() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         assert!(build_spec("ad-lru(min_lc=0)", &ctx).is_ok());
         assert!(matches!(build_spec("ad-lru(min_lc=2)", &ctx), Err(SpecError::BadValue { .. })));
     }

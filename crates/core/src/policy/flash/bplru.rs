@@ -363,10 +363,10 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         assert!(build_spec("bplru(padding=off,compensation=no)", &ctx).is_ok());
         assert!(build_spec("bplru(padding=maybe)", &ctx).is_err());
-        let ctx = BuildCtx { capacity: 8, mode: Mode::ReadOnly };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::ReadOnly, page_bytes: 4096 };
         assert!(build_spec("bplru", &ctx).is_err());
     }
 }

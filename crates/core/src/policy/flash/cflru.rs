@@ -394,11 +394,16 @@ mod tests {
     fn clean_pages_only_is_lru_for_any_window() {
         let keys: Vec<u64> = stream(5000, 60, 0, 11).into_iter().map(|(k, _)| k).collect();
         for cap in [1, 3, 8, 20] {
-            let lru =
-                misses(&mut *build_spec("lru", &BuildCtx { capacity: cap, mode: Mode::WriteBack }).unwrap().0, &keys);
+            let lru = misses(
+                &mut *build_spec("lru", &BuildCtx { capacity: cap, mode: Mode::WriteBack, page_bytes: 4096 })
+                    .unwrap()
+                    .0,
+                &keys,
+            );
             for w in ["0", "25%", "50%", "100%"] {
                 let spec = format!("cflru(window={w})");
-                let (mut p, _) = build_spec(&spec, &BuildCtx { capacity: cap, mode: Mode::WriteBack }).unwrap();
+                let (mut p, _) =
+                    build_spec(&spec, &BuildCtx { capacity: cap, mode: Mode::WriteBack, page_bytes: 4096 }).unwrap();
                 assert_eq!(misses(&mut *p, &keys), lru, "{spec} capacity {cap}");
             }
         }
@@ -437,7 +442,7 @@ mod tests {
             }
             wb
         };
-        let ctx = BuildCtx { capacity: 16, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 16, mode: Mode::WriteBack, page_bytes: 4096 };
         let lru = count_wb(&mut *build_spec("lru", &ctx).unwrap().0);
         let cflru = count_wb(&mut *build_spec("cflru", &ctx).unwrap().0);
         assert!(cflru < lru, "cflru {cflru} write-backs, lru {lru}");
@@ -458,7 +463,7 @@ mod tests {
 
     #[test]
     fn window_parameter() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         assert!(build_spec("cflru(window=0.25)", &ctx).is_ok());
         assert!(matches!(build_spec("cflru(window=150%)", &ctx), Err(SpecError::BadValue { .. })));
     }

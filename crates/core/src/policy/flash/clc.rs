@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn the_lru_share_is_checked() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteOnly };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteOnly, page_bytes: 4096 };
         assert!(build_spec("clc(lru=25%,block=8)", &ctx).is_ok());
         assert!(build_spec("clc(lru=150%)", &ctx).is_err());
     }

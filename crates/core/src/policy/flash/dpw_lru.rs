@@ -380,7 +380,7 @@ mod tests {
 
     #[test]
     fn parameters() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         assert!(build_spec("dpw-lru(er=25%,candidates=1,write_cost=0)", &ctx).is_ok());
         for bad in ["dpw-lru(candidates=0)", "dpw-lru(write_cost=-1)", "dpw-lru(er=2)"] {
             assert!(matches!(build_spec(bad, &ctx), Err(SpecError::BadValue { .. })), "{bad}");

@@ -235,10 +235,10 @@ mod tests {
 
     #[test]
     fn modes_and_blocks_are_checked() {
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteThrough };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteThrough, page_bytes: 4096 };
         let e = build_spec("fab", &ctx).err().unwrap().to_string();
         assert!(e.contains("mode=write-through"), "{e}");
-        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack };
+        let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
         let e = build_spec("fab(block=3)", &ctx).err().unwrap().to_string();
         assert!(e.contains("power of two"), "{e}");
         assert!(build_spec("fab(block=1,mode=wo)", &ctx).is_ok());
@@ -250,7 +250,7 @@ mod tests {
         // write-back and write-only mode), on random reads, writes and trims.
         for mode in [Mode::WriteBack, Mode::WriteOnly] {
             for (capacity, keys, seed) in [(1, 4, 1), (5, 20, 2), (16, 40, 3), (64, 300, 4)] {
-                let ctx = BuildCtx { capacity, mode };
+                let ctx = BuildCtx { capacity, mode, page_bytes: 4096 };
                 let (mut fab, _) = build_spec("fab(block=1)", &ctx).unwrap();
                 let (mut lru, _) = build_spec("lru", &ctx).unwrap();
                 let (mut f1, mut f2) = (Effects::new(), Effects::new());

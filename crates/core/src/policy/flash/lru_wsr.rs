@@ -168,7 +168,7 @@ mod tests {
             })
             .collect();
         for cap in [1, 2, 7, 19, 40] {
-            let ctx = BuildCtx { capacity: cap, mode: Mode::WriteBack };
+            let ctx = BuildCtx { capacity: cap, mode: Mode::WriteBack, page_bytes: 4096 };
             let lru = misses(&mut *build_spec("lru", &ctx).unwrap().0, &keys);
             assert_eq!(misses(&mut *build_spec("lru-wsr", &ctx).unwrap().0, &keys), lru, "capacity {cap}");
         }
