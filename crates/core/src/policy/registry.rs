@@ -53,6 +53,7 @@ pub static POLICIES: &[PolicyInfo] = &[
     classic::lirs::INFO,
     classic::s3fifo::INFO,
     classic::belady::INFO,
+    classic::none::INFO,
     flash::cflru::INFO,
     flash::lru_wsr::INFO,
     flash::ccf_lru::INFO,
@@ -111,7 +112,9 @@ mod tests {
         for p in POLICIES {
             let (pol, spec) = build(p.name, &ctx()).unwrap_or_else(|e| panic!("{}: {e}", p.name));
             assert_eq!(spec.canonical(), p.name);
-            assert_eq!(pol.stats().capacity, 8, "{}", p.name);
+            // (`none` is the no-cache baseline: it holds nothing)
+            let expected = if p.name == "none" { 0 } else { 8 };
+            assert_eq!(pol.stats().capacity, expected, "{}", p.name);
         }
     }
 

@@ -7,5 +7,6 @@ pub mod fifo;
 pub mod lfu;
 pub mod lirs;
 pub mod lru;
+pub mod none;
 pub mod s3fifo;
 pub mod twoq;
