@@ -39,11 +39,15 @@
 //! own parameters but not `requests`, `seed` or `iat`, which belong to the whole stream.
 //! `iometer-a`, `-b`, `-c` are the write-only workloads of paper 002 Table 2 (see
 //! `iometer.rs` for the table and what the paper leaves open).
+//! `desktop` is a multi-day desktop-like block trace for paper 000 (a drifting daily working
+//! set, busy days, idle nights; see `desktop.rs`); it keeps its own clock and day count, so it
+//! takes `days` and `per_day` instead of `requests` and `iat`, and cannot go in a mix.
 //!
 //! Every stream is a function of its spec alone: the same spec gives the same requests
 //! every time (ChaCha8 seeded with `seed`), and on every machine whose libm computes `powf`
 //! and `ln` alike (zipf weights and exponential gaps use them).
 
+mod desktop;
 mod iometer;
 mod mix;
 mod scan;
@@ -124,6 +128,16 @@ const GENERATORS: &[(&str, &str, &str)] = &[
         "iometer-c",
         concat!("random=0%,iat=exp(72ms),", iometer_common!()),
         "paper 002 Table 2 workload C: as A, all sequential",
+    ),
+    (
+        "desktop",
+        "days=10,per_day=200k,write=30%,disk=100GiB,hot=4GiB,drift=10%,alpha=1.0,cold=10%,seq=30%,run=4MiB,\
+         file=16KiB,size=4KiB:60%/8KiB:10%/16KiB:10%/32KiB:8%/64KiB:12%,\
+         seq_size=64KiB:40%/128KiB:20%/256KiB:20%/512KiB:10%/1MiB:10%,burst=50%,gap=exp(100us),night=0%,\
+         devices=1,seed=1",
+        "paper 000-like desktop days: exactly per_day requests a day (busy 9-18h, light evening, \
+         idle nights) on a `hot` working set of lognormal extents with Zipf popularity, `drift` of it \
+         moving each day, plus `cold` uniform background; random and sequential file I/O in 4KiB blocks",
     ),
 ];
 
@@ -275,6 +289,8 @@ enum Component {
     Keyed(Keyed),
     Iometer(iometer::Iometer),
     Mix(mix::Mix),
+    /// (boxed: far larger than the others)
+    Desktop(Box<desktop::Desktop>),
 }
 
 impl Component {
@@ -284,13 +300,14 @@ impl Component {
             Component::Keyed(k) => k.next(rng),
             Component::Iometer(w) => w.next(rng),
             Component::Mix(m) => m.next(rng),
+            Component::Desktop(d) => d.next(rng),
         }
     }
 
     fn unit(&self) -> Unit {
         match self {
             Component::Keyed(k) => k.unit(),
-            Component::Iometer(_) => Unit::Bytes,
+            Component::Iometer(_) | Component::Desktop(_) => Unit::Bytes,
             Component::Mix(m) => m.unit(),
         }
     }
@@ -303,6 +320,11 @@ fn declaration(name: &str) -> Result<&'static str, GenError> {
     })
 }
 
+/// Generators that set their own arrival times and length (no `requests`, no `iat`).
+fn own_clock(name: &str) -> bool {
+    name == "desktop"
+}
+
 /// Builds one (possibly nested) generator. Inside a mix, the stream-wide parameters
 /// (`requests`, `seed`, `iat`) belong to the mix.
 fn build(parsed: &Parsed, rng: &mut Rng, in_mix: bool) -> Result<Component, GenError> {
@@ -313,6 +335,12 @@ fn build(parsed: &Parsed, rng: &mut Rng, in_mix: bool) -> Result<Component, GenE
                 return Err(p.bad(key, "has no effect inside mix(…): give it to the mix"));
             }
         }
+    }
+    if in_mix && own_clock(&parsed.name) {
+        return Err(GenError::Syntax {
+            spec: parsed.name.clone(),
+            why: format!("{} keeps its own clock and days, so it cannot be a component of mix", parsed.name),
+        });
     }
     if parsed.name != "mix" && !parsed.components.is_empty() {
         return Err(GenError::Syntax {
@@ -343,6 +371,7 @@ fn build(parsed: &Parsed, rng: &mut Rng, in_mix: bool) -> Result<Component, GenE
             Component::Mix(mix::Mix::build(&p, parts)?)
         }
         name if name.starts_with("iometer-") => Component::Iometer(iometer::Iometer::build(&p)?),
+        "desktop" => Component::Desktop(Box::new(desktop::Desktop::build(&p, rng)?)),
         _ => unreachable!("declaration() knows every generator"),
     })
 }
@@ -353,6 +382,8 @@ pub struct Generator {
     rng: Rng,
     left: u64,
     iat: Iat,
+    /// The component sets arrival times itself (`iat` unused).
+    own_clock: bool,
     /// Arrival time of the next request, in ns (f64 so exponential gaps don't lose their fractions).
     clock: f64,
     unit: Unit,
@@ -362,12 +393,16 @@ impl Generator {
     pub fn new(spec: &str) -> Result<Generator, GenError> {
         let parsed = spec::parse(spec)?;
         let p = Params::new(&parsed, declaration(&parsed.name)?)?;
-        let requests = p.count("requests")?;
-        let iat = p.iat("iat")?;
+        let own_clock = own_clock(&parsed.name);
+        let (requests, iat) = if own_clock { (0, Iat::Zero) } else { (p.count("requests")?, p.iat("iat")?) };
         let mut rng = Rng::seed_from_u64(p.count("seed")?);
         let comp = build(&parsed, &mut rng, false)?;
+        let requests = match &comp {
+            Component::Desktop(d) => d.total(),
+            _ => requests,
+        };
         let unit = comp.unit();
-        Ok(Generator { comp, rng, left: requests, iat, clock: 0.0, unit })
+        Ok(Generator { comp, rng, left: requests, iat, own_clock, clock: 0.0, unit })
     }
 
     /// Requests still to come.
@@ -383,6 +418,10 @@ impl TraceReader for Generator {
         out.reserve(n);
         for _ in 0..n {
             let mut r = self.comp.next(&mut self.rng);
+            if self.own_clock {
+                out.push(r);
+                continue;
+            }
             r.time = self.clock as u64;
             self.clock += match self.iat {
                 Iat::Zero => 0.0,

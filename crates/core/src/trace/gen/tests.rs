@@ -45,6 +45,8 @@ fn every_listed_generator_opens_with_its_defaults() {
         assert!(!about.is_empty());
         let spec = if *name == "mix" {
             "mix(zipf,uniform,requests=1000)".to_string()
+        } else if *name == "desktop" {
+            "desktop(days=1,per_day=1000)".to_string()
         } else {
             format!("{name}(requests=1000)")
         };
@@ -359,4 +361,238 @@ fn bad_specs_say_what_is_wrong() {
     assert!(e.contains("no parameter \"unit\""), "{e}");
     let e = err("uniform(keys=0)");
     assert!(e.contains("keys=0") && e.contains("at least 1"), "{e}");
+}
+
+// ---- desktop ----
+
+const DAY: u64 = 86_400_000_000_000;
+const HOUR: u64 = 3_600_000_000_000;
+
+/// A small desktop: 1 GiB disk, 64 MiB working set.
+const SMALL: &str = "desktop(days=3,per_day=20k,disk=1GiB,hot=64MiB,seed=5)";
+
+fn with(spec: &str, extra: &str) -> String {
+    format!("{},{extra})", spec.strip_suffix(')').unwrap())
+}
+
+/// Distinct 4 KiB blocks (device, block) touched on each day.
+fn blocks_per_day(reqs: &[Request], days: usize) -> Vec<hashbrown::HashSet<(u32, u64)>> {
+    let mut sets = vec![hashbrown::HashSet::new(); days];
+    for r in reqs {
+        let set = &mut sets[(r.time / DAY) as usize];
+        for b in r.addr / 4096..(r.addr + r.len as u64) / 4096 {
+            set.insert((r.dev, b));
+        }
+    }
+    sets
+}
+
+#[test]
+#[ignore]
+fn desktop_diagnostics() {
+    let spec = std::env::var("DESKTOP").unwrap_or("desktop(days=3)".into());
+    let reqs = gen(&spec);
+    let days = (reqs.last().unwrap().time / DAY + 1) as usize;
+    let sets = blocks_per_day(&reqs, days);
+    for d in 0..days {
+        let overlap =
+            if d > 0 { sets[d].intersection(&sets[d - 1]).count() as f64 / sets[d].len() as f64 } else { 0.0 };
+        println!(
+            "day {d}: {} blocks ({} MiB) touched, overlap with the day before {overlap:.3}",
+            sets[d].len(),
+            sets[d].len() / 256
+        );
+    }
+    // block accesses of each day that hit a block touched the day before
+    let (mut hits, mut total) = (vec![0u64; days], vec![0u64; days]);
+    for r in &reqs {
+        let d = (r.time / DAY) as usize;
+        for b in r.addr / 4096..(r.addr + r.len as u64) / 4096 {
+            total[d] += 1;
+            hits[d] += (d > 0 && sets[d - 1].contains(&(r.dev, b))) as u64;
+        }
+    }
+    println!(
+        "block accesses hitting yesterday's blocks: {:?}",
+        (0..days).map(|d| format!("{:.3}", hits[d] as f64 / total[d] as f64)).collect::<Vec<_>>()
+    );
+    let w = frac(&reqs, |r| r.op == Op::Write);
+    let bytes: f64 = reqs.iter().map(|r| r.len as f64).sum();
+    let wb: f64 = reqs.iter().filter(|r| r.op == Op::Write).map(|r| r.len as f64).sum();
+    println!(
+        "writes {w:.4} of requests, {:.4} of bytes; mean size {:.1} KiB",
+        wb / bytes,
+        bytes / reqs.len() as f64 / 1024.0
+    );
+    let mut hours = [0u64; 24];
+    for r in &reqs {
+        hours[((r.time % DAY) / HOUR) as usize] += 1;
+    }
+    println!("by hour {hours:?}");
+    let gaps: Vec<u64> = reqs.windows(2).map(|w| w[1].time - w[0].time).collect();
+    let short = gaps.iter().filter(|&&g| g < 1_000_000).count() as f64 / gaps.len() as f64;
+    println!("gaps under 1ms: {short:.3}");
+}
+
+#[test]
+fn desktop_is_deterministic_streams_in_batches_and_depends_on_its_seed() {
+    let a = gen(SMALL);
+    assert_eq!(a.len(), 60_000);
+    assert_eq!(a, gen(SMALL));
+    assert_ne!(a, gen(&SMALL.replace("seed=5", "seed=6")));
+    let mut r = open(SMALL).unwrap();
+    assert_eq!(r.unit(), Unit::Bytes);
+    let (mut got, mut batch) = (Vec::new(), Vec::new());
+    while r.read_batch(&mut batch, 333).unwrap() > 0 {
+        got.extend_from_slice(&batch);
+    }
+    assert_eq!(got, a);
+    // defaults: 10 days of 200k requests
+    assert_eq!(Generator::new("desktop").unwrap().remaining(), 2_000_000);
+    assert_eq!(Generator::new("desktop(days=3,per_day=1k)").unwrap().remaining(), 3000);
+}
+
+#[test]
+fn desktop_write_share_matches_its_parameter() {
+    for write in [0.25, 0.30, 0.35] {
+        let reqs = gen(&format!("desktop(days=2,per_day=50k,write={write},seed=9)"));
+        let by_count = frac(&reqs, |r| r.op == Op::Write);
+        let bytes: f64 = reqs.iter().map(|r| r.len as f64).sum();
+        let by_bytes = reqs.iter().filter(|r| r.op == Op::Write).map(|r| r.len as f64).sum::<f64>() / bytes;
+        assert!((by_count - write).abs() < 0.02, "write={write}: {by_count} of requests");
+        assert!((by_bytes - write).abs() < 0.02, "write={write}: {by_bytes} of bytes");
+    }
+    assert!(gen(&with(SMALL, "write=0")).iter().all(|r| r.op == Op::Read));
+    assert!(gen(&with(SMALL, "write=100%")).iter().all(|r| r.op == Op::Write));
+}
+
+#[test]
+fn desktop_requests_stay_on_their_disks_in_whole_blocks() {
+    let disk = 256u64 << 20;
+    let reqs = gen("desktop(days=2,per_day=20k,disk=256MiB,hot=16MiB,devices=3,file=1MiB,cold=30%,seed=2)");
+    for r in &reqs {
+        assert!(r.dev < 3 && r.addr + r.len as u64 <= disk, "{r:?} outside the 256MiB disks");
+        assert!(r.addr % 4096 == 0 && r.len % 4096 == 0 && r.len > 0 && r.len <= 1 << 20, "{r:?}");
+    }
+    for dev in 0..3 {
+        assert!((frac(&reqs, |r| r.dev == dev) - 1.0 / 3.0).abs() < 0.1, "device {dev}");
+    }
+    // a working set as large as the disk (its extents may overlap) and a one-block disk
+    assert!(gen("desktop(days=1,per_day=5k,disk=8MiB,hot=8MiB)").iter().all(|r| r.addr + r.len as u64 <= 8 << 20));
+    let reqs = gen("desktop(days=1,per_day=1k,disk=4KiB,hot=4KiB)");
+    assert!(reqs.iter().all(|r| r.addr == 0 && r.len == 4096));
+}
+
+#[test]
+fn desktop_days_busy_hours_and_idle_nights() {
+    let reqs = gen("desktop(days=4,per_day=50k,seed=3)");
+    assert!(reqs.windows(2).all(|w| w[0].time <= w[1].time), "arrival times go back");
+    // exactly per_day requests on each of the 4 days, and none on a fifth
+    let mut per_day = [0u64; 5];
+    let mut per_hour = [0u64; 24];
+    for r in &reqs {
+        per_day[(r.time / DAY) as usize] += 1;
+        per_hour[((r.time % DAY) / HOUR) as usize] += 1;
+    }
+    assert_eq!(per_day, [50_000, 50_000, 50_000, 50_000, 0]);
+    // idle nights: nothing 23:00-7:00; the first request after 7:00 of day 0, the last before 23:00 of day 3
+    for h in (0..7).chain([23]) {
+        assert_eq!(per_hour[h], 0, "requests at {h}:00");
+    }
+    assert!(reqs[0].time >= 7 * HOUR && reqs.last().unwrap().time < 3 * DAY + 23 * HOUR);
+    // the profile: 9:00-18:00 carry 79 of its 96 weights; the two 10-weight hours alike
+    let busy = per_hour[9..18].iter().sum::<u64>() as f64 / reqs.len() as f64;
+    assert!((busy - 79.0 / 96.0).abs() < 0.02, "busy share {busy}");
+    assert!((per_hour[10] as f64 / per_hour[22] as f64 / 10.0 - 1.0).abs() < 0.15, "{per_hour:?}");
+    // bursts: requests come in clusters, so most gaps are far below the mean gap
+    let gaps: Vec<u64> = reqs.windows(2).map(|w| w[1].time - w[0].time).collect();
+    assert!(gaps.iter().filter(|&&g| g < 1_000_000).count() as f64 / gaps.len() as f64 > 0.4);
+
+    // night=10%: that share of every day in 23:00-7:00
+    let reqs = gen("desktop(days=2,per_day=50k,night=10%,seed=3)");
+    let night = frac(&reqs, |r| {
+        let h = (r.time % DAY) / HOUR;
+        !(7..23).contains(&h)
+    });
+    assert!((night - 0.1).abs() < 0.01, "night share {night}");
+    assert!(reqs.iter().all(|r| r.time < 2 * DAY) && reqs.windows(2).all(|w| w[0].time <= w[1].time));
+}
+
+#[test]
+fn desktop_working_set_drifts_by_drift_a_day() {
+    // no cold data, whole extents read sequentially, a flat popularity: every day touches
+    // (nearly) all of the working set, so day-to-day overlap shows the drift alone
+    let overlaps = |drift: &str| -> Vec<f64> {
+        let reqs = gen(&format!(
+            "desktop(days=4,per_day=20k,disk=1GiB,hot=64MiB,cold=0,seq=100%,alpha=0.5,drift={drift},seed=5)"
+        ));
+        let sets = blocks_per_day(&reqs, 4);
+        (1..4).map(|d| sets[d].intersection(&sets[d - 1]).count() as f64 / sets[d - 1].len() as f64).collect()
+    };
+    for o in overlaps("0") {
+        assert!(o > 0.99, "drift=0: overlap {o}");
+    }
+    for (drift, lo, hi) in [(0.1, 0.85, 0.97), (0.2, 0.7, 0.9), (0.5, 0.35, 0.65)] {
+        let o = overlaps(&drift.to_string());
+        let mean = o.iter().sum::<f64>() / 3.0;
+        assert!(o.iter().all(|&x| x < 0.99) && lo < mean && mean < hi, "drift={drift}: overlaps {o:?}");
+    }
+    // the default mix (Zipf, random and sequential I/O): drift still shows
+    let mean_overlap = |drift: &str| {
+        let reqs = gen(&format!("desktop(days=3,per_day=20k,disk=1GiB,hot=64MiB,cold=0,drift={drift},seed=5)"));
+        let sets = blocks_per_day(&reqs, 3);
+        (1..3).map(|d| sets[d].intersection(&sets[d - 1]).count() as f64 / sets[d - 1].len() as f64).sum::<f64>() / 2.0
+    };
+    let (still, drifting) = (mean_overlap("0"), mean_overlap("30%"));
+    assert!(still > 0.9 && drifting < still - 0.15, "overlap {still} without drift, {drifting} with 30%");
+}
+
+#[test]
+fn desktop_request_sizes() {
+    let reqs = gen("desktop(days=2,per_day=50k,seed=4)");
+    assert!(reqs.iter().all(|r| r.len % 4096 == 0 && r.len <= 1 << 20));
+    let small = frac(&reqs, |r| r.len == 4096);
+    let mid = frac(&reqs, |r| (8192..=65536).contains(&r.len));
+    let large = frac(&reqs, |r| r.len > 65536);
+    // 4 KiB dominant, 8-64 KiB common, large requests from sequential runs only
+    assert!(
+        (0.35..0.6).contains(&small) && (0.25..0.5).contains(&mid) && (0.03..0.15).contains(&large),
+        "{small} {mid} {large}"
+    );
+    // extents longer than every request: random requests follow `size` exactly ...
+    let reqs = gen("desktop(days=1,per_day=50k,file=1GiB,seq=0,size=4KiB:70%/64KiB:30%,seed=4)");
+    assert!(reqs.iter().all(|r| r.len == 4096 || r.len == 65536));
+    assert!((frac(&reqs, |r| r.len == 4096) - 0.7).abs() < 0.01);
+    // ... and sequential runs `seq_size`, each request starting where the one before ended
+    let reqs = gen("desktop(days=1,per_day=50k,file=1GiB,seq=100%,run=1GiB,seq_size=64KiB/1MiB,seed=4)");
+    assert!((frac(&reqs, |r| r.len == 1 << 20) - 0.5).abs() < 0.01);
+    assert!(reqs.windows(2).filter(|w| w[1].addr == w[0].addr + w[0].len as u64).count() as f64 / 50e3 > 0.99);
+    // small extents cut requests to their length
+    let reqs = gen("desktop(days=1,per_day=10k,file=4KiB,hot=1MiB,cold=0,size=64KiB,seq_size=64KiB,seed=4)");
+    assert!(frac(&reqs, |r| r.len < 65536) > 0.3);
+}
+
+#[test]
+fn desktop_rejects_bad_parameters() {
+    for (spec, what) in [
+        ("desktop(days=0)", "days=0"),
+        ("desktop(per_day=0)", "per_day=0"),
+        ("desktop(write=130%)", "write=130%"),
+        ("desktop(drift=-1)", "drift=-1"),
+        ("desktop(disk=100GiB,hot=200GiB)", "larger than"),
+        ("desktop(disk=1000)", "4KiB block"),
+        ("desktop(hot=2TiB,disk=4TiB)", "at most 1TiB"),
+        ("desktop(size=6KiB)", "whole 4KiB blocks"),
+        ("desktop(seq_size=4KiB..6KiB)", "whole 4KiB blocks"),
+        ("desktop(alpha=-0.5)", "alpha=-0.5"),
+        ("desktop(gap=soon)", "gap=soon"),
+        ("desktop(devices=0)", "devices=0"),
+        ("desktop(days=1000000)", "too many days"),
+        ("desktop(requests=1M)", "no parameter \"requests\""),
+        ("desktop(iat=1ms)", "no parameter \"iat\""),
+        ("mix(desktop,zipf)", "cannot be a component of mix"),
+    ] {
+        let e = err(spec);
+        assert!(e.contains(what), "{spec}: {e}");
+    }
 }
