@@ -265,6 +265,20 @@ impl List {
         (p != NIL).then_some(p)
     }
 
+    /// The nodes from front to back (the arena stays borrowed meanwhile, so
+    /// no list can change).
+    pub fn nodes<'a, T>(&self, a: &'a Arena<T>) -> impl Iterator<Item = u32> + 'a {
+        let mut cur = self.head;
+        std::iter::from_fn(move || {
+            let idx = cur;
+            if idx == NIL {
+                return None;
+            }
+            cur = a.nodes[idx as usize].next;
+            Some(idx)
+        })
+    }
+
     /// Keys from front to back (for tests and debugging).
     pub fn keys<T>(&self, a: &Arena<T>) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.len());
@@ -304,5 +318,18 @@ mod tests {
         let w = a.insert(40, ());
         assert_eq!(w, y, "freed slot is reused");
         assert_eq!(a.len(), 3);
+    }
+
+    #[test]
+    fn nodes_run_front_to_back() {
+        let mut a: Arena<()> = Arena::with_capacity(4);
+        let mut l = List::new();
+        assert_eq!(l.nodes(&a).count(), 0);
+        let idx: Vec<u32> = (0..3).map(|k| a.insert(k, ())).collect();
+        for &i in &idx {
+            l.push_front(&mut a, i);
+        }
+        assert_eq!(l.nodes(&a).collect::<Vec<_>>(), vec![idx[2], idx[1], idx[0]]);
+        assert_eq!(l.nodes(&a).map(|i| a.key(i)).collect::<Vec<_>>(), l.keys(&a));
     }
 }

@@ -193,14 +193,7 @@ impl<R: Replacement, O: Order> Abm<R, O> {
     }
 
     fn take_cold(&mut self, key: u64) -> bool {
-        match self.cold_arena.find(key) {
-            Some(idx) => {
-                self.cold.unlink(&mut self.cold_arena, idx);
-                self.cold_arena.remove(idx);
-                true
-            }
-            None => false,
-        }
+        self.cold.remove_key(&mut self.cold_arena, key)
     }
 
     fn ghost_add(&mut self, key: u64, which: u8) {
@@ -250,8 +243,7 @@ impl<R: Replacement, O: Order> Abm<R, O> {
 
     /// The write buffer flushes its victim block.
     fn flush_block(&mut self, fx: &mut Effects) {
-        let Some(idx) = self.wb.order.victim(&self.wb.blocks) else { return };
-        self.wb.order.leave(&mut self.wb.blocks, idx);
+        let Some(idx) = self.wb.take_victim() else { return };
         let mut gone = std::mem::take(&mut self.wb.gone);
         gone.clear();
         if self.cfg.delay {
@@ -353,10 +345,10 @@ impl<R: Replacement, O: Order> Abm<R, O> {
 
     fn trim(&mut self, a: &Access, fx: &mut Effects) {
         let key = a.key;
-        if let Some(dirty) = self.wb.remove(key) {
-            fx.hit = true;
-            fx.push(Io::Invalidate { key, dirty });
-        } else if self.take_cold(key) || self.rule.remove(key, &mut self.evicted) {
+        if self.wb.trim(key, fx) {
+            return;
+        }
+        if self.take_cold(key) || self.rule.remove(key, &mut self.evicted) {
             self.demote();
             fx.hit = true;
             fx.push(Io::Invalidate { key, dirty: false });
@@ -495,18 +487,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::flash::block::stream;
+    use crate::policy::flash::testing::{run, same_effects, stream};
     use crate::policy::registry::build as build_spec;
     use crate::policy::testing::{read, write};
 
     fn ctx(capacity: usize) -> BuildCtx {
         BuildCtx { capacity, mode: Mode::WriteBack, page_bytes: 4096 }
-    }
-
-    fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
     }
 
     fn abm_lru_fab(capacity: usize, wsize: usize, borrow: bool, delay: bool) -> Abm<Lru, FabOrder> {
@@ -656,22 +642,6 @@ mod tests {
         p.ghost_add(2000, GHOST_READ);
         p.ghost_hit(2000);
         assert_eq!(p.target(), 1);
-    }
-
-    fn same_effects(a: &mut dyn Policy, b: &mut dyn Policy, accesses: &[Access], what: &str) {
-        let (mut f1, mut f2) = (Effects::new(), Effects::new());
-        for x in accesses {
-            f1.clear();
-            f2.clear();
-            a.access(x, &mut f1);
-            b.access(x, &mut f2);
-            assert_eq!((f1.hit, &f1.io), (f2.hit, &f2.io), "{what}: {x:?}");
-        }
-        f1.clear();
-        f2.clear();
-        a.drain(&mut f1);
-        b.drain(&mut f2);
-        assert_eq!(f1.io, f2.io, "{what}: drain");
     }
 
     #[test]

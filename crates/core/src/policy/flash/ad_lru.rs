@@ -43,9 +43,9 @@
 //! list's back and the second-chance scan runs over the dirty list alone (when
 //! a queue has no clean page, its dirty list is the whole queue). Pages that
 //! `cleaned` turns clean are merged into their clean list by stamp before the
-//! next access (`cflru::merge_by_stamp`).
+//! next access ([`PendingClean`], as in CFLRU).
 
-use super::cflru::merge_by_stamp;
+use super::page_lists::PendingClean;
 use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
@@ -87,8 +87,7 @@ impl Queue {
 pub struct AdLru {
     arena: Arena<Page>,
     queues: [Queue; 2],
-    pending: Vec<u32>,
-    scratch: Vec<u32>,
+    pending: PendingClean,
     min_lc: usize,
     capacity: usize,
     clock: u64,
@@ -101,8 +100,7 @@ impl AdLru {
         AdLru {
             arena: Arena::with_capacity(capacity),
             queues: [Queue::default(); 2],
-            pending: Vec::new(),
-            scratch: Vec::new(),
+            pending: PendingClean::default(),
             min_lc,
             capacity: capacity.max(1),
             clock: 0,
@@ -111,23 +109,9 @@ impl AdLru {
 
     /// Merges the pages cleaned since the last access into their clean lists.
     fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let mut pending = std::mem::take(&mut self.pending);
-        pending.sort_unstable_by_key(|&i| {
-            let p = self.arena.val(i);
-            (p.queue, p.stamp)
-        });
-        let split = pending.partition_point(|&i| self.arena.val(i).queue as usize == COLD);
-        for &i in &pending {
-            self.arena.val_mut(i).sub = Sub::Clean;
-        }
         let [cold, hot] = &mut self.queues;
-        merge_by_stamp(&mut self.arena, &mut cold.clean, &pending[..split], &mut self.scratch, |p| p.stamp);
-        merge_by_stamp(&mut self.arena, &mut hot.clean, &pending[split..], &mut self.scratch, |p| p.stamp);
-        pending.clear();
-        self.pending = pending;
+        let lists = [&mut cold.clean, &mut hot.clean]; // indexed by COLD, HOT
+        self.pending.merge_into(&mut self.arena, lists, |p| p.queue as usize, |p| p.stamp, |p| p.sub = Sub::Clean);
     }
 
     fn detach(&mut self, idx: u32) {
@@ -182,17 +166,7 @@ impl AdLru {
     #[cfg(test)]
     fn queues(&mut self) -> (Vec<u64>, Vec<u64>) {
         self.flush();
-        let order = |q: &Queue| {
-            let mut v: Vec<(u64, u64)> = q
-                .clean
-                .keys(&self.arena)
-                .into_iter()
-                .chain(q.dirty.keys(&self.arena))
-                .map(|k| (self.arena.val(self.arena.find(k).unwrap()).stamp, k))
-                .collect();
-            v.sort_unstable_by(|a, b| b.cmp(a));
-            v.into_iter().map(|(_, k)| k).collect::<Vec<_>>()
-        };
+        let order = |q: &Queue| super::testing::by_recency(&self.arena, &[q.clean, q.dirty], |p| p.stamp);
         (order(&self.queues[COLD]), order(&self.queues[HOT]))
     }
 }
@@ -269,10 +243,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cflru::harness::WriteBack;
     use super::*;
+    use crate::policy::flash::testing::{churn_resident, skewed_keys, WriteBack};
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{churn, run_keys};
+    use crate::policy::testing::run_keys;
     use crate::policy::Mode;
 
     #[test]
@@ -344,15 +318,7 @@ mod tests {
 
     #[test]
     fn clean_pages_only_matches_a_plain_model() {
-        let mut x: u64 = 4242;
-        let keys: Vec<u64> = (0..4000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 40).min(x % 67)
-            })
-            .collect();
+        let keys = skewed_keys(4000, 4242, 40, 67);
         for cap in [1, 2, 5, 12, 30] {
             for min_lc in [0, 1, cap / 10, cap / 2, cap] {
                 let got = run_keys(&mut AdLru::new(cap, min_lc), &keys);
@@ -363,15 +329,7 @@ mod tests {
 
     #[test]
     fn effects_match_residency_in_every_mode() {
-        churn(
-            || AdLru::new(7, 2),
-            30,
-            |c, shadow| {
-                assert!(c.len() <= 7 && c.len() == shadow.len());
-                assert!(shadow.iter().all(|&k| c.contains(k)));
-                assert_eq!(c.queues[COLD].len() + c.queues[HOT].len(), c.len());
-            },
-        );
+        churn_resident(|| AdLru::new(7, 2), 7, |c| assert_eq!(c.queues[COLD].len() + c.queues[HOT].len(), c.len()));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 
 use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo};
-use crate::policy::{Effects, Io, Mode, Spec, SpecError};
+use crate::policy::{Access, Effects, Io, Mode, PolicyStats, Spec, SpecError};
 
 /// The `block` parameter every block-unit policy takes.
 pub const BLOCK_PARAM: ParamInfo = ParamInfo {
@@ -54,6 +54,14 @@ pub fn check_mode(spec: &Spec, ctx: &BuildCtx, allowed: &[Mode], why: &str) -> R
         value: ctx.mode.name().into(),
         why: why.into(),
     })
+}
+
+/// What a write buffer (FAB, BPLRU, CLC) checks when it is built: the mode is
+/// write-back or write-only (else the error says `why`), then `block`.
+/// Returns the block size.
+pub fn write_buffer_block(spec: &Spec, ctx: &BuildCtx, why: &str) -> Result<u32, SpecError> {
+    check_mode(spec, ctx, &[Mode::WriteBack, Mode::WriteOnly], why)?;
+    block_pages(spec)
 }
 
 /// Per-block state.
@@ -436,14 +444,7 @@ impl SizeBuckets {
 
     /// Every linked node.
     pub fn nodes<'a>(&'a self, b: &'a Blocks) -> impl Iterator<Item = u32> + 'a {
-        self.lists.iter().flat_map(move |l| {
-            let mut cur = l.front();
-            std::iter::from_fn(move || {
-                let i = cur?;
-                cur = l.next_of(&b.arena, i);
-                Some(i)
-            })
-        })
+        self.lists.iter().flat_map(move |l| l.nodes(&b.arena))
     }
 }
 
@@ -512,6 +513,65 @@ impl<O: Order> BlockBuffer<O> {
         self.blocks.pages()
     }
 
+    /// A read of `a.key`: sets `fx.hit`; a hit is served from the buffer (and
+    /// makes its block the most recent where the order counts reads), a miss
+    /// is read from backing (`Io::Fetch`). Caching the missed page is the
+    /// caller's business. Returns whether it hit.
+    pub fn read(&mut self, a: &Access, fx: &mut Effects) -> bool {
+        fx.hit = self.contains(a.key);
+        if !fx.hit {
+            fx.push(Io::Fetch { key: a.key, pages: 1 });
+        } else if O::TOUCH_ON_READ {
+            self.hit(a.key, false, a.seq);
+        }
+        fx.hit
+    }
+
+    /// A write of `a.key` to a buffer of `capacity` pages (FAB's and CLC's): a
+    /// hit dirties the page and makes its block the most recent; a miss reads
+    /// the old page first if the write is partial, flushes victim blocks until
+    /// a page is free (the victim is chosen before the write counts as a
+    /// reference) and adds the page dirty. Either way the page is written
+    /// into the cache.
+    pub fn write(&mut self, a: &Access, capacity: usize, fx: &mut Effects) {
+        let key = a.key;
+        fx.hit = self.contains(key);
+        if fx.hit {
+            self.hit(key, true, a.seq);
+        } else {
+            if a.partial {
+                fx.push(Io::ReadForWrite { key });
+            }
+            self.make_room(capacity, fx);
+            self.add(key, true, a.seq);
+        }
+        fx.push(Io::CacheWrite { key });
+    }
+
+    /// A trim of `key`: drops it if resident (`Io::Invalidate`, a hit).
+    /// Returns whether it was resident.
+    pub fn trim(&mut self, key: u64, fx: &mut Effects) -> bool {
+        let Some(dirty) = self.remove(key) else { return false };
+        fx.hit = true;
+        fx.push(Io::Invalidate { key, dirty });
+        true
+    }
+
+    /// Flushes victim blocks until fewer than `capacity` pages are buffered.
+    pub fn make_room(&mut self, capacity: usize, fx: &mut Effects) {
+        while self.pages() >= capacity && self.evict_victim(fx) {}
+    }
+
+    /// Occupancy, for a policy that is this buffer alone with `capacity` pages.
+    pub fn stats(&self, capacity: usize) -> PolicyStats {
+        PolicyStats {
+            capacity: capacity as u64,
+            resident: self.pages() as u64,
+            dirty: self.blocks.dirty() as u64,
+            ghosts: 0,
+        }
+    }
+
     /// A hit on resident `key`: a write marks it dirty; a write (or a read,
     /// where the order counts reads) makes its block the most recent.
     pub fn hit(&mut self, key: u64, write: bool, now: u64) {
@@ -560,12 +620,20 @@ impl<O: Order> BlockBuffer<O> {
         Some(dirty)
     }
 
+    /// Unlinks the victim block from the order and returns its node, whose
+    /// pages are still in `blocks` for the caller to flush (and free); `None`
+    /// if the buffer is empty.
+    pub fn take_victim(&mut self) -> Option<u32> {
+        let idx = self.order.victim(&self.blocks)?;
+        self.order.leave(&mut self.blocks, idx);
+        Some(idx)
+    }
+
     /// Flushes the victim block out (all its pages leave); their keys are in
     /// `self.gone` afterwards. Returns false if the buffer is empty.
     pub fn evict_victim(&mut self, fx: &mut Effects) -> bool {
         self.gone.clear();
-        let Some(idx) = self.order.victim(&self.blocks) else { return false };
-        self.order.leave(&mut self.blocks, idx);
+        let Some(idx) = self.take_victim() else { return false };
         self.blocks.evict(idx, fx, &mut self.gone);
         true
     }
@@ -574,85 +642,6 @@ impl<O: Order> BlockBuffer<O> {
     pub fn drain(&mut self, fx: &mut Effects) {
         let nodes: Vec<u32> = self.order.nodes(&self.blocks).collect();
         self.blocks.drain(nodes.into_iter(), fx);
-    }
-}
-
-/// A random stream (xorshift, `seed`) of `n` accesses over `keys` keys: half
-/// reads, the rest writes (some partial) and, if `trims`, a tenth trims.
-#[cfg(test)]
-pub(crate) fn stream(n: usize, keys: u64, seed: u64, trims: bool) -> Vec<crate::policy::Access> {
-    use crate::policy::testing::read;
-    use crate::trace::Op;
-    let mut x = seed | 1;
-    (0..n as u64)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let key = (x >> 8) % keys;
-            let op = match x % 10 {
-                0..=4 => Op::Read,
-                9 if trims => Op::Trim,
-                _ => Op::Write,
-            };
-            crate::policy::Access { op, partial: x.is_multiple_of(7) && op == Op::Write, ..read(key, i) }
-        })
-        .collect()
-}
-
-/// Checks a write buffer against a plain model of block-level LRU by writes
-/// (reads neither inserted nor reordering): per access, the hit and the pages
-/// evicted. `reference_first`: a write makes its block the most recent before
-/// the victim is chosen (BPLRU), else after (CLC).
-#[cfg(test)]
-pub(crate) fn check_block_lru(
-    p: &mut dyn crate::policy::Policy,
-    capacity: usize,
-    block: u64,
-    accesses: &[crate::policy::Access],
-    reference_first: bool,
-) {
-    use crate::trace::Op;
-    let mut model: Vec<(u64, Vec<u64>)> = Vec::new(); // front = LRU
-    let mut fx = Effects::new();
-    for a in accesses {
-        fx.clear();
-        p.access(a, &mut fx);
-        let b = a.key / block;
-        let pos = model.iter().position(|(x, _)| *x == b);
-        let resident = pos.is_some_and(|i| model[i].1.contains(&a.key));
-        assert_eq!(fx.hit, resident, "{a:?}");
-        let mut flushed = Vec::new();
-        match a.op {
-            Op::Read => {}
-            Op::Trim => {
-                if let Some(i) = pos {
-                    model[i].1.retain(|&k| k != a.key);
-                    if model[i].1.is_empty() {
-                        model.remove(i);
-                    }
-                }
-            }
-            Op::Write if resident => {
-                let entry = model.remove(pos.unwrap());
-                model.push(entry);
-            }
-            Op::Write => {
-                let total: usize = model.iter().map(|(_, v)| v.len()).sum();
-                let mut entry = if reference_first { pos.map(|i| model.remove(i)) } else { None };
-                if total >= capacity {
-                    flushed = if model.is_empty() { entry.take().unwrap().1 } else { model.remove(0).1 };
-                }
-                let pos = model.iter().position(|(x, _)| *x == b);
-                let mut entry = entry.or_else(|| pos.map(|i| model.remove(i))).unwrap_or((b, Vec::new()));
-                entry.1.push(a.key);
-                model.push(entry);
-            }
-        }
-        flushed.sort_unstable();
-        let evicted: Vec<u64> =
-            fx.io.iter().filter_map(|io| if let Io::Evict { key, .. } = io { Some(*key) } else { None }).collect();
-        assert_eq!(evicted, flushed, "{a:?}");
     }
 }
 

@@ -41,10 +41,10 @@
 //!   page granularity; a partial page write reads the old page first
 //!   (`Io::ReadForWrite`) as for every policy here.
 
-use super::block::{block_pages, check_mode, BlockBuffer, Blocks, Order, BLOCK_PARAM, NOT_SEQUENTIAL};
+use super::block::{write_buffer_block, BlockBuffer, Blocks, Order, BLOCK_PARAM, NOT_SEQUENTIAL};
 use crate::policy::list::List;
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, Effects, Io, Mode, Policy, PolicyStats, Spec, SpecError};
+use crate::policy::{Access, Effects, Io, Policy, PolicyStats, Spec, SpecError};
 use crate::trace::Op;
 
 /// Block-level LRU by write recency (front = most recent).
@@ -66,12 +66,7 @@ impl Order for BlockLru {
         self.0.unlink(&mut b.arena, idx);
     }
     fn nodes<'a>(&'a self, b: &'a Blocks) -> Box<dyn Iterator<Item = u32> + 'a> {
-        let mut cur = self.0.front();
-        Box::new(std::iter::from_fn(move || {
-            let i = cur?;
-            cur = self.0.next_of(&b.arena, i);
-            Some(i)
-        }))
+        Box::new(self.0.nodes(&b.arena))
     }
 }
 
@@ -93,8 +88,7 @@ impl Bplru {
     /// block being written (already the most recent), if resident.
     fn make_room(&mut self, current: Option<u32>, fx: &mut Effects) {
         while self.buf.pages() >= self.capacity {
-            let Some(victim) = self.buf.order.victim(&self.buf.blocks) else { return };
-            self.buf.order.leave(&mut self.buf.blocks, victim);
+            let Some(victim) = self.buf.take_victim() else { return };
             self.buf.gone.clear();
             if self.padding && Some(victim) != current {
                 self.buf.blocks.evict_padded(victim, fx, &mut self.buf.gone);
@@ -150,16 +144,11 @@ impl Policy for Bplru {
     fn access(&mut self, a: &Access, fx: &mut Effects) {
         match a.op {
             Op::Read => {
-                fx.hit = self.buf.contains(a.key);
-                if !fx.hit {
-                    fx.push(Io::Fetch { key: a.key, pages: 1 });
-                }
+                self.buf.read(a, fx);
             }
             Op::Write => self.write(a, fx),
             Op::Trim => {
-                if let Some(dirty) = self.buf.remove(a.key) {
-                    fx.hit = true;
-                    fx.push(Io::Invalidate { key: a.key, dirty });
+                if self.buf.trim(a.key, fx) {
                     if let (Some(idx), _) = self.buf.blocks.lookup(a.key) {
                         self.buf.blocks.meta_mut(idx).seq_next = NOT_SEQUENTIAL;
                     }
@@ -173,18 +162,12 @@ impl Policy for Bplru {
     }
 
     fn stats(&self) -> PolicyStats {
-        PolicyStats {
-            capacity: self.capacity as u64,
-            resident: self.buf.pages() as u64,
-            dirty: self.buf.blocks.dirty() as u64,
-            ghosts: 0,
-        }
+        self.buf.stats(self.capacity)
     }
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    check_mode(spec, ctx, &[Mode::WriteBack, Mode::WriteOnly], "bplru is a write buffer: write-back or write-only")?;
-    let block = block_pages(spec)?;
+    let block = write_buffer_block(spec, ctx, "bplru is a write buffer: write-back or write-only")?;
     Ok(Box::new(Bplru::new(ctx.capacity, block, spec.flag("padding")?, spec.flag("compensation")?)))
 }
 
@@ -210,15 +193,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::flash::block::{check_block_lru, stream};
+    use crate::policy::flash::testing::{check_block_lru, run, stream};
     use crate::policy::registry::build as build_spec;
     use crate::policy::testing::{read, write};
-
-    fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
-    }
+    use crate::policy::Mode;
 
     #[test]
     fn padding_reads_exactly_the_missing_pages() {

@@ -180,10 +180,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cflru::harness::WriteBack;
     use super::*;
     use crate::policy::flash::lru_wsr::LruWsr;
-    use crate::policy::testing::{churn, run_keys};
+    use crate::policy::flash::testing::{churn_resident, skewed_keys, WriteBack};
+    use crate::policy::testing::run_keys;
 
     #[test]
     fn cold_clean_first_then_cold_dirty() {
@@ -213,15 +213,7 @@ mod tests {
 
     #[test]
     fn dirty_pages_only_is_lru_wsr() {
-        let mut x: u64 = 0x1234_5678;
-        let steps: Vec<(u64, bool)> = (0..5000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                ((x % 45).min(x % 71), true)
-            })
-            .collect();
+        let steps: Vec<(u64, bool)> = skewed_keys(5000, 0x1234_5678, 45, 71).into_iter().map(|k| (k, true)).collect();
         for cap in [1, 2, 6, 17, 33] {
             let (mut c, mut w) = (WriteBack::new(CcfLru::new(cap)), WriteBack::new(LruWsr::new(cap)));
             assert_eq!(c.run(&steps), w.run(&steps), "capacity {cap}");
@@ -258,15 +250,7 @@ mod tests {
 
     #[test]
     fn clean_pages_only_matches_a_plain_model() {
-        let mut x: u64 = 99;
-        let keys: Vec<u64> = (0..4000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 40).min(x % 67)
-            })
-            .collect();
+        let keys = skewed_keys(4000, 99, 40, 67);
         for cap in [1, 2, 5, 12, 30] {
             assert_eq!(run_keys(&mut CcfLru::new(cap), &keys), reference_clean(cap, &keys), "capacity {cap}");
         }
@@ -274,14 +258,6 @@ mod tests {
 
     #[test]
     fn effects_match_residency_in_every_mode() {
-        churn(
-            || CcfLru::new(7),
-            30,
-            |c, shadow| {
-                assert!(c.len() <= 7 && c.len() == shadow.len());
-                assert!(shadow.iter().all(|&k| c.contains(k)));
-                assert_eq!(c.ccl.len() + c.mixed.len(), c.len());
-            },
-        );
+        churn_resident(|| CcfLru::new(7), 7, |c| assert_eq!(c.ccl.len() + c.mixed.len(), c.len()));
     }
 }

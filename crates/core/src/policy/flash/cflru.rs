@@ -38,39 +38,12 @@
 //! A window page that becomes clean through `cleaned` keeps its place in the
 //! recency order; such pages wait in `pending` and are merged into
 //! `win_clean` by their recency stamp before the next access (one merge after
-//! a whole drain, not one walk per page).
+//! a whole drain, not one walk per page: [`PendingClean`]).
 
+use super::page_lists::PendingClean;
 use crate::policy::list::{Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
-
-/// Merges `add` (nodes in no list, sorted oldest first by `stamp`) into `list`
-/// (front = newest, ordered by `stamp`), keeping the order. `scratch` is reused.
-pub(crate) fn merge_by_stamp<T>(
-    arena: &mut Arena<T>,
-    list: &mut List,
-    add: &[u32],
-    scratch: &mut Vec<u32>,
-    stamp: impl Fn(&T) -> u64,
-) {
-    scratch.clear();
-    while let Some(idx) = list.pop_back(arena) {
-        scratch.push(idx); // oldest first
-    }
-    let (mut i, mut j) = (0, 0);
-    while i < scratch.len() || j < add.len() {
-        let older_first =
-            j == add.len() || (i < scratch.len() && stamp(arena.val(scratch[i])) < stamp(arena.val(add[j])));
-        let idx = if older_first {
-            i += 1;
-            scratch[i - 1]
-        } else {
-            j += 1;
-            add[j - 1]
-        };
-        list.push_front(arena, idx);
-    }
-}
 
 /// Where a resident page is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,8 +68,7 @@ pub struct Cflru {
     work: List,
     win_clean: List,
     win_dirty: List,
-    pending: Vec<u32>,
-    scratch: Vec<u32>,
+    pending: PendingClean,
     window: usize,
     capacity: usize,
     clock: u64,
@@ -112,8 +84,7 @@ impl Cflru {
             work: List::new(),
             win_clean: List::new(),
             win_dirty: List::new(),
-            pending: Vec::new(),
-            scratch: Vec::new(),
+            pending: PendingClean::default(),
             window: window.min(capacity),
             capacity,
             clock: 0,
@@ -126,17 +97,8 @@ impl Cflru {
 
     /// Merges the window pages cleaned since the last access into `win_clean`.
     fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let mut pending = std::mem::take(&mut self.pending);
-        pending.sort_unstable_by_key(|&i| self.arena.val(i).stamp);
-        for &i in &pending {
-            self.arena.val_mut(i).region = Region::WinClean;
-        }
-        merge_by_stamp(&mut self.arena, &mut self.win_clean, &pending, &mut self.scratch, |p| p.stamp);
-        pending.clear();
-        self.pending = pending;
+        let lists = [&mut self.win_clean];
+        self.pending.merge_into(&mut self.arena, lists, |_| 0, |p| p.stamp, |p| p.region = Region::WinClean);
     }
 
     /// Unlinks `idx` from whichever list holds it (after `flush`).
@@ -186,13 +148,7 @@ impl Cflru {
     #[cfg(test)]
     fn order(&mut self) -> Vec<u64> {
         self.flush();
-        let mut all: Vec<(u64, u64)> = [self.work, self.win_clean, self.win_dirty]
-            .iter()
-            .flat_map(|l| l.keys(&self.arena))
-            .map(|k| (self.arena.val(self.arena.find(k).unwrap()).stamp, k))
-            .collect();
-        all.sort_unstable_by(|a, b| b.cmp(a));
-        all.into_iter().map(|(_, k)| k).collect()
+        super::testing::by_recency(&self.arena, &[self.work, self.win_clean, self.win_dirty], |p| p.stamp)
     }
 }
 
@@ -273,64 +229,13 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-/// A test driver shared by the flash rules' tests.
-#[cfg(test)]
-pub(crate) mod harness {
-    use crate::policy::testing::{read, write};
-    use crate::policy::Replacement;
-
-    /// Drives a rule as write-back [`ModeCache`](crate::policy::ModeCache) would:
-    /// every miss is inserted, a page is dirty from its first write until it is
-    /// evicted or cleaned. Access `seq`s continue across calls.
-    pub struct WriteBack<R> {
-        pub rule: R,
-        dirty: hashbrown::HashSet<u64>,
-        seq: u64,
-    }
-
-    impl<R: Replacement> WriteBack<R> {
-        pub fn new(rule: R) -> Self {
-            WriteBack { rule, dirty: hashbrown::HashSet::new(), seq: 0 }
-        }
-
-        /// Replays (key, is_write) steps; returns the keys evicted at each step.
-        pub fn run(&mut self, steps: &[(u64, bool)]) -> Vec<Vec<u64>> {
-            steps
-                .iter()
-                .map(|&(k, w)| {
-                    let a = if w { write(k, self.seq) } else { read(k, self.seq) };
-                    self.seq += 1;
-                    let d = w || self.dirty.contains(&k);
-                    let mut ev = Vec::new();
-                    if !self.rule.touch(&a, d, &mut ev) {
-                        assert!(self.rule.insert(&a, d, &mut ev));
-                    }
-                    for e in &ev {
-                        self.dirty.remove(e);
-                    }
-                    if d {
-                        self.dirty.insert(k);
-                    }
-                    ev
-                })
-                .collect()
-        }
-
-        /// The page was written back (drain).
-        pub fn clean(&mut self, key: u64) {
-            self.dirty.remove(&key);
-            self.rule.cleaned(key);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::harness::WriteBack;
     use super::*;
     use crate::policy::classic::lru::Lru;
+    use crate::policy::flash::testing::{churn_resident, rw_steps, WriteBack};
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{churn, misses, read, write};
+    use crate::policy::testing::{misses, read, write};
     use crate::policy::{Effects, Io, Mode};
     use crate::trace::Op;
 
@@ -368,23 +273,10 @@ mod tests {
         assert_eq!(c.rule.order(), vec![6, 5, 4, 2]);
     }
 
-    /// A random (key, is_write) stream.
-    fn stream(n: usize, keys: u64, writes_per_10: u64, seed: u64) -> Vec<(u64, bool)> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                ((x >> 8) % keys, x % 10 < writes_per_10)
-            })
-            .collect()
-    }
-
     #[test]
     fn window_zero_is_lru_on_any_trace() {
         for cap in [1, 2, 5, 16] {
-            let steps = stream(5000, 40, 4, cap as u64 + 3);
+            let steps = rw_steps(5000, 40, 4, cap as u64 + 3);
             let (mut c, mut l) = (WriteBack::new(Cflru::new(cap, 0)), WriteBack::new(Lru::new(cap)));
             assert_eq!(c.run(&steps), l.run(&steps), "capacity {cap}");
         }
@@ -392,7 +284,7 @@ mod tests {
 
     #[test]
     fn clean_pages_only_is_lru_for_any_window() {
-        let keys: Vec<u64> = stream(5000, 60, 0, 11).into_iter().map(|(k, _)| k).collect();
+        let keys: Vec<u64> = rw_steps(5000, 60, 0, 11).into_iter().map(|(k, _)| k).collect();
         for cap in [1, 3, 8, 20] {
             let lru = misses(
                 &mut *build_spec("lru", &BuildCtx { capacity: cap, mode: Mode::WriteBack, page_bytes: 4096 })
@@ -408,7 +300,7 @@ mod tests {
             }
         }
         // Write-through keeps every page clean: LRU on a mixed trace too.
-        let steps = stream(5000, 40, 5, 5);
+        let steps = rw_steps(5000, 40, 5, 5);
         let (mut c, mut l) = (ModeCache::new(Cflru::new(8, 8), Mode::WriteThrough), Lru::new(8));
         let mut fx = Effects::new();
         let mut lru_misses = 0;
@@ -430,7 +322,7 @@ mod tests {
     #[test]
     fn writes_back_fewer_pages_than_lru() {
         // Sanity: on a mixed trace CFLRU keeps dirty pages longer.
-        let steps = stream(20_000, 64, 3, 9);
+        let steps = rw_steps(20_000, 64, 3, 9);
         let count_wb = |p: &mut dyn Policy| {
             let mut fx = Effects::new();
             let mut wb = 0;
@@ -450,15 +342,7 @@ mod tests {
 
     #[test]
     fn effects_match_residency_in_every_mode() {
-        churn(
-            || Cflru::new(7, 3),
-            30,
-            |c, shadow| {
-                assert!(c.len() <= 7 && c.len() == shadow.len());
-                assert!(shadow.iter().all(|&k| c.contains(k)));
-                assert!(c.window_len() == c.len().min(3));
-            },
-        );
+        churn_resident(|| Cflru::new(7, 3), 7, |c| assert!(c.window_len() == c.len().min(3)));
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //! size-independent region alone): `lru=0` is FAB's order on writes,
 //! `lru=100%` is block-level LRU by writes (both tested).
 //!
+//! [`Io::WriteBack`]: crate::policy::Io::WriteBack
+//!
 //! Reads are not buffered: a read hit is served from the buffer and does not
 //! count as a reference (the order is by writes), a read miss is served from
 //! flash (`Io::Fetch`) without being inserted.
@@ -46,10 +48,10 @@
 //!   size-dependent region the cluster moves to its new size class at the
 //!   place its last write gives it.
 
-use super::block::{block_pages, check_mode, BlockBuffer, Blocks, Order, SizeBuckets, BLOCK_PARAM};
+use super::block::{write_buffer_block, BlockBuffer, Blocks, Order, SizeBuckets, BLOCK_PARAM};
 use crate::policy::list::List;
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, Effects, Io, Mode, Policy, PolicyStats, Spec, SpecError};
+use crate::policy::{Access, Effects, Policy, PolicyStats, Spec, SpecError};
 use crate::trace::Op;
 
 /// Region tags.
@@ -124,13 +126,7 @@ impl Order for ClcOrder {
     }
 
     fn nodes<'a>(&'a self, b: &'a Blocks) -> Box<dyn Iterator<Item = u32> + 'a> {
-        let mut cur = self.si.front();
-        let si = std::iter::from_fn(move || {
-            let i = cur?;
-            cur = self.si.next_of(&b.arena, i);
-            Some(i)
-        });
-        Box::new(si.chain(self.sd.nodes(b)))
+        Box::new(self.si.nodes(&b.arena).chain(self.sd.nodes(b)))
     }
 }
 
@@ -147,38 +143,17 @@ impl Clc {
         let blocks = Blocks::new(block_pages, capacity);
         Clc { buf: BlockBuffer::new(blocks, ClcOrder::new(block_pages, si_limit)), capacity }
     }
-
-    fn write(&mut self, a: &Access, fx: &mut Effects) {
-        let key = a.key;
-        fx.hit = self.buf.contains(key);
-        if fx.hit {
-            self.buf.hit(key, true, a.seq);
-        } else {
-            if a.partial {
-                fx.push(Io::ReadForWrite { key });
-            }
-            while self.buf.pages() >= self.capacity && self.buf.evict_victim(fx) {}
-            self.buf.add(key, true, a.seq);
-        }
-        fx.push(Io::CacheWrite { key });
-    }
 }
 
 impl Policy for Clc {
     fn access(&mut self, a: &Access, fx: &mut Effects) {
         match a.op {
             Op::Read => {
-                fx.hit = self.buf.contains(a.key);
-                if !fx.hit {
-                    fx.push(Io::Fetch { key: a.key, pages: 1 });
-                }
+                self.buf.read(a, fx);
             }
-            Op::Write => self.write(a, fx),
+            Op::Write => self.buf.write(a, self.capacity, fx),
             Op::Trim => {
-                if let Some(dirty) = self.buf.remove(a.key) {
-                    fx.hit = true;
-                    fx.push(Io::Invalidate { key: a.key, dirty });
-                }
+                self.buf.trim(a.key, fx);
             }
         }
     }
@@ -188,18 +163,12 @@ impl Policy for Clc {
     }
 
     fn stats(&self) -> PolicyStats {
-        PolicyStats {
-            capacity: self.capacity as u64,
-            resident: self.buf.pages() as u64,
-            dirty: self.buf.blocks.dirty() as u64,
-            ghosts: 0,
-        }
+        self.buf.stats(self.capacity)
     }
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    check_mode(spec, ctx, &[Mode::WriteBack, Mode::WriteOnly], "clc is a write buffer: write-back or write-only")?;
-    let block = block_pages(spec)?;
+    let block = write_buffer_block(spec, ctx, "clc is a write buffer: write-back or write-only")?;
     Ok(Box::new(Clc::new(ctx.capacity, block, spec.ratio("lru")?)))
 }
 
@@ -221,16 +190,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::flash::block::{check_block_lru, stream};
     use crate::policy::flash::fab::Fab;
+    use crate::policy::flash::testing::{check_block_lru, run, same_effects, stream};
     use crate::policy::registry::build as build_spec;
     use crate::policy::testing::{read, write};
-
-    fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
-    }
+    use crate::policy::{Io, Mode};
+    use crate::trace::Op;
 
     #[test]
     fn victim_is_the_largest_cold_cluster() {
@@ -281,21 +246,8 @@ mod tests {
         // lru=0 against FAB on streams of writes and trims (FAB also counts reads).
         let writes = |seed| stream(20_000, 60, seed, true).into_iter().filter(|a| a.op != Op::Read).collect::<Vec<_>>();
         for (capacity, block, seed) in [(1, 1, 1), (7, 4, 2), (24, 8, 3), (16, 2, 4)] {
-            let mut clc = Clc::new(capacity, block, 0.0);
-            let mut fab = Fab::new(capacity, block, true);
-            let (mut f1, mut f2) = (Effects::new(), Effects::new());
-            for a in writes(seed) {
-                f1.clear();
-                f2.clear();
-                clc.access(&a, &mut f1);
-                fab.access(&a, &mut f2);
-                assert_eq!((f1.hit, &f1.io), (f2.hit, &f2.io), "capacity {capacity} block {block}: {a:?}");
-            }
-            f1.clear();
-            f2.clear();
-            clc.drain(&mut f1);
-            fab.drain(&mut f2);
-            assert_eq!(f1.io, f2.io);
+            let (mut clc, mut fab) = (Clc::new(capacity, block, 0.0), Fab::new(capacity, block, true));
+            same_effects(&mut clc, &mut fab, &writes(seed), &format!("capacity {capacity} block {block}"));
         }
         // lru=100% against the block-LRU model, with reads.
         for (capacity, block, keys, seed) in [(1, 1, 5, 1), (6, 4, 40, 2), (32, 8, 200, 3), (10, 2, 30, 4)] {

@@ -32,7 +32,7 @@
 //! With `block=1` every block holds one page and FAB is exactly LRU (tested).
 //! Each access is `O(1)` except after a trim (a walk within one size bucket).
 
-use super::block::{block_pages, check_mode, BlockBuffer, Blocks, FabOrder, SizeBuckets, BLOCK_PARAM};
+use super::block::{write_buffer_block, BlockBuffer, Blocks, FabOrder, SizeBuckets, BLOCK_PARAM};
 use crate::policy::registry::{BuildCtx, PolicyInfo};
 use crate::policy::{Access, Effects, Io, Mode, Policy, PolicyStats, Spec, SpecError};
 use crate::trace::Op;
@@ -50,48 +50,21 @@ impl Fab {
         let blocks = Blocks::new(block_pages, capacity);
         Fab { buf: BlockBuffer::new(blocks, FabOrder(SizeBuckets::new(block_pages))), capacity, cache_reads }
     }
-
-    /// Flushes victim blocks until a page is free.
-    fn make_room(&mut self, fx: &mut Effects) {
-        while self.buf.pages() >= self.capacity && self.buf.evict_victim(fx) {}
-    }
 }
 
 impl Policy for Fab {
     fn access(&mut self, a: &Access, fx: &mut Effects) {
-        let key = a.key;
         match a.op {
             Op::Read => {
-                fx.hit = self.buf.contains(key);
-                if fx.hit {
-                    self.buf.hit(key, false, a.seq);
-                } else {
-                    fx.push(Io::Fetch { key, pages: 1 });
-                    if self.cache_reads {
-                        self.make_room(fx);
-                        self.buf.add(key, false, a.seq);
-                        fx.push(Io::CacheWrite { key });
-                    }
+                if !self.buf.read(a, fx) && self.cache_reads {
+                    self.buf.make_room(self.capacity, fx);
+                    self.buf.add(a.key, false, a.seq);
+                    fx.push(Io::CacheWrite { key: a.key });
                 }
             }
-            Op::Write => {
-                fx.hit = self.buf.contains(key);
-                if fx.hit {
-                    self.buf.hit(key, true, a.seq);
-                } else {
-                    if a.partial {
-                        fx.push(Io::ReadForWrite { key });
-                    }
-                    self.make_room(fx);
-                    self.buf.add(key, true, a.seq);
-                }
-                fx.push(Io::CacheWrite { key });
-            }
+            Op::Write => self.buf.write(a, self.capacity, fx),
             Op::Trim => {
-                if let Some(dirty) = self.buf.remove(key) {
-                    fx.hit = true;
-                    fx.push(Io::Invalidate { key, dirty });
-                }
+                self.buf.trim(a.key, fx);
             }
         }
     }
@@ -101,18 +74,12 @@ impl Policy for Fab {
     }
 
     fn stats(&self) -> PolicyStats {
-        PolicyStats {
-            capacity: self.capacity as u64,
-            resident: self.buf.pages() as u64,
-            dirty: self.buf.blocks.dirty() as u64,
-            ghosts: 0,
-        }
+        self.buf.stats(self.capacity)
     }
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    check_mode(spec, ctx, &[Mode::WriteBack, Mode::WriteOnly], "fab buffers writes: write-back or write-only")?;
-    let block = block_pages(spec)?;
+    let block = write_buffer_block(spec, ctx, "fab buffers writes: write-back or write-only")?;
     Ok(Box::new(Fab::new(ctx.capacity, block, ctx.mode == Mode::WriteBack)))
 }
 
@@ -126,16 +93,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::flash::block::stream;
+    use crate::policy::flash::testing::{run, same_accesses, same_drain, stream};
     use crate::policy::registry::build as build_spec;
     use crate::policy::testing::{read, write};
     use crate::policy::Mode;
-
-    fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
-    }
 
     fn trim(key: u64, seq: u64) -> Access {
         Access { op: Op::Trim, ..read(key, seq) }
@@ -253,23 +214,11 @@ mod tests {
                 let ctx = BuildCtx { capacity, mode, page_bytes: 4096 };
                 let (mut fab, _) = build_spec("fab(block=1)", &ctx).unwrap();
                 let (mut lru, _) = build_spec("lru", &ctx).unwrap();
-                let (mut f1, mut f2) = (Effects::new(), Effects::new());
-                let mut misses = 0;
-                for a in stream(20_000, keys, seed, true) {
-                    f1.clear();
-                    f2.clear();
-                    fab.access(&a, &mut f1);
-                    lru.access(&a, &mut f2);
-                    assert_eq!((f1.hit, &f1.io), (f2.hit, &f2.io), "{mode} capacity {capacity}: {a:?}");
-                    misses += !f1.hit as u32;
-                }
+                let what = format!("{mode} capacity {capacity}");
+                let misses = same_accesses(fab.as_mut(), lru.as_mut(), &stream(20_000, keys, seed, true), &what);
                 assert!(misses > 0);
                 assert_eq!(fab.stats(), lru.stats());
-                f1.clear();
-                f2.clear();
-                fab.drain(&mut f1);
-                lru.drain(&mut f2);
-                assert_eq!(f1.io, f2.io);
+                same_drain(fab.as_mut(), lru.as_mut(), &what);
             }
         }
     }

@@ -17,4 +17,7 @@ pub mod clc;
 pub mod dpw_lru;
 pub mod fab;
 pub mod lru_wsr;
+pub mod page_lists;
 pub mod qlru;
+#[cfg(test)]
+pub(crate) mod testing;
