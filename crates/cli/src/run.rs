@@ -58,6 +58,9 @@ pub struct SimArgs {
     /// e.g. 'ssd' for an SSD caching an HDD (--device hdd). Without it, cache hits are free.
     #[arg(long)]
     pub cache_device: Option<String>,
+    /// Replay each trace this many times back to back (short traces over many simulated days).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
     /// Report a time series per interval of trace time, e.g. 1d or 1h: requests,
     /// hit ratio, mean device time per request, device-limited throughput.
     #[arg(long)]
@@ -147,6 +150,11 @@ pub fn sim(args: SimArgs) -> Result<()> {
     // Check every spec before reading any trace, so a typo fails at once.
     for (_, spec) in &grid {
         ssdcache::sim::run::check(spec)?;
+    }
+    if args.repeat > 1 {
+        for s in sources.iter_mut() {
+            *s = s.repeat(args.repeat).map_err(|e| with_trace_name(e, s))?;
+        }
     }
     if grid.len() > sources.len() {
         // Several runs per trace: parse each trace once, share it.

@@ -61,6 +61,25 @@ impl TraceSource {
             skipped: reader.skipped(),
         })
     }
+
+    /// The trace replayed `times` times back to back (short real traces over
+    /// many simulated days): each copy starts one mean inter-arrival time
+    /// after the previous one ends. Loads the trace first.
+    pub fn repeat(&self, times: u32) -> Result<TraceSource, SimError> {
+        let TraceSource::Memory { name, format, requests, unit, skipped } = self.load()? else { unreachable!() };
+        if times <= 1 || requests.is_empty() {
+            return Ok(TraceSource::Memory { name, format, requests, unit, skipped });
+        }
+        let first = requests.iter().map(|r| r.time).min().unwrap_or(0);
+        let last = requests.iter().map(|r| r.time).max().unwrap_or(0);
+        let span = last - first;
+        let period = span + (span / requests.len() as u64).max(1);
+        let mut out = Vec::with_capacity(requests.len() * times as usize);
+        for i in 0..times as u64 {
+            out.extend(requests.iter().map(|r| Request { time: r.time - first + i * period, ..*r }));
+        }
+        Ok(TraceSource::Memory { name: format!("{name} x{times}"), format, requests: out.into(), unit, skipped })
+    }
 }
 
 fn open_gen(spec: &str) -> Result<Box<dyn TraceReader>, SimError> {

@@ -162,3 +162,14 @@ fn maintenance_and_the_cache_device_are_charged_and_series_kept() {
     assert_eq!((series[0].maintenance_ns, series[1].maintenance_ns), (33, 66));
     assert_eq!(series[0].service_ns, 2);
 }
+
+#[test]
+fn repeat_replays_back_to_back_one_mean_gap_apart() {
+    let reqs: Vec<Request> = [10u64, 20, 40].iter().map(|&t| Request { time: t, addr: 0, len: 512, dev: 0, op: Op::Read }).collect();
+    let src = TraceSource::Memory { name: "t".into(), format: "x".into(), requests: reqs.into(), unit: Unit::Bytes, skipped: 0 };
+    let TraceSource::Memory { requests, name, .. } = src.repeat(3).unwrap() else { panic!() };
+    // span 30, mean gap 10: copies start at 0, 40, 80
+    let times: Vec<u64> = requests.iter().map(|r| r.time).collect();
+    assert_eq!(times, vec![0, 10, 30, 40, 50, 70, 80, 90, 110]);
+    assert_eq!(name, "t x3");
+}
