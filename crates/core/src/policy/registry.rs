@@ -60,6 +60,8 @@ pub static POLICIES: &[PolicyInfo] = &[
     flash::bplru::INFO,
     flash::clc::INFO,
     flash::abm::INFO,
+    super::tiered::nvram::READ_VOLATILE,
+    super::tiered::nvram::READ_GLOBAL,
 ];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {
