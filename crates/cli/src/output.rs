@@ -22,6 +22,48 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// Paper 003's DRAM + NVRAM caches: hits by tier and moves between tiers
+/// (printed only when the policy has tiers).
+fn tier_rows(r: &Report) {
+    let c = &r.counters;
+    let tiered = [
+        c.read_hits_dram,
+        c.read_hits_nvram,
+        c.write_hits_dram,
+        c.write_hits_nvram,
+        c.migrations_to_nvram,
+        c.migrations_to_dram,
+    ];
+    if tiered.iter().all(|&n| n == 0) {
+        return;
+    }
+    let rows: Vec<(&str, String)> = vec![
+        (
+            "read hits by tier",
+            format!("{} in DRAM, {} in NVRAM", thousands(c.read_hits_dram), thousands(c.read_hits_nvram)),
+        ),
+        (
+            "write hits by tier",
+            format!(
+                "{} in DRAM (moved to NVRAM: Table 1 counts them as write misses), {} in NVRAM",
+                thousands(c.write_hits_dram),
+                thousands(c.write_hits_nvram)
+            ),
+        ),
+        (
+            "tier moves",
+            format!(
+                "{} DRAM->NVRAM (Write Purge), {} NVRAM->DRAM (Write Global)",
+                thousands(c.migrations_to_nvram),
+                thousands(c.migrations_to_dram)
+            ),
+        ),
+    ];
+    for (k, v) in rows {
+        println!("{k:<22} {v}");
+    }
+}
+
 /// One run, one line per number.
 pub fn detail(r: &Report) {
     let c = &r.counters;
@@ -82,6 +124,7 @@ pub fn detail(r: &Report) {
     for (k, v) in rows {
         println!("{k:<22} {v}");
     }
+    tier_rows(r);
     if let Some(d) = &r.device {
         let s = &d.stats;
         let rows: Vec<(&str, String)> = vec![

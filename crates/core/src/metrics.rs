@@ -53,6 +53,20 @@ pub struct Counters {
     /// A write miss that evicted a clean page or none (no disk access).
     pub write_overwrite_clean: u64,
 
+    /// Paper 003's DRAM + NVRAM caches: hits by the tier that held the page.
+    /// A write hit in DRAM moves the page to NVRAM (Write Purge) and Table 1
+    /// processes it as a write miss, so each such hit is also counted in
+    /// `write_replace_dirty` or `write_overwrite_clean` (and in
+    /// `migrations_to_nvram`); with no NVRAM it is a plain hit.
+    pub read_hits_dram: u64,
+    pub read_hits_nvram: u64,
+    pub write_hits_dram: u64,
+    pub write_hits_nvram: u64,
+    /// Pages moved DRAM → NVRAM by a write (Write Purge).
+    pub migrations_to_nvram: u64,
+    /// Pages moved NVRAM → DRAM after their write-back (Write Global).
+    pub migrations_to_dram: u64,
+
     /// Pages written back by the final drain.
     pub drain_writes: u64,
 

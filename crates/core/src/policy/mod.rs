@@ -7,7 +7,8 @@
 //! the [`Mode`]s) from [`ModeCache`], so every mode works with every policy.
 //!
 //! Policies live one per file, grouped by family: [`classic`] (LRU … Belady),
-//! [`flash`] (the flash-aware buffers of papers 001, 002 and 004).
+//! [`flash`] (the flash-aware buffers of papers 001, 002 and 004), [`tiered`]
+//! (the DRAM + NVRAM buffer cache of paper 003).
 //! [`registry`] names them for the command line.
 
 pub mod classic;
@@ -16,9 +17,9 @@ pub mod list;
 pub mod mode;
 pub mod registry;
 pub mod spec;
+pub mod tiered;
 #[cfg(test)]
 pub mod testing;
-pub mod tiered;
 
 pub use mode::{Mode, ModeCache};
 pub use registry::{build, PolicyInfo, POLICIES};
@@ -76,16 +77,45 @@ pub struct Effects {
     /// Whether the access hit (the page was resident when it arrived).
     pub hit: bool,
     pub io: Vec<Io>,
+    /// What a cache with a DRAM and an NVRAM tier (paper 003) adds; left at its
+    /// default by single-tier policies.
+    pub tier: TierFx,
+}
+
+/// A memory tier of a hybrid buffer cache (paper 003).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// Volatile: only clean data may stay there for long.
+    Dram,
+    /// Persistent: dirty data there is safe and need not be written back.
+    Nvram,
+}
+
+/// The tier side of an access, for paper 003's Table 1 classification.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierFx {
+    /// On a hit: the tier the page was found in.
+    pub hit_in: Option<Tier>,
+    /// A write hit in DRAM moved the page to NVRAM, dropping the DRAM copy
+    /// (Write Purge). Table 1 processes such a hit as a write miss: whether it
+    /// costs a disk access depends on the NVRAM page it replaced.
+    pub write_purge: bool,
+    /// Pages that left NVRAM and moved to DRAM (Write Global) during the access.
+    pub to_dram: u32,
+    /// A dirty page was written back to make room, whether it then left the
+    /// cache (with an `Evict`) or moved to DRAM (without one).
+    pub replaced_dirty: bool,
 }
 
 impl Effects {
     pub fn new() -> Self {
-        Effects { hit: false, io: Vec::with_capacity(16) }
+        Effects { hit: false, io: Vec::with_capacity(16), tier: TierFx::default() }
     }
     #[inline]
     pub fn clear(&mut self) {
         self.hit = false;
         self.io.clear();
+        self.tier = TierFx::default();
     }
     #[inline]
     pub fn push(&mut self, io: Io) {

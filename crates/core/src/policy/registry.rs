@@ -65,6 +65,8 @@ pub static POLICIES: &[PolicyInfo] = &[
     flash::clc::INFO,
     flash::abm::INFO,
     tiered::pwc::INFO,
+    tiered::nvram::READ_VOLATILE,
+    tiered::nvram::READ_GLOBAL,
 ];
 
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {

@@ -2,7 +2,7 @@
 //! accesses, hands each to the policy, and charges the effects to counters.
 
 use crate::metrics::Counters;
-use crate::policy::{Access, Effects, Io, Policy, NEVER};
+use crate::policy::{Access, Effects, Io, Policy, Tier, NEVER};
 use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
 use hashbrown::HashMap;
 use thiserror::Error;
@@ -373,7 +373,21 @@ fn account(c: &mut Counters, a: &Access, fx: &Effects) {
             }
         }
     }
-    if !fx.hit {
+    // Paper 003's DRAM + NVRAM caches: hits by tier, moves between tiers, and
+    // the dirty page a move keeps in the cache (Write Global) but wrote back.
+    let t = &fx.tier;
+    match (a.op, t.hit_in) {
+        (Op::Read, Some(Tier::Dram)) => c.read_hits_dram += 1,
+        (Op::Read, Some(Tier::Nvram)) => c.read_hits_nvram += 1,
+        (Op::Write, Some(Tier::Dram)) => c.write_hits_dram += 1,
+        (Op::Write, Some(Tier::Nvram)) => c.write_hits_nvram += 1,
+        _ => {}
+    }
+    c.migrations_to_nvram += t.write_purge as u64;
+    c.migrations_to_dram += t.to_dram as u64;
+    evicted_dirty |= t.replaced_dirty;
+    // (Table 1: a write hit in DRAM that moves the page to NVRAM is a write miss)
+    if !fx.hit || t.write_purge {
         match (a.op, evicted_dirty) {
             (Op::Read, true) => c.read_replace_dirty += 1,
             (Op::Read, false) => c.read_overwrite_clean += 1,
