@@ -78,8 +78,11 @@ pub struct Effects {
     pub hit: bool,
     pub io: Vec<Io>,
     /// What a cache with a DRAM and an NVRAM tier (paper 003) adds; left at its
-    /// default by single-tier policies.
+    /// default by single-tier policies. Read only when `tiered` is set.
     pub tier: TierFx,
+    /// Set by tiered policies on every access, so that the simulator's hot
+    /// path checks one flag instead of the whole of `tier`.
+    pub tiered: bool,
 }
 
 /// A memory tier of a hybrid buffer cache (paper 003).
@@ -109,13 +112,16 @@ pub struct TierFx {
 
 impl Effects {
     pub fn new() -> Self {
-        Effects { hit: false, io: Vec::with_capacity(16), tier: TierFx::default() }
+        Effects { hit: false, io: Vec::with_capacity(16), tier: TierFx::default(), tiered: false }
     }
     #[inline]
     pub fn clear(&mut self) {
         self.hit = false;
         self.io.clear();
-        self.tier = TierFx::default();
+        if self.tiered {
+            self.tier = TierFx::default();
+            self.tiered = false;
+        }
     }
     #[inline]
     pub fn push(&mut self, io: Io) {
@@ -141,6 +147,11 @@ pub trait Policy: Send {
     fn queued(&mut self, _a: &Access) {}
     /// Periodic work (PWC maintenance, background cleaning).
     fn tick(&mut self, _now: Nanos, _fx: &mut Effects) {}
+    /// Whether [`tick`](Policy::tick) does anything: the simulator calls it
+    /// before every request only for policies that say so.
+    fn has_maintenance(&self) -> bool {
+        false
+    }
     /// Write back everything dirty (end of run, shutdown). Pages stay resident and become clean.
     fn drain(&mut self, fx: &mut Effects);
     fn stats(&self) -> PolicyStats;

@@ -97,6 +97,12 @@ pub struct Devices<'p> {
 }
 
 impl Devices<'_> {
+    /// Whether any device is charged at all.
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.backing.is_some() || self.cache.is_some()
+    }
+
     /// Charges the effects of one access (or of maintenance, `read_hit` false)
     /// to the devices; returns the time they cost.
     #[inline]

@@ -108,6 +108,8 @@ pub struct SimConfig {
 /// the policy's I/O to a device model too.
 pub struct Simulator<'p> {
     policy: &'p mut dyn Policy,
+    /// The policy's [`Policy::has_maintenance`], asked once.
+    maintains: bool,
     devices: Devices<'p>,
     series: Option<Series>,
     cfg: SimConfig,
@@ -121,6 +123,7 @@ impl<'p> Simulator<'p> {
     pub fn new(policy: &'p mut dyn Policy, cfg: SimConfig) -> Self {
         assert!(cfg.page_bytes > 0);
         Simulator {
+            maintains: policy.has_maintenance(),
             policy,
             devices: Devices::default(),
             series: None,
@@ -233,7 +236,8 @@ impl<'p> Simulator<'p> {
     /// Replays a batch of requests. `next` holds next-use positions for offline policies.
     pub fn replay(&mut self, requests: &[Request], unit: Unit, next: Option<&[u64]>) -> Result<(), SimError> {
         for r in requests {
-            self.request(r, unit, next)?;
+            let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
+            self.serve(r, pr, unit, next);
         }
         Ok(())
     }
@@ -253,9 +257,18 @@ impl<'p> Simulator<'p> {
     /// every page through the policy, the policy's I/O charged to the devices.
     /// Returns the device time the request cost (0 without devices).
     pub fn request(&mut self, r: &Request, unit: Unit, next: Option<&[u64]>) -> Result<Nanos, SimError> {
-        let mut busy = 0;
         let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
-        self.maintain(r.time);
+        Ok(self.serve(r, pr, unit, next))
+    }
+
+    /// [`request`](Self::request) once its pages are known (the hot loop: no
+    /// error path per request).
+    #[inline(always)]
+    fn serve(&mut self, r: &Request, pr: PageRange, unit: Unit, next: Option<&[u64]>) -> Nanos {
+        let mut busy = 0;
+        if self.maintains {
+            self.maintain(r.time);
+        }
         let before = (self.counters.pages, self.counters.hits, self.counters.read_pages, self.counters.read_hits);
         self.requests += 1;
         // (page-unit traces give lengths in pages)
@@ -286,10 +299,12 @@ impl<'p> Simulator<'p> {
             self.policy.access(&a, &mut self.fx);
             all_hit &= self.fx.hit;
             account(&mut self.counters, &a, &self.fx);
-            let read_hit = (self.fx.hit && r.op == Op::Read).then_some(a.key);
-            busy += self.devices.charge(&self.fx, read_hit);
-            if r.op == Op::Trim {
-                self.devices.trim(a.key);
+            if self.devices.any() {
+                let read_hit = (self.fx.hit && r.op == Op::Read).then_some(a.key);
+                busy += self.devices.charge(&self.fx, read_hit);
+                if r.op == Op::Trim {
+                    self.devices.trim(a.key);
+                }
             }
         }
         if all_hit && r.op != Op::Trim {
@@ -309,7 +324,7 @@ impl<'p> Simulator<'p> {
             };
             s.request(r.time, &delta);
         }
-        Ok(busy)
+        busy
     }
 
     /// Drains dirty data (counted as `drain_writes`) and returns the counters.
@@ -327,7 +342,7 @@ impl<'p> Simulator<'p> {
 }
 
 /// Charges one access's effects to the counters.
-#[inline]
+#[inline(always)]
 fn account(c: &mut Counters, a: &Access, fx: &Effects) {
     let hit = fx.hit as u64;
     match a.op {
@@ -376,16 +391,18 @@ fn account(c: &mut Counters, a: &Access, fx: &Effects) {
     // Paper 003's DRAM + NVRAM caches: hits by tier, moves between tiers, and
     // the dirty page a move keeps in the cache (Write Global) but wrote back.
     let t = &fx.tier;
-    match (a.op, t.hit_in) {
-        (Op::Read, Some(Tier::Dram)) => c.read_hits_dram += 1,
-        (Op::Read, Some(Tier::Nvram)) => c.read_hits_nvram += 1,
-        (Op::Write, Some(Tier::Dram)) => c.write_hits_dram += 1,
-        (Op::Write, Some(Tier::Nvram)) => c.write_hits_nvram += 1,
-        _ => {}
+    if fx.tiered {
+        match (a.op, t.hit_in) {
+            (Op::Read, Some(Tier::Dram)) => c.read_hits_dram += 1,
+            (Op::Read, Some(Tier::Nvram)) => c.read_hits_nvram += 1,
+            (Op::Write, Some(Tier::Dram)) => c.write_hits_dram += 1,
+            (Op::Write, Some(Tier::Nvram)) => c.write_hits_nvram += 1,
+            _ => {}
+        }
+        c.migrations_to_nvram += t.write_purge as u64;
+        c.migrations_to_dram += t.to_dram as u64;
+        evicted_dirty |= t.replaced_dirty;
     }
-    c.migrations_to_nvram += t.write_purge as u64;
-    c.migrations_to_dram += t.to_dram as u64;
-    evicted_dirty |= t.replaced_dirty;
     // (Table 1: a write hit in DRAM that moves the page to NVRAM is a write miss)
     if !fx.hit || t.write_purge {
         match (a.op, evicted_dirty) {

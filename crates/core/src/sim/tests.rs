@@ -123,6 +123,9 @@ impl Policy for Maintainer {
             fx.push(Io::Fetch { key: a.key, pages: 1 });
         }
     }
+    fn has_maintenance(&self) -> bool {
+        true
+    }
     fn tick(&mut self, now: Nanos, fx: &mut Effects) {
         if now > 0 {
             fx.push(Io::Fetch { key: 7, pages: 1 });

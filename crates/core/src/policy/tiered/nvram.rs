@@ -392,6 +392,7 @@ impl NvramCache {
 impl Policy for NvramCache {
     #[inline]
     fn access(&mut self, a: &Access, fx: &mut Effects) {
+        fx.tiered = true;
         match a.op {
             Op::Read => self.read(a, fx),
             Op::Write => self.write(a, fx),

@@ -447,6 +447,10 @@ impl Policy for Pwc {
         }
     }
 
+    fn has_maintenance(&self) -> bool {
+        true
+    }
+
     fn tick(&mut self, now: Nanos, fx: &mut Effects) {
         let prev = self.prev.replace(now);
         let (period, idle) = (self.cfg.period, self.cfg.idle);
