@@ -1,0 +1,24 @@
+//! ssdcache-serve: an NBD (Network Block Device) server over a generic block
+//! backend.
+//!
+//! - [`nbd`]: the protocol, as pure functions and a sans-I/O negotiation state
+//!   machine (what the fuzz targets exercise).
+//! - [`backend`]: the [`Backend`] trait an export is served from, with
+//!   [`FileBackend`] (a file or block device) and [`MemBackend`] (tests).
+//! - [`server`] (feature `server`, on by default): a tokio TCP server with
+//!   several exports, concurrent pipelined requests per connection with
+//!   bounded memory, and a graceful shutdown that ends with
+//!   [`Backend::shutdown`].
+//!
+//! Example: `cargo run -p ssdcache-serve --example serve_file -- disk.img
+//! --listen 127.0.0.1:10809 --export disk`, then `qemu-io -f raw
+//! nbd://127.0.0.1:10809/disk`.
+
+pub mod backend;
+pub mod nbd;
+#[cfg(feature = "server")]
+pub mod server;
+
+pub use backend::{Backend, FileBackend, MemBackend};
+#[cfg(feature = "server")]
+pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle};

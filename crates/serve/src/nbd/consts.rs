@@ -1,0 +1,135 @@
+//! Protocol constants of the NBD protocol (NetworkBlockDevice/nbd `doc/proto.md`).
+//!
+//! Everything on the wire is big-endian. Only the values this server speaks or
+//! has to recognise are listed; the rest of the number space is answered as
+//! "unsupported".
+
+// --- magic numbers -----------------------------------------------------------
+
+/// "NBDMAGIC": first 8 bytes the server sends.
+pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
+/// "IHAVEOPT": the newstyle magic, sent by the server after `NBDMAGIC` and by
+/// the client in front of every option.
+pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
+/// Magic in front of every option reply (fixed newstyle).
+pub const OPTION_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+/// Magic of a (compact) transmission request.
+pub const REQUEST_MAGIC: u32 = 0x2560_9513;
+/// Magic of an extended-header request; only valid after
+/// `NBD_OPT_EXTENDED_HEADERS`, which this server never agrees to.
+pub const EXTENDED_REQUEST_MAGIC: u32 = 0x21e4_1c71;
+/// Magic of a simple reply.
+pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+
+// --- handshake flags (server, 16 bits) ----------------------------------------
+
+pub const FLAG_FIXED_NEWSTYLE: u16 = 1 << 0;
+pub const FLAG_NO_ZEROES: u16 = 1 << 1;
+
+// --- client flags (32 bits) ---------------------------------------------------
+
+pub const FLAG_C_FIXED_NEWSTYLE: u32 = 1 << 0;
+pub const FLAG_C_NO_ZEROES: u32 = 1 << 1;
+
+// --- transmission flags (16 bits) ---------------------------------------------
+
+pub const FLAG_HAS_FLAGS: u16 = 1 << 0;
+pub const FLAG_READ_ONLY: u16 = 1 << 1;
+pub const FLAG_SEND_FLUSH: u16 = 1 << 2;
+pub const FLAG_SEND_FUA: u16 = 1 << 3;
+pub const FLAG_ROTATIONAL: u16 = 1 << 4;
+pub const FLAG_SEND_TRIM: u16 = 1 << 5;
+pub const FLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
+pub const FLAG_SEND_DF: u16 = 1 << 7;
+pub const FLAG_CAN_MULTI_CONN: u16 = 1 << 8;
+
+// --- options ------------------------------------------------------------------
+
+pub const OPT_EXPORT_NAME: u32 = 1;
+pub const OPT_ABORT: u32 = 2;
+pub const OPT_LIST: u32 = 3;
+pub const OPT_STARTTLS: u32 = 5;
+pub const OPT_INFO: u32 = 6;
+pub const OPT_GO: u32 = 7;
+pub const OPT_STRUCTURED_REPLY: u32 = 8;
+
+// --- option reply types ---------------------------------------------------------
+
+pub const REP_ACK: u32 = 1;
+pub const REP_SERVER: u32 = 2;
+pub const REP_INFO: u32 = 3;
+/// Error replies have bit 31 set.
+pub const REP_FLAG_ERROR: u32 = 1 << 31;
+pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
+pub const REP_ERR_POLICY: u32 = REP_FLAG_ERROR | 2;
+pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
+pub const REP_ERR_PLATFORM: u32 = REP_FLAG_ERROR | 4;
+pub const REP_ERR_TLS_REQD: u32 = REP_FLAG_ERROR | 5;
+pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
+pub const REP_ERR_SHUTDOWN: u32 = REP_FLAG_ERROR | 7;
+pub const REP_ERR_BLOCK_SIZE_REQD: u32 = REP_FLAG_ERROR | 8;
+pub const REP_ERR_TOO_BIG: u32 = REP_FLAG_ERROR | 9;
+
+// --- NBD_INFO_* (inside NBD_REP_INFO) ------------------------------------------
+
+pub const INFO_EXPORT: u16 = 0;
+pub const INFO_NAME: u16 = 1;
+pub const INFO_DESCRIPTION: u16 = 2;
+pub const INFO_BLOCK_SIZE: u16 = 3;
+
+// --- transmission commands -------------------------------------------------------
+
+pub const CMD_READ: u16 = 0;
+pub const CMD_WRITE: u16 = 1;
+pub const CMD_DISC: u16 = 2;
+pub const CMD_FLUSH: u16 = 3;
+pub const CMD_TRIM: u16 = 4;
+pub const CMD_CACHE: u16 = 5;
+pub const CMD_WRITE_ZEROES: u16 = 6;
+pub const CMD_BLOCK_STATUS: u16 = 7;
+
+// --- command flags -----------------------------------------------------------------
+
+pub const CMD_FLAG_FUA: u16 = 1 << 0;
+pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+pub const CMD_FLAG_DF: u16 = 1 << 2;
+pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
+pub const CMD_FLAG_FAST_ZERO: u16 = 1 << 4;
+
+// --- error values of the reply's error field ---------------------------------------
+
+pub const EPERM: u32 = 1;
+pub const EIO: u32 = 5;
+pub const ENOMEM: u32 = 12;
+pub const EINVAL: u32 = 22;
+pub const ENOSPC: u32 = 28;
+pub const EOVERFLOW: u32 = 75;
+pub const ENOTSUP: u32 = 95;
+pub const ESHUTDOWN: u32 = 108;
+
+// --- sizes and limits of this implementation ------------------------------------------
+
+/// Longest string (export name, description) the protocol allows.
+pub const MAX_STRING_LEN: usize = 4096;
+/// Longest option payload accepted; a longer one ends the connection (the
+/// largest legal one, `NBD_OPT_GO` with a 4096-byte name and a few info
+/// requests, is far below this).
+pub const MAX_OPTION_DATA: u32 = 64 * 1024;
+/// Default largest READ/WRITE payload, advertised as the maximum block size.
+/// 32 MiB is the value clients assume when a server says nothing.
+pub const DEFAULT_MAX_BLOCK: u32 = 32 * 1024 * 1024;
+/// Preferred block size advertised in `NBD_INFO_BLOCK_SIZE`.
+pub const PREFERRED_BLOCK: u32 = 4096;
+
+/// Server greeting: NBDMAGIC, IHAVEOPT, handshake flags.
+pub const GREETING_LEN: usize = 18;
+/// Option header sent by the client: IHAVEOPT, option, length.
+pub const OPTION_HEADER_LEN: usize = 16;
+/// Option reply header: magic, option, reply type, length.
+pub const OPTION_REPLY_HEADER_LEN: usize = 20;
+/// Compact request header: magic, flags, type, cookie, offset, length.
+pub const REQUEST_HEADER_LEN: usize = 28;
+/// Simple reply header: magic, error, cookie.
+pub const SIMPLE_REPLY_LEN: usize = 16;
+/// Reserved zeroes after the `NBD_OPT_EXPORT_NAME` reply unless NO_ZEROES.
+pub const EXPORT_NAME_ZEROES: usize = 124;

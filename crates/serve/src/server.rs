@@ -1,0 +1,588 @@
+//! The tokio NBD server: accepts connections, negotiates with
+//! [`Negotiation`], then serves requests concurrently.
+//!
+//! Per connection, one task reads requests in order; each valid request gets
+//! its own task that runs the backend call on tokio's blocking pool and writes
+//! the reply as soon as it is done, so replies may overtake each other (the
+//! cookie tells the client which is which). Memory per connection is bounded
+//! by two semaphores taken before a request's payload is read or its read
+//! buffer allocated: at most [`ServerConfig::max_inflight_requests`] requests
+//! and [`ServerConfig::max_inflight_bytes`] bytes of payload/read data in
+//! flight. When either is exhausted the connection stops reading from its
+//! socket until replies go out, which pushes back on the client through TCP.
+//! Replies are written whole under a per-connection lock.
+//!
+//! A connection that breaks the protocol (bad magic, a WRITE payload larger
+//! than the maximum block size, bad handshake) is closed; the others carry
+//! on. A connection still negotiating after [`ServerConfig::handshake_timeout`]
+//! is closed; an idle connection in transmission is not (clients keep them).
+//!
+//! Shutdown ([`ServerHandle::shutdown`]): stop accepting; connections still
+//! negotiating are closed; connections in transmission stop reading new
+//! requests (a request whose header or payload is only partly received is
+//! dropped unanswered, which the spec allows on shutdown), finish every
+//! request already read, send its reply and close. Connections that have not
+//! finished after [`ServerConfig::drain_timeout`] (e.g. a client that stopped
+//! reading replies) are aborted. Then the server waits until every backend
+//! call has returned, even of aborted connections, and calls
+//! [`Backend::shutdown`] once per distinct backend.
+
+use crate::backend::Backend;
+use crate::nbd::consts::*;
+use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
+use crate::nbd::request::{self, Command, Decision, ExportParams};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Mutex as AsyncMutex, OwnedSemaphorePermit, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::task::TaskTracker;
+
+/// One export: a name clients ask for and the backend behind it.
+#[derive(Clone)]
+pub struct Export {
+    pub name: String,
+    pub description: String,
+    pub backend: Arc<dyn Backend>,
+}
+
+impl Export {
+    pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>) -> Self {
+        Export { name: name.into(), description: String::new(), backend }
+    }
+
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+}
+
+impl std::fmt::Debug for Export {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Export")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("size", &self.backend.size())
+            .finish()
+    }
+}
+
+/// Limits and timeouts.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Largest READ/WRITE payload (advertised maximum block size). Default 32 MiB.
+    pub max_block: u32,
+    /// Requests in flight per connection. Default 64.
+    pub max_inflight_requests: usize,
+    /// Bytes of write payloads and read buffers in flight per connection; at
+    /// least `max_block`. Default 64 MiB.
+    pub max_inflight_bytes: usize,
+    /// Connections served at once; more are closed on accept. Default 256.
+    pub max_connections: usize,
+    /// Time a client has to finish negotiating. Default 30 s.
+    pub handshake_timeout: Duration,
+    /// On shutdown, time connections get to finish in-flight requests. Default 30 s.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_block: DEFAULT_MAX_BLOCK,
+            max_inflight_requests: 64,
+            max_inflight_bytes: 64 << 20,
+            max_connections: 256,
+            handshake_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Errors building or stopping a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("a server needs at least one export")]
+    NoExports,
+    #[error("two exports are named {0:?}")]
+    DuplicateName(String),
+    #[error("export name of {0} bytes (limit 4096)")]
+    NameTooLong(usize),
+    #[error("invalid configuration: {0}")]
+    Config(&'static str),
+    #[error("backend shutdown failed: {0}")]
+    BackendShutdown(io::Error),
+    #[error("server task failed: {0}")]
+    Task(String),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// What a stopped server did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Connections accepted over the server's life.
+    pub connections: u64,
+    /// Connections aborted because they did not drain within `drain_timeout`.
+    pub aborted: usize,
+    /// Backends whose `shutdown` was called.
+    pub backends_shut_down: usize,
+}
+
+struct Shared {
+    exports: Vec<Export>,
+    infos: Vec<ExportInfo>,
+    params: Vec<ExportParams>,
+    config: ServerConfig,
+    connections: AtomicU64,
+}
+
+/// A configured server, not yet listening.
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+/// Transmission flags for a backend: everything this server implements,
+/// `CAN_MULTI_CONN` only when the backend says a flush covers all connections.
+pub fn transmission_flags(backend: &dyn Backend) -> u16 {
+    let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES;
+    if backend.read_only() {
+        f |= FLAG_READ_ONLY;
+    }
+    if backend.multi_conn() {
+        f |= FLAG_CAN_MULTI_CONN;
+    }
+    f
+}
+
+impl Server {
+    /// Checks the exports and the configuration.
+    pub fn new(exports: Vec<Export>, config: ServerConfig) -> Result<Self, ServerError> {
+        if exports.is_empty() {
+            return Err(ServerError::NoExports);
+        }
+        if config.max_block == 0 || config.max_inflight_requests == 0 || config.max_connections == 0 {
+            return Err(ServerError::Config("limits must be positive"));
+        }
+        if config.max_inflight_bytes < config.max_block as usize || config.max_inflight_bytes > Semaphore::MAX_PERMITS {
+            return Err(ServerError::Config("max_inflight_bytes must be at least max_block"));
+        }
+        for (i, e) in exports.iter().enumerate() {
+            if e.name.len() > MAX_STRING_LEN {
+                return Err(ServerError::NameTooLong(e.name.len()));
+            }
+            if exports[..i].iter().any(|o| o.name == e.name) {
+                return Err(ServerError::DuplicateName(e.name.clone()));
+            }
+        }
+        let infos = exports
+            .iter()
+            .map(|e| ExportInfo {
+                name: e.name.clone(),
+                // keep the whole option reply within the string limit
+                description: truncate(&e.description, MAX_STRING_LEN),
+                size: e.backend.size(),
+                flags: transmission_flags(&*e.backend),
+                max_block: config.max_block,
+            })
+            .collect();
+        let params = exports
+            .iter()
+            .map(|e| ExportParams {
+                size: e.backend.size(),
+                max_block: config.max_block,
+                read_only: e.backend.read_only(),
+            })
+            .collect();
+        Ok(Server { shared: Arc::new(Shared { exports, infos, params, config, connections: AtomicU64::new(0) }) })
+    }
+
+    /// Starts serving on `listener` (call from inside a tokio runtime).
+    pub fn start(self, listener: TcpListener) -> io::Result<ServerHandle> {
+        let addr = listener.local_addr()?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(run(self.shared, listener, stop_rx));
+        Ok(ServerHandle { addr, stop: Arc::new(stop_tx), task })
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// A running server. Dropping the handle stops the server as
+/// [`shutdown`](Self::shutdown) would, without waiting for it.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: Arc<watch::Sender<bool>>,
+    task: JoinHandle<Result<ShutdownReport, ServerError>>,
+}
+
+/// Asks a server to stop; cheap to clone (e.g. into a signal handler).
+#[derive(Clone)]
+pub struct StopTrigger(Arc<watch::Sender<bool>>);
+
+impl StopTrigger {
+    pub fn stop(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A trigger that starts the shutdown from elsewhere.
+    pub fn trigger(&self) -> StopTrigger {
+        StopTrigger(self.stop.clone())
+    }
+
+    /// Stops accepting, drains in-flight requests, then shuts the backends down.
+    pub async fn shutdown(self) -> Result<ShutdownReport, ServerError> {
+        self.stop.send_replace(true);
+        self.wait().await
+    }
+
+    /// Waits until the server has stopped (after a [`StopTrigger`] fired).
+    pub async fn wait(self) -> Result<ShutdownReport, ServerError> {
+        self.task.await.map_err(|e| ServerError::Task(e.to_string()))?
+    }
+}
+
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // A closed channel (every handle and trigger dropped) also means stop.
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+async fn run(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+) -> Result<ShutdownReport, ServerError> {
+    let tracker = TaskTracker::new();
+    let mut conns: JoinSet<()> = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stopped(&mut stop) => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((sock, peer)) => {
+                    if conns.len() >= shared.config.max_connections {
+                        log::warn!("{peer}: refused, {} connections already", conns.len());
+                        continue;
+                    }
+                    shared.connections.fetch_add(1, Ordering::Relaxed);
+                    conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone()));
+                }
+                Err(e) => {
+                    // e.g. EMFILE: back off instead of spinning
+                    log::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    log::info!("shutting down: draining {} connection(s)", conns.len());
+    let deadline = tokio::time::sleep(shared.config.drain_timeout);
+    tokio::pin!(deadline);
+    let mut aborted = 0;
+    loop {
+        tokio::select! {
+            next = conns.join_next() => if next.is_none() { break },
+            _ = &mut deadline => {
+                aborted = conns.len();
+                log::warn!("aborting {aborted} connection(s) that did not drain");
+                conns.shutdown().await;
+                break;
+            }
+        }
+    }
+    // Backend calls of aborted connections still run on the blocking pool.
+    tracker.close();
+    tracker.wait().await;
+    let mut done: Vec<usize> = Vec::new(); // backend addresses, to shut each down once
+    let mut first_err = None;
+    for e in &shared.exports {
+        let ptr = Arc::as_ptr(&e.backend) as *const () as usize;
+        if done.contains(&ptr) {
+            continue;
+        }
+        done.push(ptr);
+        let b = e.backend.clone();
+        let r =
+            tokio::task::spawn_blocking(move || b.shutdown()).await.map_err(|e| ServerError::Task(e.to_string()))?;
+        if let Err(err) = r {
+            log::error!("backend of export {:?}: shutdown failed: {err}", e.name);
+            first_err.get_or_insert(err);
+        }
+    }
+    if let Some(err) = first_err {
+        return Err(ServerError::BackendShutdown(err));
+    }
+    Ok(ShutdownReport {
+        connections: shared.connections.load(Ordering::Relaxed),
+        aborted,
+        backends_shut_down: done.len(),
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ConnError {
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+}
+
+async fn connection(
+    shared: Arc<Shared>,
+    mut sock: TcpStream,
+    peer: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+    tracker: TaskTracker,
+) {
+    let _ = sock.set_nodelay(true);
+    let negotiated = tokio::select! {
+        r = tokio::time::timeout(shared.config.handshake_timeout, negotiate(&mut sock, &shared.infos)) => r,
+        _ = stopped(&mut stop) => return,
+    };
+    let export = match negotiated {
+        Ok(Ok(Some(i))) => i,
+        Ok(Ok(None)) => {
+            log::debug!("{peer}: client aborted the negotiation");
+            return;
+        }
+        Ok(Err(e)) => {
+            log::info!("{peer}: negotiation failed: {e}");
+            return;
+        }
+        Err(_) => {
+            log::info!("{peer}: negotiation timed out");
+            return;
+        }
+    };
+    log::debug!("{peer}: serving export {:?}", shared.exports[export].name);
+    transmission(&shared, sock, peer, export, stop, tracker).await;
+}
+
+/// Runs the negotiation; `Some(export)` to enter transmission, `None` on abort.
+async fn negotiate(sock: &mut TcpStream, infos: &[ExportInfo]) -> Result<Option<usize>, ConnError> {
+    let mut n = Negotiation::new(infos);
+    let mut buf = Vec::new();
+    loop {
+        if !n.output().is_empty() {
+            sock.write_all(n.output()).await?;
+            n.clear_output();
+        }
+        // need() is at most MAX_OPTION_DATA, checked by the parser
+        buf.resize(n.need(), 0);
+        sock.read_exact(&mut buf).await?;
+        match n.feed(&buf)? {
+            Progress::Continue => {}
+            Progress::Abort => {
+                sock.write_all(n.output()).await?;
+                let _ = sock.shutdown().await;
+                return Ok(None);
+            }
+            Progress::Transmit { export } => {
+                sock.write_all(n.output()).await?;
+                return Ok(Some(export));
+            }
+        }
+    }
+}
+
+/// The next thing the reading side has to do.
+enum Next {
+    /// Run a command in its own task; the permits go with it.
+    Run { cmd: Command, cookie: u64, payload: Vec<u8>, permits: (OwnedSemaphorePermit, OwnedSemaphorePermit) },
+    /// Send an error reply and read on.
+    Reply { cookie: u64, errno: u32 },
+    /// Send an error reply (if any) and close.
+    Close { reply: Option<(u64, u32)>, why: String },
+    /// NBD_CMD_DISC.
+    Disconnect,
+}
+
+struct Limits {
+    count: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+}
+
+async fn next_request<R: AsyncRead + Unpin>(rd: &mut R, params: &ExportParams, limits: &Limits) -> io::Result<Next> {
+    let mut h = [0u8; REQUEST_HEADER_LEN];
+    rd.read_exact(&mut h).await?;
+    let hdr = match request::parse_request_header(&h) {
+        Ok(hdr) => hdr,
+        Err(e) => return Ok(Next::Close { reply: None, why: e.to_string() }),
+    };
+    match request::decide(&hdr, params) {
+        Decision::Execute(cmd) => {
+            // Permits first, then the allocation and the payload read: a
+            // connection at its limit stops reading until replies go out.
+            let count = limits.count.clone().acquire_owned().await.map_err(io::Error::other)?;
+            let bytes = limits.bytes.clone().acquire_many_owned(cmd.buffer_len()).await.map_err(io::Error::other)?;
+            let mut payload = Vec::new();
+            if let Command::Write { len, .. } = cmd {
+                payload = vec![0u8; len as usize]; // len <= max_block, checked by decide
+                rd.read_exact(&mut payload).await?;
+            }
+            Ok(Next::Run { cmd, cookie: hdr.cookie, payload, permits: (count, bytes) })
+        }
+        Decision::Reject { errno, discard } => {
+            let n = tokio::io::copy(&mut rd.take(discard as u64), &mut tokio::io::sink()).await?;
+            if n < discard as u64 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            Ok(Next::Reply { cookie: hdr.cookie, errno })
+        }
+        Decision::Disconnect => Ok(Next::Disconnect),
+        Decision::Fatal { errno } => Ok(Next::Close {
+            reply: Some((hdr.cookie, errno)),
+            why: format!("request of {} bytes over the maximum block size", hdr.length),
+        }),
+    }
+}
+
+/// What one connection was asked to do, logged when it closes (the NBD
+/// client tests read these lines to check which commands and flags reached
+/// the server).
+#[derive(Debug, Default)]
+struct ConnStats {
+    requests: u64,
+    read: u64,
+    write: u64,
+    fua: u64,
+    flush: u64,
+    trim: u64,
+    zeroes: u64,
+    no_hole: u64,
+    errors: u64,
+}
+
+impl ConnStats {
+    fn count(&mut self, cmd: &Command) {
+        self.requests += 1;
+        match *cmd {
+            Command::Read { .. } => self.read += 1,
+            Command::Write { fua, .. } => {
+                self.write += 1;
+                self.fua += fua as u64;
+            }
+            Command::Flush => self.flush += 1,
+            Command::Trim { fua, .. } => {
+                self.trim += 1;
+                self.fua += fua as u64;
+            }
+            Command::WriteZeroes { no_hole, fua, .. } => {
+                self.zeroes += 1;
+                self.no_hole += no_hole as u64;
+                self.fua += fua as u64;
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ConnStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        write!(
+            f,
+            "requests={} read={} write={} fua={} flush={} trim={} zeroes={} no_hole={} errors={}",
+            s.requests, s.read, s.write, s.fua, s.flush, s.trim, s.zeroes, s.no_hole, s.errors
+        )
+    }
+}
+
+async fn send(wr: &AsyncMutex<OwnedWriteHalf>, bytes: &[u8]) -> io::Result<()> {
+    wr.lock().await.write_all(bytes).await
+}
+
+async fn transmission(
+    shared: &Shared,
+    sock: TcpStream,
+    peer: SocketAddr,
+    export: usize,
+    mut stop: watch::Receiver<bool>,
+    tracker: TaskTracker,
+) {
+    let params = shared.params[export];
+    let backend = shared.exports[export].backend.clone();
+    let (mut rd, wr) = sock.into_split();
+    let wr = Arc::new(AsyncMutex::new(wr));
+    let limits = Limits {
+        count: Arc::new(Semaphore::new(shared.config.max_inflight_requests)),
+        bytes: Arc::new(Semaphore::new(shared.config.max_inflight_bytes)),
+    };
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut stats = ConnStats::default();
+    loop {
+        while tasks.try_join_next().is_some() {}
+        let next = tokio::select! {
+            biased;
+            _ = stopped(&mut stop) => break,
+            next = next_request(&mut rd, &params, &limits) => next,
+        };
+        match next {
+            Ok(Next::Run { cmd, cookie, payload, permits }) => {
+                stats.count(&cmd);
+                let (backend, wr, tracker) = (backend.clone(), wr.clone(), tracker.clone());
+                tasks.spawn(async move {
+                    let job = tracker.spawn_blocking(move || request::execute(&*backend, &cmd, cookie, &payload));
+                    let reply = match job.await {
+                        Ok(reply) => reply,
+                        Err(e) => {
+                            log::error!("{peer}: {cmd:?} failed: {e}");
+                            request::simple_reply(cookie, EIO).to_vec()
+                        }
+                    };
+                    if let Err(e) = send(&wr, &reply).await {
+                        log::debug!("{peer}: reply not sent: {e}");
+                    }
+                    drop(permits);
+                });
+            }
+            Ok(Next::Reply { cookie, errno }) => {
+                stats.requests += 1;
+                stats.errors += 1;
+                if let Err(e) = send(&wr, &request::simple_reply(cookie, errno)).await {
+                    log::debug!("{peer}: reply not sent: {e}");
+                    break;
+                }
+            }
+            Ok(Next::Close { reply, why }) => {
+                log::info!("{peer}: closing: {why}");
+                if let Some((cookie, errno)) = reply {
+                    stats.requests += 1;
+                    stats.errors += 1;
+                    let _ = send(&wr, &request::simple_reply(cookie, errno)).await;
+                }
+                break;
+            }
+            Ok(Next::Disconnect) => break,
+            Err(e) => {
+                if e.kind() == io::ErrorKind::UnexpectedEof {
+                    log::debug!("{peer}: client closed the connection");
+                } else {
+                    log::info!("{peer}: read failed: {e}");
+                }
+                break;
+            }
+        }
+    }
+    // Every request read so far gets its reply before the socket closes.
+    while tasks.join_next().await.is_some() {}
+    let _ = wr.lock().await.shutdown().await;
+    log::debug!("{peer}: connection closed: {stats}");
+}
