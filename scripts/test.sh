@@ -3,16 +3,20 @@
 #   1. the Rust unit, property and integration tests (every trace in ../shared/traces),
 #   2. the NBD server against real clients (qemu-io, qemu-img, nbdinfo, nbdcopy,
 #      fio, python3-libnbd; installed with apt when missing),
-#   3. the Python-driven suites (agreement with libCacheSim's miss counts),
-#   4. every fuzz target for a bounded time (FUZZ_SECONDS per target, default 10).
+#   3. the Python package (`pip install .`: the ssdcache._core extension, built in release),
+#   4. the Python-driven suites: agreement with libCacheSim's miss counts (tests/agreement)
+#      and the package's own tests (tests/python),
+#   5. every fuzz target for a bounded time (FUZZ_SECONDS per target, default 10).
 # Usage: scripts/test.sh            (from anywhere; ../shared must sit beside the repo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s  (%ds in)\n' "$*" "$SECONDS"; }
+
+pip_install() { PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check "$@"; }
 
 step "python packages"
-PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+pip_install -r tests/requirements.txt
 
 step "build"
 cargo build --release --locked -p ssdcache-cli
@@ -23,7 +27,13 @@ cargo test --workspace --locked --release
 step "NBD server against real clients"
 NBD_PROFILE=release scripts/test_nbd.sh
 
-step "python suites (libCacheSim agreement)"
+step "python package (pip install .)"
+# maturin builds crates/py with the workspace's release profile, reusing the simulator
+# crate built above; one build, installed into this Python.
+pip_install .
+
+step "python suites (libCacheSim agreement, the ssdcache package)"
+# pytest collects tests/agreement and tests/python.
 SSDCACHE_BIN="$PWD/target/release/ssdcache" python3 -m pytest -q tests
 
 if [ -x scripts/fuzz.sh ]; then

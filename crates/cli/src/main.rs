@@ -2,6 +2,7 @@
 
 mod heap;
 mod output;
+mod plot;
 mod policies;
 mod run;
 mod trace_cmd;
@@ -34,6 +35,9 @@ enum Command {
         #[command(subcommand)]
         command: trace_cmd::TraceCommand,
     },
+    /// Plot sweep results (CSV or JSON from `sim`): runs `python3 -m ssdcache.plot` with
+    /// the arguments given. Needs the Python package (`pip install .`).
+    Plot(plot::PlotArgs),
 }
 
 fn main() {
@@ -49,6 +53,7 @@ fn main() {
             Ok(())
         }
         Command::Trace { command } => trace_cmd::run(command),
+        Command::Plot(args) => plot::run(args),
     };
     if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {
         eprintln!("heap peak bytes: {}", heap::peak());

@@ -1,17 +1,16 @@
 //! `ssdcache sim`: one run or a sweep over traces × policies × caches × modes.
 
 use crate::output;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use ssdcache::metrics::Report;
 use ssdcache::policy::spec::split_list;
 use ssdcache::policy::Mode;
-use ssdcache::sim::{run, QueueSpec, RunSpec, SimError, TraceSource};
-use ssdcache::trace::formats::csv::CsvMapping;
-use ssdcache::trace::{Format, ReadOptions};
-use ssdcache::units::{parse_bytes, parse_duration_ns};
+use ssdcache::sim::run::{self, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
+use ssdcache::sim::{QueueSpec, RunSpec, SimError, TraceSource};
+use ssdcache::trace::Format;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -86,16 +85,11 @@ pub struct SimArgs {
 }
 
 fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
-    let mut opts = ReadOptions { skip_bad: args.skip_bad, ..Default::default() };
-    if let Some(cols) = &args.csv_columns {
-        let mapping = cols.parse::<CsvMapping>().map_err(|e| anyhow::anyhow!("--csv-columns: {e}"))?;
-        opts.csv = Some(mapping);
-    }
-    let mut out: Vec<TraceSource> = args
+    let mut out = args
         .trace
         .iter()
-        .map(|p| TraceSource::File { path: p.clone(), format: args.format, opts: opts.clone() })
-        .collect();
+        .map(|p| TraceSource::file(p, args.format, args.skip_bad, args.csv_columns.as_deref()))
+        .collect::<Result<Vec<TraceSource>, SimError>>()?;
     out.extend(args.gen.iter().map(|g| TraceSource::Gen(g.clone())));
     if out.is_empty() {
         out.push(TraceSource::Gen(DEFAULT_GEN.to_string()));
@@ -104,24 +98,18 @@ fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
 }
 
 pub fn sim(args: SimArgs) -> Result<()> {
-    let page_bytes = parse_bytes(&args.page).context("--page")?;
+    let page_bytes = parse_page(&args.page)?;
     let policies = split_list(args.policy.as_deref().unwrap_or(DEFAULT_POLICIES));
     let caches = split_list(args.cache.as_deref().unwrap_or(DEFAULT_CACHES))
         .iter()
-        .map(|c| parse_bytes(c).with_context(|| "--cache".to_string()))
-        .collect::<Result<Vec<u64>>>()?;
-    let modes = split_list(&args.mode)
-        .iter()
-        .map(|m| m.parse::<Mode>().map_err(|e| anyhow::anyhow!("--mode: {e}")))
-        .collect::<Result<Vec<Mode>>>()?;
+        .map(|c| parse_cache(c))
+        .collect::<Result<Vec<u64>, SimError>>()?;
+    let modes = split_list(&args.mode).iter().map(|m| parse_mode(m)).collect::<Result<Vec<Mode>, SimError>>()?;
     if policies.is_empty() || caches.is_empty() || modes.is_empty() {
         bail!("--policy, --cache and --mode each need at least one value");
     }
     let queues = queues(&args)?;
-    let interval = match &args.interval {
-        Some(t) => Some(parse_duration_ns(t).map_err(|e| anyhow::anyhow!("--interval: {e}"))?),
-        None => None,
-    };
+    let interval = args.interval.as_deref().map(parse_interval).transpose()?;
     let mut sources = sources(&args)?;
     let mut grid = Vec::new();
     for s in 0..sources.len() {
@@ -149,7 +137,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
     }
     // Check every spec before reading any trace, so a typo fails at once.
     for (_, spec) in &grid {
-        ssdcache::sim::run::check(spec)?;
+        run::check(spec)?;
     }
     if args.repeat > 1 {
         for s in sources.iter_mut() {
@@ -210,10 +198,7 @@ fn queues(args: &SimArgs) -> Result<Vec<Option<QueueSpec>>> {
     let mut out = Vec::new();
     for &depth in &depths {
         for &iat_scale in &scales {
-            let q = QueueSpec { depth, iat_scale };
-            q.check()
-                .map_err(|e| anyhow::anyhow!("--queue-depth/--iat-scale: {e}"))?;
-            out.push(Some(q));
+            out.push(queue_spec(Some(depth), Some(iat_scale))?);
         }
     }
     Ok(out)
@@ -221,10 +206,7 @@ fn queues(args: &SimArgs) -> Result<Vec<Option<QueueSpec>>> {
 
 /// Trace errors name their file already; others get the trace's name in front.
 fn with_trace_name(e: SimError, source: &TraceSource) -> anyhow::Error {
-    match e {
-        SimError::Trace(_) => anyhow::Error::new(e),
-        other => anyhow::anyhow!("{}: {other}", source.name()),
-    }
+    anyhow::Error::new(run::with_trace_name(e, source))
 }
 
 fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usize>) -> Result<Vec<Report>> {
@@ -239,7 +221,7 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     let results: Vec<Result<Report>> = pool.install(|| {
         grid.par_iter()
             .map(|(s, spec)| {
-                let r = run(&sources[*s], spec).map_err(|e| with_trace_name(e, &sources[*s]));
+                let r = run::run(&sources[*s], spec).map_err(|e| with_trace_name(e, &sources[*s]));
                 bar.inc(1);
                 r
             })

@@ -7,7 +7,7 @@ use crate::metrics::{CacheDeviceReport, DeviceReport, Report, RunInfo};
 use crate::policy::registry::BuildCtx;
 use crate::policy::{build, Mode};
 use crate::trace::{self, Format, MemoryReader, ReadOptions, Request, TraceReader, Unit};
-use crate::units::format_bytes;
+use crate::units::{format_bytes, parse_bytes, parse_duration_ns};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -23,6 +23,24 @@ pub enum TraceSource {
 }
 
 impl TraceSource {
+    /// A trace file with the command line's reader options (`--skip-bad`,
+    /// `--csv-columns`).
+    pub fn file(
+        path: impl Into<PathBuf>,
+        format: Format,
+        skip_bad: bool,
+        csv_columns: Option<&str>,
+    ) -> Result<TraceSource, SimError> {
+        let mut opts = ReadOptions { skip_bad, ..Default::default() };
+        if let Some(cols) = csv_columns {
+            let mapping = cols
+                .parse::<crate::trace::formats::csv::CsvMapping>()
+                .map_err(|e| SimError::Config(format!("--csv-columns: {e}")))?;
+            opts.csv = Some(mapping);
+        }
+        Ok(TraceSource::File { path: path.into(), format, opts })
+    }
+
     /// The name reports carry: the path or the generator spec.
     pub fn name(&self) -> String {
         match self {
@@ -102,6 +120,54 @@ pub struct RunSpec {
     /// Replay as an open queueing system (NCQ depth, inter-arrival scale):
     /// see [`queue`]. Needs `device`.
     pub queue: Option<QueueSpec>,
+}
+
+// Runs described as text. The command line and the Python package both build
+// their `RunSpec`s with these, so a bad value gets the same message from both
+// (named after the command line's flag).
+
+/// A cache size (`--cache`): `64MiB`, `1.5GiB`, `4096` (bytes).
+pub fn parse_cache(text: &str) -> Result<u64, SimError> {
+    parse_bytes(text).map_err(|e| SimError::Config(format!("--cache: {e}")))
+}
+
+/// A cache page size (`--page`): `4KiB`.
+pub fn parse_page(text: &str) -> Result<u64, SimError> {
+    parse_bytes(text).map_err(|e| SimError::Config(format!("--page: {e}")))
+}
+
+/// A cache mode (`--mode`): `write-back`, `wb`, `write_through`…
+pub fn parse_mode(text: &str) -> Result<Mode, SimError> {
+    text.parse::<Mode>().map_err(|e| SimError::Config(format!("--mode: {e}")))
+}
+
+/// A series interval (`--interval`): `1d`, `1h`, `500ms`; bare numbers are seconds.
+pub fn parse_interval(text: &str) -> Result<crate::Nanos, SimError> {
+    parse_duration_ns(text).map_err(|e| SimError::Config(format!("--interval: {e}")))
+}
+
+/// Queue depth of a queueing replay asked for by an inter-arrival scale alone.
+pub const DEFAULT_QUEUE_DEPTH: u32 = 32;
+
+/// The queueing replay asked for: none without a depth or a scale; either one
+/// alone implies the other's default (depth [`DEFAULT_QUEUE_DEPTH`], scale 1 =
+/// the trace's own timing).
+pub fn queue_spec(depth: Option<u32>, iat_scale: Option<f64>) -> Result<Option<QueueSpec>, SimError> {
+    if depth.is_none() && iat_scale.is_none() {
+        return Ok(None);
+    }
+    let q = QueueSpec { depth: depth.unwrap_or(DEFAULT_QUEUE_DEPTH), iat_scale: iat_scale.unwrap_or(1.0) };
+    q.check().map_err(|e| SimError::Config(format!("--queue-depth/--iat-scale: {e}")))?;
+    Ok(Some(q))
+}
+
+/// A run's error as it is reported: trace errors name their file already,
+/// others get the trace's name in front.
+pub fn with_trace_name(e: SimError, source: &TraceSource) -> SimError {
+    match e {
+        SimError::Trace(_) => e,
+        other => SimError::Config(format!("{}: {other}", source.name())),
+    }
 }
 
 /// Checks a run description without reading any trace: sizes and the policy spec.
@@ -232,4 +298,56 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     report.cache_device = cache_device.map(|c| CacheDeviceReport::new(c.spec.clone(), c.stats()));
     report.series = series;
     Ok(report)
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn text_values_parse_and_errors_name_the_flag() {
+        assert_eq!(parse_cache("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_page("4096").unwrap(), 4096);
+        assert_eq!(parse_mode("wt").unwrap(), Mode::WriteThrough);
+        assert_eq!(parse_interval("1h").unwrap(), 3_600_000_000_000);
+        for (e, flag) in [
+            (parse_cache("lots").unwrap_err(), "--cache: "),
+            (parse_page("0").unwrap_err(), "--page: "),
+            (parse_mode("sideways").unwrap_err(), "--mode: "),
+            (parse_interval("soon").unwrap_err(), "--interval: "),
+        ] {
+            assert!(e.to_string().starts_with(flag), "{e}");
+        }
+    }
+
+    #[test]
+    fn either_queue_setting_implies_the_other_default() {
+        assert_eq!(queue_spec(None, None).unwrap(), None);
+        assert_eq!(
+            queue_spec(None, Some(2.0)).unwrap(),
+            Some(QueueSpec { depth: DEFAULT_QUEUE_DEPTH, iat_scale: 2.0 })
+        );
+        assert_eq!(queue_spec(Some(8), None).unwrap(), Some(QueueSpec { depth: 8, iat_scale: 1.0 }));
+        let e = queue_spec(Some(0), None).unwrap_err().to_string();
+        assert!(e.starts_with("--queue-depth/--iat-scale: ") && e.contains("1..=512"), "{e}");
+    }
+
+    #[test]
+    fn file_sources_take_the_reader_options() {
+        let s = TraceSource::file("t.csv", Format::Csv, true, Some("time=0,op=1,offset=2,size=3")).unwrap();
+        let TraceSource::File { opts, .. } = &s else { panic!() };
+        assert!(opts.skip_bad && opts.csv.is_some());
+        let e = TraceSource::file("t.csv", Format::Csv, false, Some("nonsense")).err().unwrap().to_string();
+        assert!(e.starts_with("--csv-columns: "), "{e}");
+    }
+
+    #[test]
+    fn errors_other_than_the_traces_get_its_name() {
+        let gen = TraceSource::Gen("zipf".into());
+        let e = with_trace_name(SimError::Config("bad".into()), &gen);
+        assert_eq!(e.to_string(), "zipf: bad");
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
+        let e = with_trace_name(trace::TraceError::Io { path: "f".into(), error: io }.into(), &gen);
+        assert_eq!(e.to_string(), "f: gone");
+    }
 }

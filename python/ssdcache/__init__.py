@@ -1,0 +1,118 @@
+"""ssdcache: flash-aware storage cache simulation from Python.
+
+The simulator is the Rust engine of the ``ssdcache`` command line (the
+``_core`` extension): the same inputs give the same numbers as
+``ssdcache sim``, and simulations run without holding the GIL.
+
+- :func:`simulate` — one run, a :class:`Result` with every counter of
+  ``ssdcache sim --json`` as an attribute.
+- :func:`sweep` — traces × policies × caches × pages × modes × devices on all
+  cores (or a Ray cluster), a pandas DataFrame with one row per run.
+- :func:`load` — parse a trace once (any file format, a generator spec, numpy
+  arrays) to replay it many times.
+- :func:`policies`, :func:`devices`, :func:`generators`, :func:`modes` — the catalogues.
+- :mod:`ssdcache.plot` — miss-ratio curves with the Belady bound, bars
+  normalised to LRU, device-cost bars, per-interval series;
+  ``python -m ssdcache.plot`` draws them from CLI output.
+
+Example
+-------
+>>> import ssdcache
+>>> df = ssdcache.sweep("zipf(alpha=0.9,keys=100k,requests=1M)", ["lru", "arc", "belady"],
+...                     ["16MiB", "64MiB", "256MiB"])                      # doctest: +SKIP
+>>> ssdcache.plot.miss_ratio_curve(df).savefig("mrc.png")              # doctest: +SKIP
+"""
+
+from typing import Any as _Any
+
+try:
+    from . import _core
+except ImportError as e:  # pragma: no cover - depends on the build
+    raise ImportError(
+        "ssdcache's compiled extension ssdcache._core is missing: install the package with "
+        "`pip install .` (or `maturin develop`) from the repository root"
+    ) from e
+
+from ._result import Result
+from ._run import simulate
+from ._sweep import sweep
+from ._trace import Trace, load
+
+__version__: str = getattr(_core, "__version__", "0")
+
+__all__ = [
+    "simulate",
+    "sweep",
+    "load",
+    "Result",
+    "Trace",
+    "policies",
+    "devices",
+    "generators",
+    "modes",
+    "plot",
+    "__version__",
+]
+
+
+def policies() -> list[dict[str, _Any]]:
+    """Every policy: ``{"name", "about", "params": [{"name", "default", "about"}]}``.
+
+    A spec is ``NAME`` or ``NAME(key=value,…)``; ``params`` lists the keys and defaults.
+
+    Example
+    -------
+    >>> [p["name"] for p in ssdcache.policies()][:4]          # doctest: +SKIP
+    ['lru', 'fifo', 'clock', 'lfu']
+    """
+    return list(_core.policies())
+
+
+def devices() -> list[dict[str, _Any]]:
+    """Every backing device model (``device=``): ``{"name", "about", "params": [...]}``.
+
+    Example
+    -------
+    >>> [d["name"] for d in ssdcache.devices()]                # doctest: +SKIP
+    ['ftl', 'hdd', 'ssd', 'dram', 'nvram']
+    """
+    return list(_core.devices())
+
+
+def generators() -> list[dict[str, _Any]]:
+    """Every synthetic workload generator: ``{"name", "about", "defaults"}``.
+
+    A generator spec such as ``"zipf(alpha=0.9,keys=1M,requests=1M)"`` is a trace
+    for :func:`simulate`, :func:`sweep` and :func:`load`.
+
+    Example
+    -------
+    >>> [g["name"] for g in ssdcache.generators()][:3]         # doctest: +SKIP
+    ['zipf', 'uniform', 'scan']
+    """
+    return list(_core.generators())
+
+
+def modes() -> list[str]:
+    """The cache write modes (``mode=``): write-back, write-through, write-around, write-only, read-only.
+
+    Example
+    -------
+    >>> ssdcache.modes()                                       # doctest: +SKIP
+    ['write-back', 'write-through', 'write-around', 'write-only', 'read-only']
+    """
+    return list(_core.modes())
+
+
+def __getattr__(name: str) -> _Any:
+    # `ssdcache.plot` is imported on first use: it needs matplotlib, and
+    # `python -m ssdcache.plot` must not find it imported already.
+    if name == "plot":
+        import importlib
+
+        return importlib.import_module(".plot", __name__)
+    raise AttributeError(f"module 'ssdcache' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"plot"})
