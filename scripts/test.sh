@@ -32,9 +32,12 @@ step "python package (pip install .)"
 # crate built above; one build, installed into this Python.
 pip_install .
 
-step "python suites (libCacheSim agreement, the ssdcache package)"
-# pytest collects tests/agreement and tests/python.
-SSDCACHE_BIN="$PWD/target/release/ssdcache" python3 -m pytest -q tests
+export SSDCACHE_BIN="$PWD/target/release/ssdcache"
+step "python suite: agreement with libCacheSim (both cores)"
+python3 -m pytest -q -n 2 tests/agreement
+
+step "python suite: the ssdcache package (incl. a local Ray instance)"
+python3 -m pytest -q tests/python
 
 if [ -x scripts/fuzz.sh ]; then
   step "fuzzing (${FUZZ_SECONDS:-10}s per target)"
