@@ -9,12 +9,15 @@
 //!   several exports, concurrent pipelined requests per connection with
 //!   bounded memory, and a graceful shutdown that ends with
 //!   [`Backend::shutdown`].
+//! - [`cache`]: the persistent SSD cache's metadata, recovery and
+//!   fault-injection devices (paper 000).
 //!
 //! Example: `cargo run -p ssdcache-serve --example serve_file -- disk.img
 //! --listen 127.0.0.1:10809 --export disk`, then `qemu-io -f raw
 //! nbd://127.0.0.1:10809/disk`.
 
 pub mod backend;
+pub mod cache;
 pub mod nbd;
 #[cfg(feature = "server")]
 pub mod server;

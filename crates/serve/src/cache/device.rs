@@ -1,0 +1,216 @@
+//! The block devices a persistent cache runs on: the SSD (cache) and the HDD
+//! (backing store), each a byte-addressed store with an explicit durability
+//! barrier.
+//!
+//! Unlike [`crate::Backend`] (what an NBD export serves), a [`BlockDevice`]
+//! has no FUA, trim or multi-connection semantics: the cache engine orders
+//! its writes itself with [`BlockDevice::sync`], and every correctness
+//! argument of the cache (see [`super::recover`]) is phrased in terms of "this
+//! write was followed by a `sync` that returned".
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A fixed-size byte-addressed device with a durability barrier.
+///
+/// Writes that have returned are visible to later reads at once, but only
+/// those followed by a [`sync`](Self::sync) that returned survive a power
+/// cut; a write in flight at the cut may be torn at sector granularity (see
+/// [`super::faulty`]).
+pub trait BlockDevice: Send + Sync {
+    /// Size in bytes; fixed for the device's lifetime.
+    fn len(&self) -> u64;
+    /// Whether the device holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Fills `buf` from `offset`; a range past the end is an error.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes `data` at `offset`; a range past the end is an error.
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes every write that has returned durable.
+    fn sync(&self) -> io::Result<()>;
+}
+
+impl<T: BlockDevice + ?Sized> BlockDevice for &T {
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_at(buf, offset)
+    }
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_at(data, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        (**self).sync()
+    }
+}
+
+impl<T: BlockDevice + ?Sized> BlockDevice for Arc<T> {
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_at(buf, offset)
+    }
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_at(data, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        (**self).sync()
+    }
+}
+
+/// Checks `offset..offset+len` against a device of `size` bytes.
+pub(crate) fn check_range(size: u64, offset: u64, len: usize) -> io::Result<()> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("range {offset}+{len} past the end of a {size}-byte device"),
+        )),
+    }
+}
+
+/// A regular file or a block device node. `sync` is `fdatasync`.
+#[derive(Debug)]
+pub struct FileDevice {
+    file: File,
+    size: u64,
+}
+
+impl FileDevice {
+    /// Opens `path` read-write; its current size is the device size.
+    pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Self::from_file(file)
+    }
+
+    /// Creates (or truncates) `path` as a zero-filled file of `size` bytes.
+    pub fn create(path: impl AsRef<Path>, size: u64) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+        file.set_len(size)?;
+        Ok(FileDevice { file, size })
+    }
+
+    /// Wraps an open file; block devices report their size through seeking.
+    pub fn from_file(mut file: File) -> io::Result<Self> {
+        use std::io::{Seek, SeekFrom};
+        let size = file.seek(SeekFrom::End(0))?;
+        Ok(FileDevice { file, size })
+    }
+}
+
+impl BlockDevice for FileDevice {
+    fn len(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        check_range(self.size, offset, buf.len())?;
+        self.file.read_exact_at(buf, offset)
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        check_range(self.size, offset, data.len())?;
+        self.file.write_all_at(data, offset)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// An in-memory device (tests, and building images before wrapping them in
+/// [`super::faulty::FaultyDevice`]). `sync` does nothing: nothing is lost.
+#[derive(Debug, Default)]
+pub struct MemDevice {
+    data: Mutex<Vec<u8>>,
+}
+
+impl MemDevice {
+    /// A zero-filled device of `size` bytes.
+    pub fn new(size: usize) -> Self {
+        Self::from_vec(vec![0; size])
+    }
+
+    /// A device holding `data`.
+    pub fn from_vec(data: Vec<u8>) -> Self {
+        MemDevice { data: Mutex::new(data) }
+    }
+
+    /// A copy of the contents.
+    pub fn contents(&self) -> Vec<u8> {
+        self.lock().clone()
+    }
+
+    /// The contents, consuming the device.
+    pub fn into_vec(self) -> Vec<u8> {
+        self.data.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl BlockDevice for MemDevice {
+    fn len(&self) -> u64 {
+        self.lock().len() as u64
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let data = self.lock();
+        check_range(data.len() as u64, offset, buf.len())?;
+        buf.copy_from_slice(&data[offset as usize..offset as usize + buf.len()]);
+        Ok(())
+    }
+
+    fn write_at(&self, src: &[u8], offset: u64) -> io::Result<()> {
+        let mut data = self.lock();
+        check_range(data.len() as u64, offset, src.len())?;
+        data[offset as usize..offset as usize + src.len()].copy_from_slice(src);
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_device_round_trip_and_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.img");
+        let dev = FileDevice::create(&path, 8192).unwrap();
+        assert_eq!(dev.len(), 8192);
+        dev.write_at(b"hello", 4090).unwrap();
+        dev.sync().unwrap();
+        drop(dev);
+        let dev = FileDevice::open(&path).unwrap();
+        let mut buf = [0u8; 5];
+        dev.read_at(&mut buf, 4090).unwrap();
+        assert_eq!(&buf, b"hello");
+        assert!(dev.write_at(b"xy", 8191).is_err());
+        assert!(dev.read_at(&mut buf, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn mem_device_round_trip_and_bounds() {
+        let dev = MemDevice::new(16);
+        dev.write_at(&[1, 2, 3], 13).unwrap();
+        let mut b = [0u8; 4];
+        dev.read_at(&mut b, 12).unwrap();
+        assert_eq!(b, [0, 1, 2, 3]);
+        assert!(dev.write_at(&[1, 2], 15).is_err());
+        assert_eq!(BlockDevice::len(&&dev), 16);
+    }
+}
