@@ -335,14 +335,7 @@ impl HybridFtl {
     /// Pages `[first, end)` touched by a byte range, split into the part
     /// inside the logical space and the count of pages past its end (as `PageFtl`).
     fn pages(&self, offset: u64, len: u64) -> (u64, u64, u64) {
-        if len == 0 {
-            return (0, 0, 0);
-        }
-        let pb = self.nand.page_bytes;
-        let first = offset / pb;
-        let end = offset.saturating_add(len).div_ceil(pb);
-        let n = self.logical_pages;
-        (first.min(n), end.min(n), end - first.max(n).min(end))
+        self.nand.span(self.logical_pages, offset, len)
     }
 
     fn take_free(&mut self) -> u32 {
@@ -681,12 +674,8 @@ impl HybridFtl {
 
 impl Device for HybridFtl {
     fn read(&mut self, offset: u64, len: u64) -> Nanos {
-        let (first, end, outside) = self.pages(offset, len);
-        let n = end - first;
-        self.stats.out_of_range_pages += outside;
-        self.stats.host_page_reads += n;
-        self.stats.read_time += n * self.nand.read_ns;
-        n * self.nand.read_ns
+        let span = self.pages(offset, len);
+        self.nand.read(&mut self.stats, span)
     }
 
     /// A partial-page write costs a full page program (no read-modify-write).
@@ -699,11 +688,7 @@ impl Device for HybridFtl {
     /// Only pages the range covers completely are invalidated (a partly
     /// trimmed page still holds live data); no block is merged or freed.
     fn trim(&mut self, offset: u64, len: u64) {
-        let pb = self.nand.page_bytes;
-        let n = self.logical_pages;
-        let first = offset.div_ceil(pb).min(n);
-        let end = (offset.saturating_add(len) / pb).min(n);
-        for lpn in first..end {
+        for lpn in self.nand.whole_pages(self.logical_pages, offset, len) {
             self.trim_page(lpn as u32);
         }
     }

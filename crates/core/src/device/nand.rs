@@ -113,6 +113,37 @@ pub const PRESETS: &[Preset] = &[
     },
 ];
 
+/// What the FTLs share: which NAND pages a byte range touches on a logical
+/// space of `logical` pages, and what reading them costs.
+impl NandTiming {
+    /// Pages `[first, end)` a byte range touches inside the logical space,
+    /// and the count of pages past its end.
+    pub(crate) fn span(&self, logical: u64, offset: u64, len: u64) -> (u64, u64, u64) {
+        if len == 0 {
+            return (0, 0, 0);
+        }
+        let pb = self.page_bytes;
+        let first = offset / pb;
+        let end = offset.saturating_add(len).div_ceil(pb);
+        (first.min(logical), end.min(logical), end - first.max(logical).min(end))
+    }
+
+    /// Pages a byte range covers completely (a partly trimmed page still holds live data).
+    pub(crate) fn whole_pages(&self, logical: u64, offset: u64, len: u64) -> std::ops::Range<u64> {
+        let pb = self.page_bytes;
+        offset.div_ceil(pb).min(logical)..(offset.saturating_add(len) / pb).min(logical)
+    }
+
+    /// Charges a host read of `[first, end)` (and `outside` pages past the end, free) to `stats`.
+    pub(crate) fn read(&self, stats: &mut super::DeviceStats, (first, end, outside): (u64, u64, u64)) -> Nanos {
+        let n = end - first;
+        stats.out_of_range_pages += outside;
+        stats.host_page_reads += n;
+        stats.read_time += n * self.read_ns;
+        n * self.read_ns
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
