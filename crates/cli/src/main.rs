@@ -5,6 +5,7 @@ mod output;
 mod plot;
 mod policies;
 mod run;
+mod serve_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +39,13 @@ enum Command {
     /// Plot sweep results (CSV or JSON from `sim`): runs `python3 -m ssdcache.plot` with
     /// the arguments given. Needs the Python package (`pip install .`).
     Plot(plot::PlotArgs),
+    /// Format a file as a persistent write-back SSD cache (paper 000's PWC) for a backing file.
+    Create(serve_cmd::CreateArgs),
+    /// Serve a backing file through its SSD cache over NBD (SIGTERM/SIGINT: write back and stop
+    /// cleanly; SIGUSR1: run the caching-and-eviction procedure now).
+    Serve(serve_cmd::ServeArgs),
+    /// Check a cache's metadata: both slots, checksums, clean/update bits; exit 1 if it cannot start.
+    Check(serve_cmd::CheckArgs),
 }
 
 fn main() {
@@ -54,6 +62,9 @@ fn main() {
         }
         Command::Trace { command } => trace_cmd::run(command),
         Command::Plot(args) => plot::run(args),
+        Command::Create(args) => serve_cmd::create(args),
+        Command::Serve(args) => serve_cmd::serve(args),
+        Command::Check(args) => serve_cmd::check(args),
     };
     if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {
         eprintln!("heap peak bytes: {}", heap::peak());

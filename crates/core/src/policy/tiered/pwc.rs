@@ -241,6 +241,46 @@ impl Pwc {
         self.procedures
     }
 
+    /// Seeds the state a persistent cache saved (for the cache engine in
+    /// `crates/serve`, which restarts from its metadata; the simulator never
+    /// calls this): the HDD segment each slot caches, the frequency of each
+    /// touched segment, and the evict clock. Nothing is dirty afterwards and
+    /// the procedure count is kept.
+    pub fn restore(&mut self, map: &[Option<u64>], freq: impl IntoIterator<Item = (u64, u16)>, evict_clock: usize) {
+        assert_eq!(map.len(), self.slots.len(), "one map entry per slot");
+        self.table.clear();
+        self.index.clear();
+        self.last = None;
+        for (seg, f) in freq {
+            let row = self.row(seg);
+            self.table[row as usize].freq = f;
+        }
+        self.slots.fill(NONE);
+        self.cached = 0;
+        for (slot, seg) in map.iter().enumerate() {
+            if let Some(seg) = *seg {
+                let row = self.row(seg);
+                assert_eq!(self.table[row as usize].slot, NONE, "segment {seg} mapped twice");
+                self.table[row as usize].slot = slot as u32;
+                self.slots[slot] = row;
+                self.cached += 1;
+            }
+        }
+        self.dirty_bits.fill(0);
+        self.slot_dirty.fill(0);
+        self.dirty = 0;
+        self.evict_hand = evict_clock.min(self.slots.len().saturating_sub(1));
+    }
+
+    /// The row of `seg`, added with frequency 0 if absent (no reference counted).
+    fn row(&mut self, seg: u64) -> u32 {
+        let table = &mut self.table;
+        *self.index.entry(seg).or_insert_with(|| {
+            table.push(Entry { seg, freq: 0, slot: NONE });
+            (table.len() - 1) as u32
+        })
+    }
+
     /// Whether page `key` is dirty in the SSD.
     pub fn is_dirty(&self, key: u64) -> bool {
         self.cached_slot(key >> self.shift).is_some_and(|slot| {
@@ -1126,5 +1166,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn restore_equals_the_state_it_was_taken_from() {
+        // Build a state by running, then restore it into a fresh instance:
+        // both must take the same decisions from then on.
+        let mut a = pwc(2, 1);
+        for (i, k) in [0u64, 1, 0, 1, 2, 0, 3, 0, 1, 2, 2, 4].into_iter().enumerate() {
+            run(&mut a, write(k, i as u64));
+        }
+        procedure(&mut a);
+        let mut b = pwc(2, 1);
+        b.restore(&a.mapping(), (0..5).map(|k| (k, a.frequency(k))), a.evict_clock());
+        assert_eq!(b.mapping(), a.mapping());
+        assert_eq!(b.evict_clock(), a.evict_clock());
+        for (i, k) in [3u64, 4, 3, 4, 3, 4, 3, 4, 2, 1].into_iter().enumerate() {
+            assert_eq!(run(&mut a, read(k, i as u64)), run(&mut b, read(k, i as u64)));
+        }
+        assert_eq!(procedure(&mut a), procedure(&mut b));
+        assert_eq!(b.mapping(), a.mapping());
+        assert_eq!(b.evict_clock(), a.evict_clock());
     }
 }

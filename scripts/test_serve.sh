@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# `ssdcache create | serve | check` (the PWC write-back SSD cache engine)
+# against real NBD clients. Needs qemu-utils and libnbd-bin (scripts/test_nbd.sh
+# installs them).
+#
+#   scripts/test_serve.sh
+#
+# A 64 MiB cache file for a 256 MiB backing file. Every write sent to the
+# export is also applied to a local model image (the same qemu-io commands,
+# dd for the copies), and the model is compared with the export and, after a
+# clean stop, with the backing file itself:
+#   1. create; a second create without --force is refused;
+#   2. qemu-img convert of a random 32 MiB image; SIGUSR1: the
+#      caching-and-eviction procedure caches its 32 segments (PWC's first
+#      fill); qemu-img compare;
+#   3. qemu-io pattern writes/reads (plain, FUA, flush) in cached and uncached
+#      segments; nbdcopy --flush of a random 16 MiB file in, the whole export
+#      out, cmp with the model;
+#   4. SIGTERM: exit 0; `check` says healthy and clean; the backing file
+#      equals the model (every dirty segment was written back); restart,
+#      qemu-img compare;
+#   5. kill -9 after a flushed write into a cached segment (the backing file
+#      does not have it: it is on the SSD only); `check` says not clean;
+#      restart (recovery writes the SSD back), read the pattern, compare.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+T0=${EPOCHREALTIME/./}
+elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 1000000)) $((us / 100000 % 10)); }
+step() { printf '\n== %s  (%s)\n' "$*" "$(elapsed)"; }
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+for t in qemu-io qemu-img nbdcopy; do
+  command -v "$t" >/dev/null || die "$t missing: run scripts/test_nbd.sh once (it installs the NBD clients)"
+done
+
+step "build ssdcache"
+cargo build -q --locked -p ssdcache-cli
+BIN=$ROOT/target/debug/ssdcache
+
+WORK=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    { kill -KILL "$SERVER_PID" && wait "$SERVER_PID"; } 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+CACHE=$WORK/cache.img BACKING=$WORK/backing.img MODEL=$WORK/model.img
+truncate -s 64M "$CACHE"
+truncate -s 256M "$BACKING" "$MODEL"
+
+step "create"
+"$BIN" create "$CACHE" "$BACKING" --segment 1MiB
+if "$BIN" create "$CACHE" "$BACKING" 2>"$WORK/create.err"; then die "create overwrote a cache without --force"; fi
+grep -q 'already holds' "$WORK/create.err" || { cat "$WORK/create.err"; die "no clear refusal"; }
+if "$BIN" serve "$CACHE" "$BACKING" --mode write-through 2>"$WORK/mode.err"; then die "write-through accepted"; fi
+grep -q 'not implemented yet' "$WORK/mode.err" || { cat "$WORK/mode.err"; die "no clear mode refusal"; }
+"$BIN" check "$CACHE" | tee "$WORK/check.out" | tail -2
+grep -q '^healthy' "$WORK/check.out" || die "a fresh cache is not healthy"
+
+RUN=0
+start() {
+  RUN=$((RUN + 1))
+  "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v \
+    >"$WORK/server$RUN.out" 2>"$WORK/server$RUN.err" &
+  SERVER_PID=$!
+  for _ in $(seq 100); do
+    grep -q '^listening on ' "$WORK/server$RUN.out" 2>/dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server$RUN.err"; die "server exited at start"; }
+    sleep 0.1
+  done
+  ADDR=$(sed -n 's/^listening on //p' "$WORK/server$RUN.out")
+  [ -n "$ADDR" ] || die "server did not report its address"
+  URI="nbd://$ADDR/disk"
+  echo "serving $URI (pid $SERVER_PID): $(grep -o 'started ([A-Za-z]*' "$WORK/server$RUN.err")"
+}
+stop() { # SIGTERM; the server must exit 0
+  kill -TERM "$SERVER_PID"
+  local rc=0
+  wait "$SERVER_PID" || rc=$?
+  SERVER_PID=
+  [ $rc -eq 0 ] || { cat "$WORK/server$RUN.err"; die "server exited $rc after SIGTERM"; }
+  grep -q 'stopped cleanly' "$WORK/server$RUN.err" || die "no clean stop logged"
+}
+# The same qemu-io commands on the export and on the model.
+qio() {
+  local out
+  for target in "$URI" "$MODEL"; do
+    out=$(qemu-io -f raw "$target" "$@" 2>&1) || { echo "$out"; die "qemu-io on $target failed"; }
+    if grep -Eiq 'fail|error|mismatch' <<<"$out"; then echo "$out"; die "qemu-io on $target reported an error"; fi
+  done
+  echo "   qemu-io ops: $(echo "$out" | grep -Ec '^(wrote|read)')"
+}
+into_model() { dd if="$1" of="$MODEL" bs=1M seek="$2" conv=notrunc status=none; }
+
+start
+
+step "qemu-img convert + compare"
+head -c 32M /dev/urandom >"$WORK/src32.img"
+qemu-img convert -n -f raw -O raw "$WORK/src32.img" "$URI"
+into_model "$WORK/src32.img" 0
+
+# Before anything reads the whole export: 32 segments touched, fewer than the
+# 63 slots, so PWC's first-fill rule makes them all hot.
+step "maintenance on demand (SIGUSR1)"
+kill -USR1 "$SERVER_PID"
+for _ in $(seq 100); do grep -q 'maintenance:' "$WORK/server$RUN.err" && break; sleep 0.1; done
+grep 'maintenance:' "$WORK/server$RUN.err" || die "no maintenance"
+grep -q 'maintenance: 32 segment(s) newly cached' "$WORK/server$RUN.err" || die "not the 32 touched segments cached"
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs after convert"
+
+step "qemu-io: patterns, FUA, flush (cached and uncached segments)"
+qio -c 'write -P 0xa5 8M 1M' -c 'read -P 0xa5 8M 1M' \
+  -c 'write -f -P 0x5a 9M 256k' -c 'read -P 0x5a 9M 256k' -c 'flush' \
+  -c 'write -P 0x77 4097 3000' -c 'read -P 0x77 4097 3000' \
+  -c 'write -P 0x33 200M 1M' -c 'read -P 0x33 200M 1M' -c 'flush'
+
+step "nbdcopy --flush in and out"
+head -c 16M /dev/urandom >"$WORK/src16.img"
+nbdcopy --flush "$WORK/src16.img" "$URI"
+into_model "$WORK/src16.img" 0
+nbdcopy "$URI" "$WORK/out.img"
+cmp "$MODEL" "$WORK/out.img" || die "nbdcopy out differs from the model"
+
+step "SIGTERM: clean stop, check, backing file = model, restart"
+stop
+"$BIN" check "$CACHE" | tee "$WORK/check.out"
+grep -q '^healthy' "$WORK/check.out" || die "check: not healthy after a clean stop"
+grep -q 'in use: .*clean: shut down cleanly' "$WORK/check.out" || die "check: not clean after a clean stop"
+cmp "$MODEL" "$BACKING" || die "the backing file lacks written-back data after a clean stop"
+start
+grep -q 'started (Clean' "$WORK/server$RUN.err" || die "restart after a clean stop was not a clean start"
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs after restart"
+
+step "kill -9 after a flushed write to a cached segment"
+qio -c 'write -P 0x3c 8704k 64k' -c 'flush' -c 'read -P 0x3c 8704k 64k'
+if qemu-io -f raw "$BACKING" -c 'read -P 0x3c 8704k 64k' 2>&1 | grep -q '^read'; then
+  # The write landed on the backing file: segment 8 was not cached, so this
+  # trial would not test the SSD's recovery.
+  die "segment 8 is not cached (the write reached the backing file)"
+fi
+kill -KILL "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+"$BIN" check "$CACHE" | tee "$WORK/check.out" | tail -2
+grep -q '^healthy' "$WORK/check.out" || die "check: not healthy after kill -9"
+grep -q 'not clean' "$WORK/check.out" || die "check: clean after kill -9?"
+start
+grep -q 'started (Unclean' "$WORK/server$RUN.err" || die "restart after kill -9 was not an unclean-start recovery"
+qemu-io -f raw "$URI" -c 'read -P 0x3c 8704k 64k' | grep -q '^read' || die "the flushed pattern was lost"
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs from the model after kill -9 recovery"
+stop
+cmp "$MODEL" "$BACKING" || die "backing file differs from the model at the end"
+"$BIN" check "$CACHE" | grep -q '^healthy' || die "check: not healthy at the end"
+step "all passed"
