@@ -35,8 +35,14 @@ for t in qemu-io qemu-img nbdcopy; do
 done
 
 step "build ssdcache"
-cargo build -q --locked -p ssdcache-cli
-BIN=$ROOT/target/debug/ssdcache
+# SERVE_PROFILE=release reuses the test command's release build.
+PROFILE=${SERVE_PROFILE:-debug}
+if [ "$PROFILE" = release ]; then
+  cargo build -q --locked --release -p ssdcache-cli
+else
+  cargo build -q --locked -p ssdcache-cli
+fi
+BIN=$ROOT/target/$PROFILE/ssdcache
 
 WORK=$(mktemp -d)
 SERVER_PID=
