@@ -31,10 +31,10 @@
 //!
 //! **Restart.** `Pwc` is seeded ([`Pwc::restore`]) from the loaded metadata:
 //! the address map, the evict clock and the frequency of every touched
-//! segment. Limitation: the frequency table persisted by [`CacheMap`] is its
-//! own count (writes only, never decayed), not PWC's (reads and writes,
-//! decayed at each procedure), because `CacheMap` has no way to store another
-//! table; after a restart PWC starts from that count.
+//! segment. The frequency table persisted by [`CacheMap`] is
+//! PWC's own table (reads and writes, decayed at each procedure): the engine
+//! hands it to the map before each procedure and at shutdown. After a crash
+//! the table is the one of the last procedure or clean stop.
 //!
 //! **On-disk layout of a cache file** (ours; the paper keeps the metadata "on
 //! the HDD or the SSD", §3.2): bytes `0..4096` are a [`Superblock`] written
@@ -363,6 +363,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
             .filter(|&s| new[s] != old[s])
             .map(|s| (s as u32, new[s].expect("PWC empties no slot")))
             .collect();
+        // Persist PWC's (decayed) frequencies with the procedure's saves, so a
+        // restart resumes its decisions.
+        map.set_frequencies(|h| pwc.touched_frequency(h));
         let r = map.caching_and_eviction(&plan);
         if r.is_err() {
             // The map may be half done: make PWC agree with it again.
@@ -527,7 +530,14 @@ where
 
     fn shutdown(&self) -> io::Result<()> {
         self.stop_ticker();
-        let map = self.shared.lock().map.take();
+        let map = {
+            let mut st = self.shared.lock();
+            let State { pwc, map, .. } = &mut *st;
+            if let Some(m) = map.as_mut() {
+                m.set_frequencies(|h| pwc.touched_frequency(h));
+            }
+            map.take()
+        };
         match map {
             Some(map) => map.shutdown().map(|m| log::info!("cache shut down cleanly (metadata version {})", m.version)),
             None => Ok(()),
@@ -655,13 +665,17 @@ mod tests {
         rig.ssd.write_at(&[0x55; 4], SEG + 8).unwrap();
         assert_eq!(read(&e, 9 * SEG + 8, 4), [0x55; 4]);
         rig.ssd.write_at(&[9; 4], SEG + 8).unwrap();
-        // Shutdown writes the dirty segment back and marks the cache clean.
+        // Shutdown writes the dirty segment back and marks the cache clean,
+        // persisting PWC's own (decayed, read-counting) frequencies.
+        let freqs: Vec<u16> = (0..HDD_SEGS).map(|h| e.frequency(h)).collect();
+        assert!(freqs[11] > 0, "reads count for PWC");
         e.shutdown().unwrap();
         assert_eq!(rig.hdd_seg(7)[100..116], [0xEE; 16]);
         assert!(e.read_at(&mut [0u8; 1], 0).is_err(), "no I/O after shutdown");
         e.shutdown().unwrap(); // idempotent
         let (e2, st) = rig.open();
         assert_eq!(st.kind, StartKind::Clean);
+        assert_eq!((0..HDD_SEGS).map(|h| e2.frequency(h)).collect::<Vec<_>>(), freqs, "PWC resumes its table");
         assert_eq!(e2.mapping(), saved_mapping(&rig));
         assert_eq!(e2.mapping().iter().flatten().count(), 3);
         assert_eq!(read(&e2, 7 * SEG + 99, 18), [&[7u8][..], &[0xEE; 16], &[7]].concat());

@@ -115,6 +115,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         Ok(())
     }
 
+    /// Replaces the frequency table (and the touched bits) the next save
+    /// persists: the engine keeps its policy's there (PWC's, counting reads
+    /// and decayed at each procedure) instead of the map's own count of
+    /// writes. `freq(h)` is `None` for a segment never referenced.
+    pub fn set_frequencies(&mut self, freq: impl Fn(u64) -> Option<u16>) {
+        for (h, (f, t)) in self.meta.freq.iter_mut().zip(self.meta.touched.iter_mut()).enumerate() {
+            let v = freq(h as u64);
+            *t = v.is_some();
+            *f = v.unwrap_or(0);
+        }
+    }
+
     /// Writes through the map (write-back to the SSD for cached segments).
     pub fn write(&mut self, data: &[u8], offset: u64) -> io::Result<()> {
         let seg = self.seg();

@@ -226,6 +226,12 @@ impl Pwc {
         self.index.get(&seg).map_or(0, |&i| self.table[i as usize].freq)
     }
 
+    /// The frequency of HDD segment `seg` if it was ever referenced (decayed to
+    /// 0 or not), `None` if never: what a persistent cache saves.
+    pub fn touched_frequency(&self, seg: u64) -> Option<u16> {
+        self.index.get(&seg).map(|&i| self.table[i as usize].freq)
+    }
+
     /// The HDD segment each SSD slot caches (the paper's address map).
     pub fn mapping(&self) -> Vec<Option<u64>> {
         self.slots.iter().map(|&r| (r != NONE).then(|| self.table[r as usize].seg)).collect()
