@@ -123,16 +123,11 @@ impl FromStr for HddParams {
 }
 
 /// A named disk from the papers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HddPreset {
-    pub name: &'static str,
-    pub params: HddParams,
-    pub source: &'static str,
-}
+pub type HddPreset = super::Named<HddParams>;
 
 impl HddPreset {
     pub fn find(name: &str) -> Result<&'static HddPreset, UnknownPreset> {
-        super::find_preset("HDD", HDD_PRESETS, |p| p.name, name)
+        Self::find_in("HDD", HDD_PRESETS, name)
     }
 }
 
@@ -172,11 +167,7 @@ pub const HDD_PRESETS: &[HddPreset] = &[
 
 /// Sectors touched by `len` bytes at `offset` (0 for an empty request).
 fn sectors(offset: u64, len: u64) -> u64 {
-    if len == 0 {
-        return 0;
-    }
-    let last = offset.saturating_add(len - 1) / SECTOR_BYTES;
-    last - offset / SECTOR_BYTES + 1
+    super::pages_touched(SECTOR_BYTES, offset, len)
 }
 
 /// A disk with a head position.

@@ -43,11 +43,7 @@ impl MemoryParams {
 
     /// Pages of `page_bytes` that `len` bytes at `offset` touch.
     pub fn pages(&self, offset: u64, len: u64) -> u64 {
-        if len == 0 {
-            return 0;
-        }
-        let pb = self.page_bytes.max(1);
-        offset.saturating_add(len - 1) / pb - offset / pb + 1
+        super::pages_touched(self.page_bytes, offset, len)
     }
 }
 
@@ -59,16 +55,11 @@ impl FromStr for MemoryParams {
 }
 
 /// A named memory device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemoryPreset {
-    pub name: &'static str,
-    pub params: MemoryParams,
-    pub source: &'static str,
-}
+pub type MemoryPreset = super::Named<MemoryParams>;
 
 impl MemoryPreset {
     pub fn find(name: &str) -> Result<&'static MemoryPreset, UnknownPreset> {
-        super::find_preset("memory", MEMORY_PRESETS, |p| p.name, name)
+        Self::find_in("memory", MEMORY_PRESETS, name)
     }
 }
 

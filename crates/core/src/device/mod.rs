@@ -53,6 +53,34 @@ pub(crate) fn find_preset<P>(
     })
 }
 
+/// A named configuration from the papers: disks, SSDs, memories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named<P: 'static> {
+    pub name: &'static str,
+    pub params: P,
+    pub source: &'static str,
+}
+
+impl<P> Named<P> {
+    /// Looks `name` up in `presets` (see [`find_preset`]); `kind` names them in errors.
+    pub(crate) fn find_in(
+        kind: &'static str,
+        presets: &'static [Named<P>],
+        name: &str,
+    ) -> Result<&'static Named<P>, UnknownPreset> {
+        find_preset(kind, presets, |p| p.name, name)
+    }
+}
+
+/// Pages of `page_bytes` that `len` bytes at `offset` touch (0 for an empty request).
+pub(crate) fn pages_touched(page_bytes: u64, offset: u64, len: u64) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    let pb = page_bytes.max(1);
+    offset.saturating_add(len - 1) / pb - offset / pb + 1
+}
+
 /// A storage device as a cost model.
 pub trait Device {
     /// Reads `len` bytes at byte `offset`; returns the service time.

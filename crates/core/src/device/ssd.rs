@@ -57,11 +57,7 @@ impl SsdParams {
 
     /// Pages of `page_bytes` that `len` bytes at `offset` touch.
     pub fn pages(&self, offset: u64, len: u64) -> u64 {
-        if len == 0 {
-            return 0;
-        }
-        let pb = self.page_bytes.max(1);
-        offset.saturating_add(len - 1) / pb - offset / pb + 1
+        super::pages_touched(self.page_bytes, offset, len)
     }
 
     fn seq_ns(len: u64, bytes_per_s: u64) -> Nanos {
@@ -103,16 +99,11 @@ impl FromStr for SsdParams {
 }
 
 /// A named SSD from the papers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SsdPreset {
-    pub name: &'static str,
-    pub params: SsdParams,
-    pub source: &'static str,
-}
+pub type SsdPreset = super::Named<SsdParams>;
 
 impl SsdPreset {
     pub fn find(name: &str) -> Result<&'static SsdPreset, UnknownPreset> {
-        super::find_preset("SSD", SSD_PRESETS, |p| p.name, name)
+        Self::find_in("SSD", SSD_PRESETS, name)
     }
 }
 
