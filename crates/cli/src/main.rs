@@ -1,5 +1,6 @@
 //! The `ssdcache` command.
 
+mod control;
 mod heap;
 mod output;
 mod plot;
@@ -46,6 +47,13 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
     /// Check a cache's metadata: both slots, checksums, clean/update bits; exit 1 if it cannot start.
     Check(serve_cmd::CheckArgs),
+    /// A cache's state: from its running server (hit ratios, dirty segments, bytes per device,
+    /// maintenance), or from its files when none runs.
+    Status(serve_cmd::StatusArgs),
+    /// Make a running server write every dirty segment back now.
+    Flush(serve_cmd::ControlArgs),
+    /// Make a running server run the caching-and-eviction procedure now.
+    Maintain(serve_cmd::ControlArgs),
 }
 
 fn main() {
@@ -65,6 +73,9 @@ fn main() {
         Command::Create(args) => serve_cmd::create(args),
         Command::Serve(args) => serve_cmd::serve(args),
         Command::Check(args) => serve_cmd::check(args),
+        Command::Status(args) => serve_cmd::status(args),
+        Command::Flush(args) => serve_cmd::flush(args),
+        Command::Maintain(args) => serve_cmd::maintain(args),
     };
     if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {
         eprintln!("heap peak bytes: {}", heap::peak());

@@ -1,21 +1,28 @@
-//! `ssdcache create | serve | check`: the persistent write-back SSD cache of
-//! paper 000 (PWC) served over NBD (`ssdcache_serve::cache::engine`).
+//! `ssdcache create | serve | check | status | flush | maintain`: the
+//! persistent SSD cache of paper 000 (PWC write-back, or a write-through /
+//! write-around / passthrough baseline) served over NBD
+//! (`ssdcache_serve::cache`).
 //!
 //! A cache is a file (or device) CACHE in front of a backing file BACKING.
 //! CACHE holds a 4 KiB superblock, the two metadata slots, then the SSD
-//! segment slots; BACKING stays a plain image (see the engine's module doc).
+//! segment slots; BACKING stays a plain image (see `cache::layout`).
 
+use crate::control::{self, Reply};
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use serde_json::Value;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
-use ssdcache_serve::cache::engine::{self, Superblock};
-use ssdcache_serve::cache::{recover, FileDevice};
+use ssdcache_serve::cache::layout::{self, CacheMode, Superblock};
+use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice};
 use ssdcache_serve::{Backend, Export, Server, ServerConfig};
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Paper 000 §3.1: segments of 128 KiB to 1 MiB.
+const SEGMENT_RANGE: std::ops::RangeInclusive<u64> = (128 << 10)..=(1 << 20);
 
 #[derive(Args)]
 pub struct CreateArgs {
@@ -26,6 +33,12 @@ pub struct CreateArgs {
     /// Segment size (paper 000 §3.1: 128 KiB to 1 MiB; a multiple of 4 KiB).
     #[arg(long, default_value = "1MiB")]
     segment: String,
+    /// write-back: paper 000's PWC (hot segments cached once a day, writes to them stay on the
+    /// SSD); write-through: a replacement policy (`serve --policy`, LRU by default) fills on
+    /// every miss, writes go to both devices; write-around: the same, but write misses are not
+    /// cached; passthrough: no caching. Fixed for the cache's life (recovery depends on it).
+    #[arg(long, default_value = "write-back")]
+    mode: String,
     /// Overwrite a cache CACHE already holds (discarding what it caches).
     #[arg(long)]
     force: bool,
@@ -43,12 +56,20 @@ pub struct ServeArgs {
     /// Export name (the empty default name also selects it).
     #[arg(long, default_value = "")]
     export: String,
-    /// Run the caching-and-eviction procedure this often (paper 000 §4.1: daily). SIGUSR1 runs it now.
+    /// Run the caching-and-eviction procedure this often (paper 000 §4.1: daily).
+    /// `ssdcache maintain` or SIGUSR1 runs it now.
     #[arg(long, default_value = "24h")]
     period: String,
-    /// Cache mode. Only write-back (PWC) is implemented.
-    #[arg(long, default_value = "write-back")]
-    mode: String,
+    /// Let a due procedure wait until no request has arrived for this long (paper 000: "in idle time").
+    #[arg(long)]
+    idle: Option<String>,
+    /// Replacement policy of a write-through or write-around cache (any of `ssdcache policies`
+    /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
+    #[arg(long, default_value = "lru")]
+    policy: String,
+    /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl).
+    #[arg(long)]
+    control: Option<PathBuf>,
     /// Start even if both metadata slots are unusable, formatting them afresh
     /// (discards the SSD cache, including writes not yet written back).
     #[arg(long)]
@@ -64,9 +85,34 @@ pub struct CheckArgs {
     cache: PathBuf,
 }
 
+#[derive(Args)]
+pub struct StatusArgs {
+    /// Cache file made by `ssdcache create`.
+    cache: PathBuf,
+    /// The server's control socket (default: CACHE.ctl).
+    #[arg(long)]
+    control: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ControlArgs {
+    /// Cache file a running `ssdcache serve` serves.
+    cache: PathBuf,
+    /// The server's control socket (default: CACHE.ctl).
+    #[arg(long)]
+    control: Option<PathBuf>,
+}
+
 pub fn create(a: CreateArgs) -> Result<()> {
     let seg = parse_bytes(&a.segment).map_err(|e| anyhow::anyhow!("--segment: {e}"))?;
-    let seg = u32::try_from(seg).context("--segment is too large")?;
+    if !SEGMENT_RANGE.contains(&seg) || seg % 4096 != 0 {
+        bail!("--segment {}: must be a multiple of 4 KiB from 128 KiB to 1 MiB (paper 000 §3.1)", a.segment);
+    }
+    let seg = seg as u32;
+    let mode: CacheMode = a.mode.parse().map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
     if !a.cache.exists() {
         bail!(
             "{} does not exist: create it with its size first (e.g. `truncate -s 64M {}`)",
@@ -74,11 +120,12 @@ pub fn create(a: CreateArgs) -> Result<()> {
             a.cache.display()
         );
     }
-    let sb = engine::create(&a.cache, &a.backing, seg, a.force)
+    let sb = layout::create(&a.cache, &a.backing, seg, mode, a.force)
         .with_context(|| format!("creating a cache in {}", a.cache.display()))?;
     let g = sb.geometry;
     println!(
-        "created: {} SSD segments of {} ({}) for {} HDD segments ({}); metadata {} bytes at {}, data at {}",
+        "created a {} cache: {} SSD segments of {} ({}) for {} HDD segments ({}); metadata {} bytes at {}, data at {}",
+        sb.mode.name(),
         g.ssd_segments,
         format_bytes(g.segment_size as u64),
         format_bytes(g.ssd_segments as u64 * g.segment_size as u64),
@@ -106,18 +153,17 @@ impl log::Log for Stderr {
     fn flush(&self) {}
 }
 
+fn duration(flag: &str, text: &str) -> Result<Duration> {
+    let ns = parse_duration_ns(text).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+    if ns == 0 {
+        bail!("{flag} must be positive");
+    }
+    Ok(Duration::from_nanos(ns))
+}
+
 pub fn serve(a: ServeArgs) -> Result<()> {
-    match a.mode.as_str() {
-        "write-back" | "wb" | "pwc" => {}
-        "write-through" | "write-around" | "read-only" | "write-only" => {
-            bail!("--mode {}: not implemented yet (only write-back, paper 000's PWC, is)", a.mode)
-        }
-        m => bail!("--mode {m}: unknown mode (write-back is the only one implemented)"),
-    }
-    let period = parse_duration_ns(&a.period).map_err(|e| anyhow::anyhow!("--period: {e}"))?;
-    if period == 0 {
-        bail!("--period must be positive");
-    }
+    let period = duration("--period", &a.period)?;
+    let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
     let level = match a.verbose {
         0 => log::LevelFilter::Warn,
         1 => log::LevelFilter::Info,
@@ -126,26 +172,39 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     log::set_logger(Box::leak(Box::new(Stderr(level)))).expect("logger set once");
     log::set_max_level(level);
 
-    let (backend, started) = engine::open_files(&a.cache, &a.backing, a.force)
+    let backing: Arc<dyn BlockDevice> = Arc::new(
+        FileDevice::open(&a.backing).with_context(|| format!("opening the backing store {}", a.backing.display()))?,
+    );
+    let config = EngineConfig { policy: a.policy.clone() };
+    let (backend, started, sb) = layout::open_files(&a.cache, backing, &config, a.force)
         .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
     eprintln!(
-        "ssdcache serve: started ({:?}; loaded metadata version {:?}, {} segment(s) copied)",
-        started.kind, started.loaded_version, started.copied
+        "ssdcache serve: started a {} cache ({:?}; loaded metadata version {:?}, {} segment(s) copied)",
+        sb.mode.name(),
+        started.kind,
+        started.loaded_version,
+        started.copied
     );
     if let Some(e) = &started.fallback {
         eprintln!("ssdcache serve: warning: the newer metadata slot was unusable ({e}); the older one was used");
     }
     let backend = Arc::new(backend);
-    backend.start_period(Duration::from_nanos(period));
+    if sb.mode == CacheMode::WriteBack {
+        backend.start_period(period, idle);
+    }
     let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
-        .with_description("ssdcache PWC write-back cache".to_string());
+        .with_description(format!("ssdcache {} cache", sb.mode.name()));
     let server = Server::new(vec![export], ServerConfig::default())?;
+    let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
 
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
+        let control_listener = control::bind(&control_path).await?;
+        let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone()));
         let listener = tokio::net::TcpListener::bind(a.listen).await?;
         let handle = server.start(listener)?;
         println!("listening on {}", handle.local_addr());
+        eprintln!("ssdcache serve: control socket {}", control_path.display());
         std::io::stdout().flush()?;
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate())?;
@@ -165,6 +224,8 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             }
         }
         eprintln!("ssdcache serve: stopping");
+        control_task.abort();
+        let _ = std::fs::remove_file(&control_path);
         // Drains the connections, then Backend::shutdown: write back, clean bit.
         let report = handle.shutdown().await?;
         eprintln!("ssdcache serve: stopped cleanly after {} connection(s), {} aborted", report.connections, report.aborted);
@@ -185,8 +246,13 @@ pub fn check(a: CheckArgs) -> Result<()> {
     };
     let g = sb.geometry;
     println!(
-        "superblock: segment {} bytes, {} SSD segments, {} HDD segments, metadata at {}, data at {}",
-        g.segment_size, g.ssd_segments, g.hdd_segments, sb.meta_offset, sb.data_offset
+        "superblock: {} cache, segment {} bytes, {} SSD segments, {} HDD segments, metadata at {}, data at {}",
+        sb.mode.name(),
+        g.segment_size,
+        g.ssd_segments,
+        g.hdd_segments,
+        sb.meta_offset,
+        sb.data_offset
     );
     let store = sb.store(&dev)?;
     for (i, slot) in store.read_both().into_iter().enumerate() {
@@ -224,4 +290,178 @@ pub fn check(a: CheckArgs) -> Result<()> {
             std::process::exit(1);
         }
     }
+}
+
+fn control_path(cache: &Path, given: &Option<PathBuf>) -> PathBuf {
+    given.clone().unwrap_or_else(|| control::default_path(cache))
+}
+
+/// `ssdcache flush` / `ssdcache maintain`: a command the running server must execute.
+fn server_command(a: &ControlArgs, cmd: &str) -> Result<Value> {
+    let path = control_path(&a.cache, &a.control);
+    match control::request(&path, cmd)? {
+        Reply::Ok(v) => Ok(v),
+        Reply::NotRunning(e) => bail!(
+            "no server is running for {} (control socket {}: {e}); `{cmd}` needs one \
+             (a stopped cache is already written back if `ssdcache check` says clean)",
+            a.cache.display(),
+            path.display()
+        ),
+    }
+}
+
+pub fn flush(a: ControlArgs) -> Result<()> {
+    let v = server_command(&a, "flush")?;
+    println!("written back: {} segment(s); both devices synced", v["written_back"]);
+    Ok(())
+}
+
+pub fn maintain(a: ControlArgs) -> Result<()> {
+    let v = server_command(&a, "maintain")?;
+    let r = &v["report"];
+    let newly = r["plan"].as_array().map_or(0, |p| p.len());
+    println!(
+        "caching and eviction: {newly} segment(s) newly cached, {} cached, {:.3} s",
+        r["cached"],
+        r["seconds"].as_f64().unwrap_or(0.0)
+    );
+    Ok(())
+}
+
+/// `ssdcache status`: from the running server, else from the files.
+pub fn status(a: StatusArgs) -> Result<()> {
+    let path = control_path(&a.cache, &a.control);
+    match control::request(&path, "status")? {
+        Reply::Ok(v) => {
+            if a.json {
+                println!("{}", serde_json::json!({"running": true, "pid": v["pid"], "status": v["status"]}));
+            } else {
+                print_live_status(&a.cache, &v);
+            }
+            Ok(())
+        }
+        Reply::NotRunning(_) => offline_status(&a.cache, a.json),
+    }
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1} %", 100.0 * part as f64 / whole as f64)
+    }
+}
+
+fn when(unix: Option<f64>) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+    match unix {
+        None => "never".into(),
+        Some(t) if t <= now => format!("{:.0} s ago", now - t),
+        Some(t) => format!("in {:.0} s", t - now),
+    }
+}
+
+fn print_live_status(cache: &Path, v: &Value) {
+    let s = &v["status"];
+    let u = |k: &str| s[k].as_u64().unwrap_or(0);
+    let seg = u("segment_size");
+    println!("cache        {} — served by pid {}", cache.display(), v["pid"]);
+    println!("mode         {} (policy {})", s["mode"].as_str().unwrap_or("?"), s["policy"].as_str().unwrap_or("?"));
+    println!(
+        "geometry     {} SSD slots of {} ({}) for {} HDD segments ({})",
+        u("ssd_segments"),
+        format_bytes(seg),
+        format_bytes(u("ssd_segments") * seg),
+        u("hdd_segments"),
+        format_bytes(u("hdd_segments") * seg)
+    );
+    println!(
+        "cached       {} segment(s) ({}), {} dirty ({})",
+        u("cached"),
+        format_bytes(u("cached") * seg),
+        u("dirty"),
+        format_bytes(u("dirty") * seg)
+    );
+    let (rh, rm, wh, wm) = (u("read_hits"), u("read_misses"), u("write_hits"), u("write_misses"));
+    println!("reads        {} piece(s), hit ratio {}", rh + rm, pct(rh, rh + rm));
+    println!("writes       {} piece(s), to cached segments {}", wh + wm, pct(wh, wh + wm));
+    println!(
+        "bytes        SSD read {} written {}; backing read {} written {}",
+        format_bytes(u("ssd_read")),
+        format_bytes(u("ssd_written")),
+        format_bytes(u("hdd_read")),
+        format_bytes(u("hdd_written"))
+    );
+    println!("copies       {} segment(s) filled, {} written back", u("filled"), u("written_back"));
+    println!("metadata     version {}, {} procedure(s) completed", u("version"), u("procedures"));
+    if s["mode"] == "write-back" {
+        let last = &s["last_report"];
+        let what = if last.is_null() {
+            String::new()
+        } else {
+            format!(
+                " ({} newly cached, {:.3} s)",
+                last["plan"].as_array().map_or(0, |p| p.len()),
+                last["seconds"].as_f64().unwrap_or(0.0)
+            )
+        };
+        let idle = s["idle"].as_f64().map(|i| format!(", after {i:.0} s idle")).unwrap_or_default();
+        println!(
+            "maintenance  last {}{what}; next due {}{idle}{}",
+            when(s["last_maintenance"].as_f64()),
+            when(s["next_maintenance"].as_f64()),
+            if s["in_procedure"] == true { "; RUNNING NOW" } else { "" }
+        );
+    }
+    println!("uptime       {:.0} s", s["uptime"].as_f64().unwrap_or(0.0));
+}
+
+/// Status read from the cache file when no server runs.
+fn offline_status(cache: &Path, json: bool) -> Result<()> {
+    let dev = FileDevice::open(cache).with_context(|| format!("opening {}", cache.display()))?;
+    let sb = Superblock::read(&dev).with_context(|| format!("reading {}", cache.display()))?;
+    let g = sb.geometry;
+    let loaded = recover::load(&sb.store(&dev)?);
+    let seg = g.segment_size as u64;
+    if json {
+        let meta = match &loaded {
+            Ok(l) => serde_json::json!({
+                "slot": l.slot, "version": l.meta.version, "clean": l.meta.clean, "update": l.meta.update,
+                "procedures": l.meta.procedures, "cached": l.meta.map.iter().flatten().count(),
+            }),
+            Err(e) => serde_json::json!({"error": e.to_string()}),
+        };
+        let out = serde_json::json!({
+            "running": false, "mode": sb.mode, "segment_size": seg, "ssd_segments": g.ssd_segments,
+            "hdd_segments": g.hdd_segments, "metadata": meta,
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    println!("cache        {} — no server running", cache.display());
+    println!("mode         {}", sb.mode.name());
+    println!(
+        "geometry     {} SSD slots of {} for {} HDD segments ({})",
+        g.ssd_segments,
+        format_bytes(seg),
+        g.hdd_segments,
+        format_bytes(g.hdd_segments * seg)
+    );
+    match loaded {
+        Ok(l) => {
+            let m = &l.meta;
+            let cached = m.map.iter().flatten().count() as u64;
+            println!("cached       {cached} segment(s) ({})", format_bytes(cached * seg));
+            let state = if m.update {
+                "interrupted during caching and eviction (the next start refills the SSD)"
+            } else if m.clean {
+                "clean (the backing store holds every write)"
+            } else {
+                "not clean (the next start writes every cached segment back)"
+            };
+            println!("metadata     version {} in slot {}, {} procedure(s); {state}", m.version, l.slot, m.procedures);
+        }
+        Err(e) => println!("metadata     unusable: {e}"),
+    }
+    Ok(())
 }

@@ -105,6 +105,12 @@ impl FileDevice {
     }
 }
 
+impl std::os::fd::AsRawFd for FileDevice {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
 impl BlockDevice for FileDevice {
     fn len(&self) -> u64 {
         self.size

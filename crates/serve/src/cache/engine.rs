@@ -1,388 +1,190 @@
-//! The cache engine: paper 000's persistent write-back SSD cache (PWC) served
-//! as an NBD [`Backend`], its hot-segment decisions taken by the simulator's
-//! own PWC policy (`ssdcache::policy::tiered::pwc::Pwc`).
+//! The cache engine: paper 000's persistent SSD cache served as an NBD
+//! [`Backend`], its decisions taken by the simulator's own policies
+//! ([`super::decide`]).
 //!
-//! - **Data path**: every request goes through a [`CacheMap`] (SSD slot map,
-//!   dirty bitmap, write-back), all behind one mutex — simple and correct
-//!   first; requests of all connections are serialised.
+//! - **Data path**: a [`CacheMap`] (slot map, dirty bitmap, segment locks);
+//!   requests of all connections run in parallel except on the same
+//!   segments. Each request first goes through the [`Decider`] (one short
+//!   lock): PWC counts the reference; a write-through/write-around
+//!   replacement policy may fill a slot now (a real-time fill, the cost
+//!   paper 000 §4 blames LRU's for), done before the request's own I/O.
 //! - **Flush / FUA** = [`CacheMap::flush`], which syncs both devices, so a
 //!   flush on one connection covers every connection: `multi_conn` is true.
 //! - **Trim and write-zeroes** write zeroes through the map (exact; a trim is
-//!   only a hint, so zeroing is allowed). A trim is not a PWC reference (as in
-//!   the simulator); write-zeroes is a write.
-//! - **Decisions**: each request's segments are fed to a [`Pwc`] instance,
-//!   one [`Access`] per segment touched. The simulator keys pages as
-//!   `dev<<44 | page` and PWC groups them as `key / pages_per_segment`; with
-//!   one device that is `byte offset / segment size`, which is the key we
-//!   feed, to a `Pwc` configured with one "page" per segment. The frequency
-//!   behaviour is identical: PWC counts consecutive references to one segment
-//!   once, so a request's pages (or several requests in a row) in one segment
-//!   are one reference either way. [`CachedBackend::maintain`] runs
-//!   [`Pwc::procedure`] and turns the slot→segment [`Pwc::mapping`] it leaves
-//!   into the plan of [`CacheMap::caching_and_eviction`]: the slots whose
-//!   segment changed, in the order PWC's evict clock visited them (from the
-//!   slot after its previous position), so the persisted evict clock is PWC's.
-//! - **Period**: [`CachedBackend::start_period`] runs `maintain` from a
-//!   background thread every `period` (paper 000 §4.1: once a day); it can
-//!   also be called on demand.
-//! - **Shutdown** ([`Backend::shutdown`]): stops the period thread, then
-//!   [`CacheMap::shutdown`]: every dirty segment written back, metadata saved
-//!   with the clean bit.
+//!   only a hint, so zeroing is allowed). A trim is a PWC reference only
+//!   (as in the simulator); write-zeroes is a write.
+//! - **Maintenance** (write-back): [`CachedBackend::maintain`] runs PWC's
+//!   procedure and hands its plan to [`CacheMap::caching_and_eviction`],
+//!   which runs while requests go on (writes go to both devices meanwhile).
+//!   It runs every `period`, optionally only once the device has been idle
+//!   for `idle` (paper 000 §4.1: once a day, in idle time), and on demand.
+//! - **Shutdown** ([`Backend::shutdown`]): stops the period thread, hands PWC's
+//!   frequencies to the map, then [`CacheMap::shutdown`]: every dirty segment
+//!   written back, metadata saved with the clean bit.
 //!
-//! **Restart.** `Pwc` is seeded ([`Pwc::restore`]) from the loaded metadata:
-//! the address map, the evict clock and the frequency of every touched
-//! segment. The frequency table persisted by [`CacheMap`] is
-//! PWC's own table (reads and writes, decayed at each procedure): the engine
-//! hands it to the map before each procedure and at shutdown. After a crash
-//! the table is the one of the last procedure or clean stop.
-//!
-//! **On-disk layout of a cache file** (ours; the paper keeps the metadata "on
-//! the HDD or the SSD", §3.2): bytes `0..4096` are a [`Superblock`] written
-//! once by `create` and never again (so no later save can tear it): it names
-//! the geometry and where the rest lives; then the two metadata slots
-//! ([`super::meta`]) at [`META_OFFSET`]; then the SSD slots, slot `s` at
-//! `data_offset + s·segment`. The backing file is the HDD as it is: segment
-//! `h` at `h·segment`, so it stays a plain image usable without the cache
-//! after a clean shutdown.
+//! **Restart.** The decider is seeded from the loaded metadata: PWC gets the
+//! address map, the evict clock and the frequency of every touched segment
+//! (the table persisted is PWC's own, decayed at each procedure: the engine
+//! hands it to the map before each procedure and at shutdown); a replacement
+//! policy gets the cached segments (after a clean stop; a write-through cache
+//! restarts empty after a crash, see [`super::map`]).
 
-use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ssdcache::policy::tiered::pwc::{Pwc, PwcConfig};
-use ssdcache::policy::{Access, Effects, Policy, NEVER};
 use ssdcache::trace::Op;
 
-use super::device::{check_range, BlockDevice, FileDevice};
-use super::map::CacheMap;
-use super::meta::{region_len, Geometry, MetaStore, SLOT_ALIGN};
-use super::recover::{RecoverError, Started};
+use super::decide::Decider;
+use super::device::BlockDevice;
+use super::layout::CacheMode;
+use super::map::{CacheMap, MapStatus};
 use crate::Backend;
 
-/// A window of another device: `len` bytes from `base`.
-#[derive(Debug)]
-pub struct Region<D> {
-    dev: D,
-    base: u64,
-    len: u64,
+/// What the engine is asked to run with besides what the cache file says.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Replacement policy of write-through/write-around caches (a simulator
+    /// policy spec, e.g. `lru`, `arc`); ignored by write-back (PWC) and
+    /// passthrough.
+    pub policy: String,
 }
 
-impl<D: BlockDevice> Region<D> {
-    /// The bytes `base..base+len` of `dev`.
-    pub fn new(dev: D, base: u64, len: u64) -> io::Result<Self> {
-        check_range(dev.len(), base, len as usize)?;
-        Ok(Region { dev, base, len })
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { policy: "lru".into() }
     }
-}
-
-impl<D: BlockDevice> BlockDevice for Region<D> {
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
-        self.dev.read_at(buf, self.base + offset)
-    }
-    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        check_range(self.len, offset, data.len())?;
-        self.dev.write_at(data, self.base + offset)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.dev.sync()
-    }
-}
-
-/// First bytes of a cache file.
-pub const SUPER_MAGIC: [u8; 8] = *b"SSDCACHE";
-/// Superblock layout version.
-pub const SUPER_FORMAT: u16 = 1;
-/// Where the metadata region starts in a cache file (after the superblock).
-pub const META_OFFSET: u64 = 4096;
-
-/// The fixed header of a cache file. Layout (little-endian): magic (8),
-/// format u16, reserved u16, segment size u32, SSD segments u32, reserved
-/// u32, HDD segments u64, metadata offset u64, data offset u64, CRC-32C of
-/// bytes 0..48 (u32); zero to 4096.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Superblock {
-    /// The cache's shape.
-    pub geometry: Geometry,
-    /// Offset of the two-slot metadata region.
-    pub meta_offset: u64,
-    /// Offset of SSD slot 0.
-    pub data_offset: u64,
-}
-
-impl Superblock {
-    /// The largest cache that fits a `cache_len`-byte file for a
-    /// `backing_len`-byte backing store in `segment`-byte segments.
-    pub fn plan(cache_len: u64, backing_len: u64, segment: u32) -> Result<Superblock, String> {
-        let seg = segment as u64;
-        if segment == 0 || !seg.is_multiple_of(4096) {
-            return Err(format!("segment size {segment} must be a positive multiple of 4096"));
-        }
-        if backing_len == 0 || !backing_len.is_multiple_of(seg) {
-            return Err(format!(
-                "the backing store's size {backing_len} is not a positive multiple of the segment size {segment}"
-            ));
-        }
-        let hdd = backing_len / seg;
-        let layout = |s: u32| {
-            let g = Geometry { segment_size: segment, ssd_segments: s, hdd_segments: hdd };
-            let data_offset = META_OFFSET + region_len(&g);
-            Superblock { geometry: g, meta_offset: META_OFFSET, data_offset }
-        };
-        let mut s = (cache_len.saturating_sub(META_OFFSET) / seg).min(u32::MAX as u64) as u32;
-        while s > 0 && layout(s).end() > cache_len {
-            s -= 1;
-        }
-        if s == 0 {
-            return Err(format!(
-                "a {cache_len}-byte cache file holds no {segment}-byte segment after its metadata ({} bytes)",
-                layout(1).data_offset
-            ));
-        }
-        Ok(layout(s))
-    }
-
-    /// Bytes of the cache file used.
-    pub fn end(&self) -> u64 {
-        self.data_offset + self.geometry.ssd_segments as u64 * self.geometry.segment_size as u64
-    }
-
-    /// The 4096-byte encoding.
-    pub fn encode(&self) -> Vec<u8> {
-        let g = &self.geometry;
-        let mut b = vec![0u8; SLOT_ALIGN as usize];
-        b[0..8].copy_from_slice(&SUPER_MAGIC);
-        b[8..10].copy_from_slice(&SUPER_FORMAT.to_le_bytes());
-        b[12..16].copy_from_slice(&g.segment_size.to_le_bytes());
-        b[16..20].copy_from_slice(&g.ssd_segments.to_le_bytes());
-        b[24..32].copy_from_slice(&g.hdd_segments.to_le_bytes());
-        b[32..40].copy_from_slice(&self.meta_offset.to_le_bytes());
-        b[40..48].copy_from_slice(&self.data_offset.to_le_bytes());
-        let crc = crc32c::crc32c(&b[..48]);
-        b[48..52].copy_from_slice(&crc.to_le_bytes());
-        b
-    }
-
-    /// Parses a superblock; `None` if `b` does not start with the magic.
-    pub fn decode(b: &[u8]) -> Option<Result<Superblock, String>> {
-        if b.len() < 52 || b[0..8] != SUPER_MAGIC {
-            return None;
-        }
-        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
-        let format = u16::from_le_bytes([b[8], b[9]]);
-        Some(if crc32c::crc32c(&b[..48]) != u32_at(48) {
-            Err("superblock checksum mismatch".into())
-        } else if format != SUPER_FORMAT {
-            Err(format!("unknown superblock format {format}"))
-        } else {
-            let g = Geometry { segment_size: u32_at(12), ssd_segments: u32_at(16), hdd_segments: u64_at(24) };
-            let sb = Superblock { geometry: g, meta_offset: u64_at(32), data_offset: u64_at(40) };
-            if g.segment_size == 0 || sb.meta_offset + region_len(&g) > sb.data_offset {
-                Err(format!("inconsistent superblock {sb:?}"))
-            } else {
-                Ok(sb)
-            }
-        })
-    }
-
-    /// Reads the superblock of a cache file.
-    pub fn read(dev: &dyn BlockDevice) -> io::Result<Superblock> {
-        let mut b = vec![0u8; 52.min(dev.len() as usize)];
-        dev.read_at(&mut b, 0)?;
-        let bad = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
-        match Superblock::decode(&b) {
-            None => Err(bad("not an ssdcache cache file (no superblock; create it with `ssdcache create`)".into())),
-            Some(Err(e)) => Err(bad(e)),
-            Some(Ok(sb)) if sb.end() > dev.len() => {
-                Err(bad(format!("the cache file has {} bytes, its superblock needs {}", dev.len(), sb.end())))
-            }
-            Some(Ok(sb)) => Ok(sb),
-        }
-    }
-
-    /// The metadata region of a cache file.
-    pub fn store<D: BlockDevice>(&self, dev: D) -> io::Result<MetaStore<D>> {
-        MetaStore::new(dev, self.meta_offset, self.geometry)
-    }
-}
-
-/// Formats `cache` as a cache for `backing` (whose size fixes the HDD
-/// segments): superblock zeroed, both metadata slots written empty, then the
-/// superblock, each step synced (a cut leaves no superblock, i.e. no cache).
-/// Refuses a file that already holds a cache unless `force`.
-pub fn create(cache: &Path, backing: &Path, segment: u32, force: bool) -> io::Result<Superblock> {
-    let dev = FileDevice::open(cache)?;
-    let hdd = FileDevice::open(backing)?;
-    let sb =
-        Superblock::plan(dev.len(), hdd.len(), segment).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let mut head = vec![0u8; 52.min(dev.len() as usize)];
-    dev.read_at(&mut head, 0)?;
-    if Superblock::decode(&head).is_some() && !force {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!(
-                "{} already holds an ssdcache cache; --force overwrites it, discarding what it caches \
-                 (including writes not yet written back if it was not shut down cleanly: see `ssdcache check`)",
-                cache.display()
-            ),
-        ));
-    }
-    dev.write_at(&vec![0u8; SLOT_ALIGN as usize], 0)?;
-    dev.sync()?;
-    sb.store(&dev)?.format()?;
-    dev.write_at(&sb.encode(), 0)?;
-    dev.sync()?;
-    Ok(sb)
-}
-
-/// The engine over files: SSD slots in a window of the cache file, metadata
-/// through a second handle on it, the backing file as the HDD.
-pub type FileCache = CachedBackend<Region<FileDevice>, FileDevice, FileDevice>;
-
-/// Why a cache could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// A file could not be opened or is not a cache.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    /// The start procedure refused.
-    #[error("{0}")]
-    Recover(#[from] RecoverError),
-}
-
-/// Opens a cache file and its backing file and runs the start procedure.
-pub fn open_files(cache: &Path, backing: &Path, force: bool) -> Result<(FileCache, Started), OpenError> {
-    let open =
-        |p: &Path| -> io::Result<FileDevice> { FileDevice::from_file(File::options().read(true).write(true).open(p)?) };
-    let meta_dev = open(cache)?;
-    let sb = Superblock::read(&meta_dev)?;
-    let g = sb.geometry;
-    let ssd = Region::new(open(cache)?, sb.data_offset, g.ssd_segments as u64 * g.segment_size as u64)?;
-    let hdd = open(backing)?;
-    let want = g.hdd_segments * g.segment_size as u64;
-    if hdd.len() != want {
-        return Err(OpenError::Io(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("the backing store has {} bytes; this cache was created for one of {want}", hdd.len()),
-        )));
-    }
-    let (map, started) = CacheMap::open(ssd, hdd, sb.store(meta_dev)?, force)?;
-    Ok((CachedBackend::new(map), started))
 }
 
 /// What one maintenance run did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct MaintainReport {
     /// `(slot, segment)` newly cached, in evict-clock order.
     pub plan: Vec<(u32, u64)>,
     /// Slots holding a segment afterwards.
     pub cached: usize,
+    /// Seconds it took.
+    pub seconds: f64,
 }
 
-struct State<S, H, M> {
-    /// `None` once shut down.
-    map: Option<CacheMap<S, H, M>>,
-    pwc: Pwc,
-    fx: Effects,
-    seq: u64,
+/// Everything `ssdcache status` shows of a running engine.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EngineStatus {
+    pub mode: CacheMode,
+    pub policy: String,
+    pub segment_size: u64,
+    pub ssd_segments: u64,
+    pub hdd_segments: u64,
+    #[serde(flatten)]
+    pub map: MapStatus,
+    /// Unix seconds of the last completed procedure of this run.
+    pub last_maintenance: Option<f64>,
+    /// What the last procedure did.
+    pub last_report: Option<MaintainReport>,
+    /// Unix seconds when the next scheduled procedure becomes due.
+    pub next_maintenance: Option<f64>,
+    /// The procedure also waits for this much idle time (seconds).
+    pub idle: Option<f64>,
+    /// Seconds since the engine opened.
+    pub uptime: f64,
 }
 
-impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> State<S, H, M> {
-    fn map(&mut self) -> io::Result<&mut CacheMap<S, H, M>> {
-        self.map.as_mut().ok_or_else(|| io::Error::other("the cache has been shut down"))
-    }
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
-    /// Feeds the segments of `offset..offset+len` to PWC.
-    fn reference(&mut self, op: Op, offset: u64, len: u64, seg: u64) {
-        if len == 0 {
-            return;
-        }
-        for key in offset / seg..=(offset + len - 1) / seg {
-            let a = Access { time: 0, key, op, partial: false, seq: self.seq, next_use: NEVER };
-            self.seq += 1;
-            self.fx.clear();
-            self.pwc.access(&a, &mut self.fx);
-        }
-    }
+fn unix(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
 
-    fn zero(&mut self, offset: u64, len: u64) -> io::Result<()> {
-        let map = self.map()?;
-        let zeros = vec![0u8; len.min(1 << 20) as usize];
-        let mut at = offset;
-        while at < offset + len {
-            let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            map.write(&zeros[..n], at)?;
-            at += n as u64;
-        }
-        Ok(())
-    }
-
-    /// Seeds PWC from the map's metadata.
-    fn resync(&mut self) {
-        if let Some(map) = &self.map {
-            let m = map.meta();
-            let freq =
-                m.touched.iter().zip(&m.freq).enumerate().filter(|(_, (t, _))| **t).map(|(h, (_, f))| (h as u64, *f));
-            self.pwc.restore(&m.map, freq, m.evict_hand as usize);
-        }
-    }
+#[derive(Default)]
+struct Schedule {
+    last: Option<SystemTime>,
+    last_report: Option<MaintainReport>,
+    next: Option<SystemTime>,
+    idle: Option<Duration>,
 }
 
 struct Shared<S, H, M> {
-    state: Mutex<State<S, H, M>>,
+    map: CacheMap<S, H, M>,
+    decider: Mutex<Decider>,
+    /// Serialises procedures (PWC's plan is computed against the map as it
+    /// is when the previous one finished).
+    maintaining: Mutex<()>,
+    schedule: Mutex<Schedule>,
+    opened: Instant,
+    /// Nanoseconds after `opened` of the last request's arrival.
+    last_request: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
 }
 
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
-    fn lock(&self) -> MutexGuard<'_, State<S, H, M>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// Feeds a request to the decider and performs the fills it asks for.
+    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<()> {
+        self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
+        if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
+            return Ok(()); // the map reports the range error
+        }
+        let seg = self.map.with_meta(|m| m.geometry.segment_size as u64);
+        let mut d = lock(&self.decider);
+        let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
+        // Fills happen under the decider's lock, so its slot bookkeeping and
+        // the map's moves happen in the same order.
+        for (slot, h) in fills {
+            self.map.replace(slot, h)?;
+        }
+        Ok(())
     }
 
     fn maintain(&self) -> io::Result<MaintainReport> {
-        let mut st = self.lock();
-        st.map()?;
-        let n = st.pwc.slots();
-        let hand = st.pwc.evict_clock();
-        st.fx.clear();
-        let State { pwc, fx, map, .. } = &mut *st;
-        pwc.procedure(fx);
-        let new = pwc.mapping();
-        let map = map.as_mut().expect("checked above");
-        let old = &map.meta().map;
-        // The slots PWC refilled, in the order its evict clock met them.
-        let plan: Vec<(u32, u64)> = (1..=n)
-            .map(|i| (hand + i) % n)
-            .filter(|&s| new[s] != old[s])
-            .map(|s| (s as u32, new[s].expect("PWC empties no slot")))
-            .collect();
-        // Persist PWC's (decayed) frequencies with the procedure's saves, so a
-        // restart resumes its decisions.
-        map.set_frequencies(|h| pwc.touched_frequency(h));
-        let r = map.caching_and_eviction(&plan);
-        if r.is_err() {
+        let _one = lock(&self.maintaining);
+        let t0 = Instant::now();
+        let plan = {
+            let mut d = lock(&self.decider);
+            let current = self.map.with_meta(|m| m.map.clone());
+            let Some(plan) = d.procedure(&current) else {
+                // Only PWC has a procedure; the others fill on access.
+                return Ok(MaintainReport {
+                    plan: Vec::new(),
+                    cached: self.map.status().cached as usize,
+                    seconds: 0.0,
+                });
+            };
+            // Persist PWC's (decayed) frequencies with the procedure's saves,
+            // so a restart resumes its decisions.
+            if let Some(f) = d.frequencies() {
+                self.map.set_frequencies(f);
+            }
+            plan
+        };
+        if let Err(e) = self.map.caching_and_eviction(&plan) {
             // The map may be half done: make PWC agree with it again.
-            st.resync();
+            lock(&self.decider).restore(&self.map.meta());
+            return Err(e);
         }
-        r?;
-        let cached = new.iter().filter(|m| m.is_some()).count();
-        log::info!("caching and eviction: {} segment(s) newly cached, {cached} cached", plan.len());
-        Ok(MaintainReport { plan, cached })
+        let cached = self.map.status().cached as usize;
+        let r = MaintainReport { plan, cached, seconds: t0.elapsed().as_secs_f64() };
+        log::info!("caching and eviction: {} segment(s) newly cached, {cached} cached", r.plan.len());
+        let mut s = lock(&self.schedule);
+        s.last = Some(SystemTime::now());
+        s.last_report = Some(r.clone());
+        Ok(r)
+    }
+
+    /// Time since the last request arrived.
+    fn idle_for(&self) -> Duration {
+        self.opened.elapsed().saturating_sub(Duration::from_nanos(self.last_request.load(Relaxed)))
     }
 }
 
-/// Paper 000's write-back SSD cache as an NBD backend (see the module doc).
+/// Paper 000's SSD cache as an NBD backend (see the module doc).
 pub struct CachedBackend<S, H, M> {
     shared: Arc<Shared<S, H, M>>,
     size: u64,
-    segment: u64,
+    mode: CacheMode,
     ticker: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -392,68 +194,123 @@ where
     H: BlockDevice + 'static,
     M: BlockDevice + 'static,
 {
-    /// The engine over an opened map; PWC (paper 000's parameters) is seeded
-    /// from the map's metadata.
-    pub fn new(map: CacheMap<S, H, M>) -> Self {
-        let g = map.meta().geometry;
-        let slots = g.ssd_segments as usize;
-        let pwc = Pwc::new(slots, PwcConfig { period: 0, idle: 0, ..PwcConfig::paper(1) });
-        let (size, segment) = (map.len(), g.segment_size as u64);
-        let mut state = State { map: Some(map), pwc, fx: Effects::new(), seq: 0 };
-        state.resync();
-        let shared = Arc::new(Shared { state: Mutex::new(state), stop: Mutex::new(false), wake: Condvar::new() });
-        CachedBackend { shared, size, segment, ticker: Mutex::new(None) }
+    /// The engine over an opened map, its decider seeded from the map's
+    /// metadata. Fails only on a bad `config.policy`.
+    pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
+        let decider = Decider::new(mode, &config.policy, &map.meta())?;
+        let shared = Arc::new(Shared {
+            map,
+            decider: Mutex::new(decider),
+            maintaining: Mutex::new(()),
+            schedule: Mutex::new(Schedule::default()),
+            opened: Instant::now(),
+            last_request: AtomicU64::new(0),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let size = shared.map.len();
+        Ok(CachedBackend { shared, size, mode, ticker: Mutex::new(None) })
     }
 
     /// Runs [`maintain`](Self::maintain) every `period` from a background
-    /// thread until [`Backend::shutdown`] (or drop).
-    pub fn start_period(&self, period: Duration) {
+    /// thread until [`Backend::shutdown`] (or drop). With `idle`, a due
+    /// procedure waits until no request has arrived for that long.
+    pub fn start_period(&self, period: Duration, idle: Option<Duration>) {
         let shared = Arc::clone(&self.shared);
+        let due = move |from: Instant| from + period;
+        lock(&shared.schedule).idle = idle;
         let handle = std::thread::Builder::new()
             .name("ssdcache-maintain".into())
             .spawn(move || {
-                let mut next = Instant::now() + period;
-                let mut stop = shared.stop.lock().unwrap_or_else(|e| e.into_inner());
+                let mut next = due(Instant::now());
+                let mut stop = lock(&shared.stop);
                 while !*stop {
                     let now = Instant::now();
-                    if now >= next {
-                        drop(stop);
-                        if let Err(e) = shared.maintain() {
-                            log::error!("periodic caching and eviction failed: {e}");
+                    lock(&shared.schedule).next = Some(SystemTime::now() + next.saturating_duration_since(now));
+                    let wait = match idle {
+                        _ if now < next => next - now,
+                        Some(idle) if shared.idle_for() < idle => idle - shared.idle_for(),
+                        _ => {
+                            drop(stop);
+                            if let Err(e) = shared.maintain() {
+                                log::error!("scheduled caching and eviction failed: {e}");
+                            }
+                            next = due(Instant::now());
+                            stop = lock(&shared.stop);
+                            continue;
                         }
-                        next = Instant::now() + period;
-                        stop = shared.stop.lock().unwrap_or_else(|e| e.into_inner());
-                        continue;
-                    }
-                    stop = shared.wake.wait_timeout(stop, next - now).unwrap_or_else(|e| e.into_inner()).0;
+                    };
+                    stop = shared.wake.wait_timeout(stop, wait).unwrap_or_else(|e| e.into_inner()).0;
                 }
             })
             .expect("spawn the maintenance thread");
         // A second call detaches the first thread; both stop together.
-        let _first = self.ticker.lock().unwrap_or_else(|e| e.into_inner()).replace(handle);
+        let _first = lock(&self.ticker).replace(handle);
     }
 
-    /// The caching-and-eviction procedure now: PWC chooses, the map moves.
+    /// The caching-and-eviction procedure now (write-back; the other modes
+    /// have none and report what is cached). Requests go on meanwhile.
     pub fn maintain(&self) -> io::Result<MaintainReport> {
         self.shared.maintain()
     }
 
-    /// The address map (HDD segment per SSD slot), as the map holds it.
-    pub fn mapping(&self) -> Vec<Option<u64>> {
-        self.shared.lock().map.as_ref().map(|m| m.meta().map.clone()).unwrap_or_default()
+    /// Writes every dirty segment back and syncs both devices now
+    /// (`ssdcache flush`); returns how many segments were written back.
+    pub fn write_back(&self) -> io::Result<u64> {
+        self.shared.map.write_back()
     }
 
-    /// PWC's frequency of HDD segment `seg`.
+    /// The cache mode.
+    pub fn mode(&self) -> CacheMode {
+        self.mode
+    }
+
+    /// What `ssdcache status` shows.
+    pub fn status(&self) -> EngineStatus {
+        let g = self.shared.map.with_meta(|m| m.geometry);
+        let s = lock(&self.shared.schedule);
+        EngineStatus {
+            mode: self.mode,
+            policy: lock(&self.shared.decider).name().to_string(),
+            segment_size: g.segment_size as u64,
+            ssd_segments: g.ssd_segments as u64,
+            hdd_segments: g.hdd_segments,
+            map: self.shared.map.status(),
+            last_maintenance: s.last.map(unix),
+            last_report: s.last_report.clone(),
+            next_maintenance: s.next.filter(|_| self.mode == CacheMode::WriteBack).map(unix),
+            idle: s.idle.map(|d| d.as_secs_f64()),
+            uptime: self.shared.opened.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// The address map (HDD segment per SSD slot), as the map holds it.
+    pub fn mapping(&self) -> Vec<Option<u64>> {
+        self.shared.map.with_meta(|m| m.map.clone())
+    }
+
+    /// PWC's frequency of HDD segment `seg` (0 in other modes).
     pub fn frequency(&self, seg: u64) -> u16 {
-        self.shared.lock().pwc.frequency(seg)
+        lock(&self.shared.decider).frequency(seg)
     }
 
     fn stop_ticker(&self) {
-        *self.shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
-        if let Some(h) = self.ticker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(h) = lock(&self.ticker).take() {
             let _ = h.join();
         }
+    }
+
+    fn zero(&self, offset: u64, len: u64) -> io::Result<()> {
+        let zeros = vec![0u8; len.min(1 << 20) as usize];
+        let mut at = offset;
+        while at < offset + len {
+            let n = (offset + len - at).min(zeros.len() as u64) as usize;
+            self.shared.map.write(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        Ok(())
     }
 }
 
@@ -461,7 +318,7 @@ impl<S, H, M> Drop for CachedBackend<S, H, M> {
     fn drop(&mut self) {
         // Without shutdown this is a crash as far as the metadata goes; the
         // next start recovers. Only the thread is stopped.
-        *self.shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
         if let Some(h) = self.ticker.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
@@ -480,67 +337,59 @@ where
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let mut st = self.shared.lock();
-        st.map()?;
-        st.reference(Op::Read, offset, buf.len() as u64, self.segment);
-        st.map()?.read(buf, offset)
+        self.shared.reference(Op::Read, offset, buf.len() as u64)?;
+        self.shared.map.read(buf, offset)
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        let mut st = self.shared.lock();
-        st.map()?;
-        st.reference(Op::Write, offset, data.len() as u64, self.segment);
-        let map = st.map()?;
-        map.write(data, offset)?;
+        self.shared.reference(Op::Write, offset, data.len() as u64)?;
+        self.shared.map.write(data, offset)?;
         if fua {
-            map.flush()?;
+            self.shared.map.flush()?;
         }
         Ok(())
     }
 
     fn flush(&self) -> io::Result<()> {
-        self.shared.lock().map()?.flush()
+        self.shared.map.flush()
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
-        let mut st = self.shared.lock();
-        st.map()?;
-        st.reference(Op::Trim, offset, len, self.segment);
-        st.zero(offset, len)?;
+        self.shared.reference(Op::Trim, offset, len)?;
+        self.zero(offset, len)?;
         if fua {
-            st.map()?.flush()?;
+            self.shared.map.flush()?;
         }
         Ok(())
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
-        let mut st = self.shared.lock();
-        st.map()?;
-        st.reference(Op::Write, offset, len, self.segment);
-        st.zero(offset, len)?;
+        self.shared.reference(Op::Write, offset, len)?;
+        self.zero(offset, len)?;
         if fua {
-            st.map()?.flush()?;
+            self.shared.map.flush()?;
         }
         Ok(())
     }
 
     fn multi_conn(&self) -> bool {
-        true // one map behind one lock; flush syncs both devices
+        true // flush syncs both devices, covering every connection's writes
     }
 
     fn shutdown(&self) -> io::Result<()> {
         self.stop_ticker();
-        let map = {
-            let mut st = self.shared.lock();
-            let State { pwc, map, .. } = &mut *st;
-            if let Some(m) = map.as_mut() {
-                m.set_frequencies(|h| pwc.touched_frequency(h));
+        let _one = lock(&self.shared.maintaining);
+        if let Some(f) = lock(&self.shared.decider).frequencies() {
+            self.shared.map.set_frequencies(f);
+        }
+        match self.shared.map.shutdown() {
+            Ok(m) => {
+                log::info!("cache shut down cleanly (metadata version {})", m.version);
+                Ok(())
             }
-            map.take()
-        };
-        match map {
-            Some(map) => map.shutdown().map(|m| log::info!("cache shut down cleanly (metadata version {})", m.version)),
-            None => Ok(()),
+            // Already shut down: nothing left to do.
+            Err(_) if self.shared.map.is_closed() => Ok(()),
+            Err(e) => Err(e),
         }
     }
 }
@@ -549,7 +398,8 @@ where
 mod tests {
     use super::*;
     use crate::cache::device::MemDevice;
-    use crate::cache::recover::StartKind;
+    use crate::cache::meta::{region_len, Geometry, MetaStore};
+    use crate::cache::recover::{StartKind, Started};
 
     const SEG: u64 = 8192;
     const SLOTS: u32 = 4;
@@ -582,9 +432,14 @@ mod tests {
         }
 
         fn open(&self) -> (Engine, Started) {
+            self.open_as(CacheMode::WriteBack)
+        }
+
+        fn open_as(&self, mode: CacheMode) -> (Engine, Started) {
             let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
-            let (map, st) = CacheMap::open(self.ssd.clone(), self.hdd.clone(), store, false).unwrap();
-            (CachedBackend::new(map), st)
+            let (map, st) =
+                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, false, mode.write_mode()).unwrap();
+            (CachedBackend::new(map, mode, &EngineConfig::default()).unwrap(), st)
         }
 
         fn hdd_seg(&self, h: u64) -> Vec<u8> {
@@ -596,7 +451,7 @@ mod tests {
         }
     }
 
-    fn read(e: &Engine, off: u64, len: usize) -> Vec<u8> {
+    fn read(e: &dyn Backend, off: u64, len: usize) -> Vec<u8> {
         let mut b = vec![0u8; len];
         e.read_at(&mut b, off).unwrap();
         b
@@ -604,7 +459,7 @@ mod tests {
 
     /// References segment `h` `n` times, each separated by a reference to
     /// another segment (consecutive references count once).
-    fn reference(e: &Engine, h: u64, n: usize) {
+    fn reference(e: &dyn Backend, h: u64, n: usize) {
         for _ in 0..n {
             read(e, h * SEG, 1);
             read(e, (HDD_SEGS - 1) * SEG, 1);
@@ -718,7 +573,7 @@ mod tests {
         let rig = Rig::new();
         let (e, _) = rig.open();
         e.write_at(&[3; 8], 4 * SEG, false).unwrap();
-        e.start_period(Duration::from_millis(5));
+        e.start_period(Duration::from_millis(5), None);
         let t = Instant::now();
         while e.mapping().iter().all(|m| m.is_none()) {
             assert!(t.elapsed() < Duration::from_secs(10), "the period never ran");
@@ -730,37 +585,120 @@ mod tests {
     }
 
     #[test]
-    fn superblock_plan_round_trip_and_create_refuses_to_overwrite() {
-        let sb = Superblock::plan(64 << 20, 256 << 20, 1 << 20).unwrap();
-        assert_eq!(sb.geometry.hdd_segments, 256);
-        assert_eq!(sb.geometry.ssd_segments, 63, "one segment's worth goes to the superblock and metadata");
-        assert!(sb.end() <= 64 << 20);
-        assert_eq!(Superblock::decode(&sb.encode()), Some(Ok(sb)));
-        let mut bad = sb.encode();
-        bad[20] ^= 1;
-        assert!(matches!(Superblock::decode(&bad), Some(Err(_))));
-        assert_eq!(Superblock::decode(&[0; 4096]), None);
-        assert!(Superblock::plan(64 << 20, (256 << 20) + 1, 1 << 20).is_err());
-        assert!(Superblock::plan(1 << 20, 256 << 20, 1 << 20).is_err());
-
-        let dir = tempfile::tempdir().unwrap();
-        let (c, b) = (dir.path().join("cache"), dir.path().join("backing"));
-        File::create(&c).unwrap().set_len(4 << 20).unwrap();
-        File::create(&b).unwrap().set_len(16 << 20).unwrap();
-        let sb = create(&c, &b, 1 << 20, false).unwrap();
-        assert_eq!(sb.geometry.ssd_segments, 3);
-        assert_eq!(create(&c, &b, 1 << 20, false).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
-        create(&c, &b, 1 << 20, true).unwrap();
-        let (e, st) = open_files(&c, &b, false).unwrap();
-        assert_eq!(st.kind, StartKind::Clean);
-        e.write_at(b"hello", (5 << 20) + 3, true).unwrap();
-        e.maintain().unwrap();
-        assert_eq!(e.mapping().iter().flatten().count(), 1);
-        e.write_at(b"world", (5 << 20) + 3, true).unwrap();
+    fn write_through_lru_fills_on_misses_never_dirties_and_restarts_empty_after_a_crash() {
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::WriteThrough);
+        assert_eq!(read(&e, 5 * SEG + 3, 2), [5, 5]);
+        assert_eq!(e.mapping(), vec![Some(5), None, None, None], "a read miss fills a slot at once");
+        assert_eq!(rig.ssd_slot(0), vec![5; SEG as usize]);
+        e.write_at(&[0xAA; 4], 5 * SEG, false).unwrap();
+        assert_eq!(rig.hdd_seg(5)[..4], [0xAA; 4], "writes reach the HDD");
+        assert_eq!(rig.ssd_slot(0)[..4], [0xAA; 4], "and the cached copy");
+        e.write_at(&[0xBB; 4], 9 * SEG, false).unwrap(); // a write miss allocates
+        for h in [10, 11, 12] {
+            read(&e, h * SEG, 1);
+        }
+        // LRU: 5 was the least recent when 12 arrived.
+        assert_eq!(e.mapping(), vec![Some(12), Some(9), Some(10), Some(11)]);
+        let st = e.status();
+        assert_eq!((st.map.dirty, st.map.filled, st.map.cached), (0, 5, 4));
+        assert_eq!(e.maintain().unwrap().plan, vec![], "no procedure outside write-back");
+        e.flush().unwrap();
+        // While it runs, the saved map is empty: a crash restarts cold and
+        // copies nothing (the HDD has every write).
+        assert_eq!(saved_mapping(&rig), vec![None; 4]);
+        drop(e);
+        let (e, st) = rig.open_as(CacheMode::WriteThrough);
+        assert_eq!((st.kind, st.copied), (StartKind::Unclean, 0));
+        assert_eq!(e.mapping(), vec![None; 4]);
+        assert_eq!(read(&e, 9 * SEG, 5), [0xBB, 0xBB, 0xBB, 0xBB, 9]);
+        read(&e, 7 * SEG, 1);
         e.shutdown().unwrap();
-        let backing = std::fs::read(&b).unwrap();
-        assert_eq!(&backing[(5 << 20) + 3..(5 << 20) + 8], b"world");
-        File::create(&b).unwrap().set_len(8 << 20).unwrap();
-        assert!(open_files(&c, &b, false).is_err(), "a backing store of another size is refused");
+        // A clean stop saves the map: the next start is warm.
+        assert_eq!(saved_mapping(&rig), vec![Some(9), Some(7), None, None]);
+        let (e, st) = rig.open_as(CacheMode::WriteThrough);
+        assert_eq!(st.kind, StartKind::Clean);
+        assert_eq!(e.mapping(), vec![Some(9), Some(7), None, None]);
+        assert_eq!(saved_mapping(&rig), vec![None; 4], "and saves an empty map again before serving");
+        assert_eq!(read(&e, 9 * SEG, 1), [0xBB]);
+        assert_eq!(e.status().map.read_hits, 1);
+    }
+
+    #[test]
+    fn write_around_and_passthrough() {
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::WriteAround);
+        e.write_at(&[1; 4], 3 * SEG, false).unwrap();
+        assert_eq!(e.mapping(), vec![None; 4], "a write miss is not cached");
+        read(&e, 3 * SEG, 4);
+        assert_eq!(e.mapping()[0], Some(3));
+        e.write_at(&[2; 4], 3 * SEG, false).unwrap();
+        assert_eq!((rig.hdd_seg(3)[..4].to_vec(), rig.ssd_slot(0)[..4].to_vec()), (vec![2; 4], vec![2; 4]));
+        e.shutdown().unwrap();
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::Passthrough);
+        read(&e, 3 * SEG, 4);
+        e.write_at(&[7; 4], 3 * SEG, false).unwrap();
+        assert_eq!(e.mapping(), vec![None; 4]);
+        assert_eq!(rig.hdd_seg(3)[..4], [7; 4]);
+        assert_eq!(e.status().map.hdd_read, 4);
+    }
+
+    /// An SSD that takes its time over each write, so that requests
+    /// certainly arrive while the procedure copies.
+    struct SlowSsd(Mem);
+    impl BlockDevice for SlowSsd {
+        fn len(&self) -> u64 {
+            self.0.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.0.read_at(buf, offset)
+        }
+        fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+            std::thread::sleep(Duration::from_millis(20));
+            self.0.write_at(data, offset)
+        }
+        fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn requests_go_on_during_the_procedure_and_write_to_both_devices() {
+        let rig = Rig::new();
+        let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
+        let (map, _) = CacheMap::open(SlowSsd(rig.ssd.clone()), rig.hdd.clone(), store, false).unwrap();
+        let e = CachedBackend::new(map, CacheMode::WriteBack, &EngineConfig::default()).unwrap();
+        for h in 0..4 {
+            e.write_at(&[h as u8 + 50; 8], h * SEG, false).unwrap();
+        }
+        e.maintain().unwrap(); // first fill: 0..4 cached
+        e.write_at(&[0xD1; 8], SEG, false).unwrap();
+        assert_eq!(e.status().map.dirty, 1);
+        for h in 4..8 {
+            reference(&e, h, 5);
+        }
+        std::thread::scope(|sc| {
+            let t = sc.spawn(|| e.maintain().unwrap());
+            // Wait until the procedure runs, then write to a cached segment
+            // it does not move and read an uncached one.
+            while !e.status().map.in_procedure {
+                std::thread::yield_now();
+            }
+            let t0 = Instant::now();
+            e.write_at(&[0xD2; 8], 2 * SEG + 8, false).unwrap();
+            assert_eq!(read(&e, 20 * SEG, 1), [20]);
+            let during = t0.elapsed();
+            let r = t.join().unwrap();
+            assert!(r.seconds > during.as_secs_f64(), "the request did not wait for the whole procedure");
+        });
+        let st = e.status();
+        assert_eq!((st.map.dirty, st.map.in_procedure), (0, false), "nothing is dirty after the procedure");
+        if e.mapping().contains(&Some(2)) {
+            assert_eq!(rig.hdd_seg(2)[8..16], [0xD2; 8], "the write during the procedure reached the HDD too");
+        }
+        assert_eq!(read(&e, 2 * SEG + 8, 8), [0xD2; 8]);
+        assert_eq!(rig.hdd_seg(1)[..8], [0xD1; 8], "dirty data written back by line 4");
+        e.shutdown().unwrap();
     }
 }

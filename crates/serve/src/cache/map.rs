@@ -1,81 +1,244 @@
-//! A minimal read/write path through the persistent map: the precursor of
-//! the cache engine, enough to drive the metadata and recovery through a
-//! real caching-and-eviction procedure (paper 000, Fig. 5) on real devices.
+//! The data path through the persistent map (paper 000 §3.1, §3.6, Fig. 5),
+//! safe to call from many threads at once.
 //!
 //! - A read or write is split at segment boundaries; a segment cached in SSD
 //!   slot `s` is served by the SSD, any other by the HDD (§3.1).
-//! - A write to a cached segment goes to the SSD only and marks the slot
-//!   dirty in the in-memory data bitmap (Fig. 3; never stored, §3.2).
+//! - **Write-back** ([`WriteMode::Back`], PWC): a write to a cached segment
+//!   goes to the SSD only and marks the slot dirty in the in-memory data
+//!   bitmap (Fig. 3; never stored, §3.2). **Write-through**
+//!   ([`WriteMode::Through`]): every write goes to the HDD, and to the SSD
+//!   too when the segment is cached; nothing is ever dirty.
 //! - [`CacheMap::caching_and_eviction`] runs Fig. 5 lines 4–26 for a *plan*
-//!   (which HDD segment goes to which slot), which the engine will take from
-//!   the PWC policy's clocks (`crates/core/src/policy/tiered/pwc.rs`): write
-//!   every dirty slot back and sync the HDD (line 4), save with the update
-//!   bit set (line 5), remap and copy each planned segment (lines 12–21),
-//!   sync the SSD, save with the update bit cleared (line 26).
+//!   (which HDD segment goes to which slot; the engine takes it from the PWC
+//!   policy): from its start writes are *double writes* to both devices
+//!   (§3.6), so nothing becomes dirty while it runs; every dirty slot is
+//!   written back and the HDD synced (line 4); save with the update bit
+//!   (line 5); each planned slot is remapped and refilled holding the locks
+//!   of the segment leaving and the one arriving (lines 12–23); the SSD is
+//!   synced; save with the update bit cleared (line 26). Requests on other
+//!   segments go on meanwhile.
+//! - [`CacheMap::replace`]: one slot refilled at once (write-through caches
+//!   fill on a miss, in real time).
 //! - [`CacheMap::shutdown`] is lines 50–54.
 //!
-//! Not here (the engine's job): concurrency and segment locks (lines 14, 17,
-//! 22–23), the double write to both devices for writes that arrive while the
-//! procedure runs (§3.6; here `&mut self` excludes them), choosing the plan,
-//! the frequency policy beyond counting references.
+//! **Concurrency.** The map's state (address map, radix tree, dirty bitmap)
+//! sits behind one short-held mutex; device I/O runs outside it, under the
+//! [`SegmentLocks`] of the segments involved. A request resolves its
+//! targets (slot or HDD, and marks dirty) while holding its segments' locks,
+//! so it and any slot move or write-back of those segments are ordered.
+//! Saves are serialised by their own mutex; procedures, write-backs and
+//! shutdown by another ("admin").
+//!
+//! **What a write-through map persists.** Its slots change at every miss, so
+//! a map saved while it runs would be stale after a crash, and the unclean
+//! start (rule 3) would copy stale slots over the HDD. It therefore saves an
+//! *empty* map while running (at open, before serving) and the real one only
+//! with the clean bit at shutdown, after syncing the SSD: after a crash it
+//! restarts empty (the HDD has every write), after a clean stop it restarts
+//! warm.
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
 
 use super::device::BlockDevice;
+use super::locks::SegmentLocks;
 use super::meta::{Meta, MetaStore};
 use super::recover::{self, RecoverError, Started};
 
 /// Paper 000's frequency increment per reference (§3.3).
 const INCREMENT: u16 = 5;
 
-/// A persistent SSD cache over an HDD, reading and writing through the map.
-#[derive(Debug)]
-pub struct CacheMap<S, H, M> {
-    ssd: S,
-    hdd: H,
-    store: MetaStore<M>,
+/// How writes to cached segments are handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteMode {
+    /// To the SSD only, dirty until written back (PWC).
+    Back,
+    /// To the HDD and to the cached copy; never dirty.
+    Through,
+}
+
+/// Byte and request counts of the data path since open (atomics: read them
+/// any time).
+#[derive(Debug, Default)]
+pub struct MapCounters {
+    /// Request pieces (one per segment touched) read from a cached segment.
+    pub read_hits: AtomicU64,
+    /// Request pieces read from the HDD.
+    pub read_misses: AtomicU64,
+    /// Write pieces that found their segment cached.
+    pub write_hits: AtomicU64,
+    /// Write pieces that did not.
+    pub write_misses: AtomicU64,
+    /// Bytes read from / written to the SSD by requests.
+    pub ssd_read: AtomicU64,
+    pub ssd_written: AtomicU64,
+    /// Bytes read from / written to the HDD by requests.
+    pub hdd_read: AtomicU64,
+    pub hdd_written: AtomicU64,
+    /// Segments copied HDD → SSD (fills) and SSD → HDD (write-backs).
+    pub filled: AtomicU64,
+    pub written_back: AtomicU64,
+}
+
+/// A point-in-time copy of [`MapCounters`] plus the map's shape.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MapStatus {
+    pub read_hits: u64,
+    pub read_misses: u64,
+    pub write_hits: u64,
+    pub write_misses: u64,
+    pub ssd_read: u64,
+    pub ssd_written: u64,
+    pub hdd_read: u64,
+    pub hdd_written: u64,
+    pub filled: u64,
+    pub written_back: u64,
+    /// Slots holding a segment.
+    pub cached: u64,
+    /// Dirty slots.
+    pub dirty: u64,
+    /// The last durable metadata version.
+    pub version: u32,
+    /// Caching-and-eviction procedures completed (ever).
+    pub procedures: u64,
+    /// A procedure is running (writes go to both devices).
+    pub in_procedure: bool,
+}
+
+struct State {
     /// In-memory metadata (Fig. 3); `meta.version` is the last saved one.
     meta: Meta,
     /// The radix tree of §3.1: HDD segment → SSD slot.
     rev: HashMap<u64, u32>,
     /// Data bitmap (Fig. 3): dirty SSD slots.
     dirty: Vec<bool>,
+    /// Writes go to both devices: always in write-through mode, and during
+    /// the procedure in write-back mode (§3.6). Left set if a procedure
+    /// fails half way, so that nothing becomes dirty until one completes.
+    through: bool,
+    /// Set by shutdown: no more requests.
+    closed: bool,
+}
+
+struct Saves<M> {
+    store: MetaStore<M>,
     /// The last save that completed (durable).
     saved: Meta,
     /// A save in progress (set until it is durable).
     saving: Option<Meta>,
 }
 
+/// Where one piece of a request goes.
+#[derive(Clone, Copy)]
+struct Piece {
+    hdd_seg: u64,
+    within: u64,
+    pos: usize,
+    len: usize,
+    slot: Option<u32>,
+}
+
+/// A persistent SSD cache over an HDD, reading and writing through the map.
+pub struct CacheMap<S, H, M> {
+    ssd: S,
+    hdd: H,
+    seg: u64,
+    mode: WriteMode,
+    state: Mutex<State>,
+    saves: Mutex<Saves<M>>,
+    locks: SegmentLocks,
+    admin: Mutex<()>,
+    counters: MapCounters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn closed() -> io::Error {
+    io::Error::other("the cache has been shut down")
+}
+
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
-    /// Runs the start procedure ([`recover::start`]) and opens the cache.
+    /// Runs the start procedure ([`recover::start`]) and opens the cache in
+    /// write-back mode.
     pub fn open(ssd: S, hdd: H, store: MetaStore<M>, force: bool) -> Result<(Self, Started), RecoverError> {
+        Self::open_with(ssd, hdd, store, force, WriteMode::Back)
+    }
+
+    /// Runs the start procedure and opens the cache in `mode`. A
+    /// write-through map then saves an empty map before serving (module doc).
+    pub fn open_with(
+        ssd: S,
+        hdd: H,
+        store: MetaStore<M>,
+        force: bool,
+        mode: WriteMode,
+    ) -> Result<(Self, Started), RecoverError> {
         let started = recover::start(&store, &ssd, &hdd, force)?;
         let meta = started.meta.clone();
         let rev = meta.map.iter().enumerate().filter_map(|(s, h)| h.map(|h| (h, s as u32))).collect();
         let dirty = vec![false; meta.map.len()];
-        let saved = meta.clone();
-        Ok((CacheMap { ssd, hdd, store, meta, rev, dirty, saved, saving: None }, started))
+        let seg = meta.geometry.segment_size as u64;
+        let state = State { meta: meta.clone(), rev, dirty, through: mode == WriteMode::Through, closed: false };
+        let saves = Saves { store, saved: meta, saving: None };
+        let map = CacheMap {
+            ssd,
+            hdd,
+            seg,
+            mode,
+            state: Mutex::new(state),
+            saves: Mutex::new(saves),
+            locks: SegmentLocks::new(),
+            admin: Mutex::new(()),
+            counters: MapCounters::default(),
+        };
+        if mode == WriteMode::Through && started.meta.map.iter().any(|m| m.is_some()) {
+            map.save(|_| {})?;
+        }
+        Ok((map, started))
     }
 
-    /// The in-memory metadata.
-    pub fn meta(&self) -> &Meta {
-        &self.meta
+    /// A copy of the in-memory metadata.
+    pub fn meta(&self) -> Meta {
+        lock(&self.state).meta.clone()
+    }
+
+    /// Reads the in-memory metadata without copying it.
+    pub fn with_meta<T>(&self, f: impl FnOnce(&Meta) -> T) -> T {
+        f(&lock(&self.state).meta)
     }
 
     /// The last durable save.
-    pub fn saved(&self) -> &Meta {
-        &self.saved
+    pub fn saved(&self) -> Meta {
+        lock(&self.saves).saved.clone()
     }
 
     /// A save that was started but has not completed.
-    pub fn saving(&self) -> Option<&Meta> {
-        self.saving.as_ref()
+    pub fn saving(&self) -> Option<Meta> {
+        lock(&self.saves).saving.clone()
+    }
+
+    /// The slot caching HDD segment `h`, if any.
+    pub fn slot_of(&self, h: u64) -> Option<u32> {
+        lock(&self.state).rev.get(&h).copied()
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) has completed.
+    pub fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
+    /// The write mode.
+    pub fn mode(&self) -> WriteMode {
+        self.mode
     }
 
     /// Logical size: the HDD's segments.
     pub fn len(&self) -> u64 {
-        self.meta.geometry.hdd_segments * self.seg()
+        lock(&self.state).meta.geometry.hdd_segments * self.seg
     }
 
     /// Whether the logical device is empty.
@@ -83,20 +246,45 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         self.len() == 0
     }
 
-    fn seg(&self) -> u64 {
-        self.meta.geometry.segment_size as u64
+    /// Counters and shape, now.
+    pub fn status(&self) -> MapStatus {
+        let c = &self.counters;
+        let version = lock(&self.saves).saved.version; // saves before state, as in `save`
+        let st = lock(&self.state);
+        MapStatus {
+            read_hits: c.read_hits.load(Relaxed),
+            read_misses: c.read_misses.load(Relaxed),
+            write_hits: c.write_hits.load(Relaxed),
+            write_misses: c.write_misses.load(Relaxed),
+            ssd_read: c.ssd_read.load(Relaxed),
+            ssd_written: c.ssd_written.load(Relaxed),
+            hdd_read: c.hdd_read.load(Relaxed),
+            hdd_written: c.hdd_written.load(Relaxed),
+            filled: c.filled.load(Relaxed),
+            written_back: c.written_back.load(Relaxed),
+            cached: st.rev.len() as u64,
+            dirty: st.dirty.iter().filter(|d| **d).count() as u64,
+            version,
+            procedures: st.meta.procedures,
+            in_procedure: st.through && self.mode == WriteMode::Back,
+        }
     }
 
-    /// Splits `offset..offset+len` at segment boundaries: (segment, offset in
-    /// segment, position in the request, length).
-    fn pieces(&self, offset: u64, len: usize) -> io::Result<Vec<(u64, u64, usize, usize)>> {
+    /// Splits `offset..offset+len` at segment boundaries (slots unresolved).
+    fn pieces(&self, offset: u64, len: usize) -> io::Result<Vec<Piece>> {
         super::device::check_range(self.len(), offset, len)?;
-        let seg = self.seg();
-        let mut out = Vec::new();
+        let seg = self.seg;
+        let mut out = Vec::with_capacity(2);
         let (mut at, end) = (offset, offset + len as u64);
         while at < end {
             let n = (seg - at % seg).min(end - at);
-            out.push((at / seg, at % seg, (at - offset) as usize, n as usize));
+            out.push(Piece {
+                hdd_seg: at / seg,
+                within: at % seg,
+                pos: (at - offset) as usize,
+                len: n as usize,
+                slot: None,
+            });
             at += n;
         }
         Ok(out)
@@ -104,12 +292,31 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
 
     /// Reads through the map.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let seg = self.seg();
-        for (h, within, pos, n) in self.pieces(offset, buf.len())? {
-            let b = &mut buf[pos..pos + n];
-            match self.rev.get(&h) {
-                Some(&s) => self.ssd.read_at(b, s as u64 * seg + within)?,
-                None => self.hdd.read_at(b, h * seg + within)?,
+        let mut pieces = self.pieces(offset, buf.len())?;
+        let _held = self.locks.lock(pieces.iter().map(|p| p.hdd_seg));
+        {
+            let st = lock(&self.state);
+            if st.closed {
+                return Err(closed());
+            }
+            for p in &mut pieces {
+                p.slot = st.rev.get(&p.hdd_seg).copied();
+            }
+        }
+        let c = &self.counters;
+        for p in &pieces {
+            let b = &mut buf[p.pos..p.pos + p.len];
+            match p.slot {
+                Some(s) => {
+                    self.ssd.read_at(b, s as u64 * self.seg + p.within)?;
+                    c.read_hits.fetch_add(1, Relaxed);
+                    c.ssd_read.fetch_add(p.len as u64, Relaxed);
+                }
+                None => {
+                    self.hdd.read_at(b, p.hdd_seg * self.seg + p.within)?;
+                    c.read_misses.fetch_add(1, Relaxed);
+                    c.hdd_read.fetch_add(p.len as u64, Relaxed);
+                }
             }
         }
         Ok(())
@@ -119,97 +326,214 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// persists: the engine keeps its policy's there (PWC's, counting reads
     /// and decayed at each procedure) instead of the map's own count of
     /// writes. `freq(h)` is `None` for a segment never referenced.
-    pub fn set_frequencies(&mut self, freq: impl Fn(u64) -> Option<u16>) {
-        for (h, (f, t)) in self.meta.freq.iter_mut().zip(self.meta.touched.iter_mut()).enumerate() {
+    pub fn set_frequencies(&self, freq: impl Fn(u64) -> Option<u16>) {
+        let mut st = lock(&self.state);
+        let m = &mut st.meta;
+        for (h, (f, t)) in m.freq.iter_mut().zip(m.touched.iter_mut()).enumerate() {
             let v = freq(h as u64);
             *t = v.is_some();
             *f = v.unwrap_or(0);
         }
     }
 
-    /// Writes through the map (write-back to the SSD for cached segments).
-    pub fn write(&mut self, data: &[u8], offset: u64) -> io::Result<()> {
-        let seg = self.seg();
-        for (h, within, pos, n) in self.pieces(offset, data.len())? {
-            let d = &data[pos..pos + n];
-            let f = &mut self.meta.freq[h as usize];
-            *f = f.saturating_add(INCREMENT);
-            self.meta.touched[h as usize] = true;
-            match self.rev.get(&h) {
-                Some(&s) => {
-                    self.ssd.write_at(d, s as u64 * seg + within)?;
-                    self.dirty[s as usize] = true;
+    /// Writes through the map: to the SSD only for a cached segment in
+    /// write-back mode (dirty), to the HDD and any cached copy otherwise.
+    pub fn write(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        let mut pieces = self.pieces(offset, data.len())?;
+        let _held = self.locks.lock(pieces.iter().map(|p| p.hdd_seg));
+        let through = {
+            let mut st = lock(&self.state);
+            if st.closed {
+                return Err(closed());
+            }
+            let through = st.through;
+            for p in &mut pieces {
+                let h = p.hdd_seg as usize;
+                st.meta.freq[h] = st.meta.freq[h].saturating_add(INCREMENT);
+                st.meta.touched[h] = true;
+                p.slot = st.rev.get(&p.hdd_seg).copied();
+                if let (Some(s), false) = (p.slot, through) {
+                    st.dirty[s as usize] = true;
                 }
-                None => self.hdd.write_at(d, h * seg + within)?,
+            }
+            through
+        };
+        let c = &self.counters;
+        for p in &pieces {
+            let d = &data[p.pos..p.pos + p.len];
+            let n = p.len as u64;
+            if through || p.slot.is_none() {
+                self.hdd.write_at(d, p.hdd_seg * self.seg + p.within)?;
+                c.hdd_written.fetch_add(n, Relaxed);
+            }
+            match p.slot {
+                Some(s) => {
+                    self.ssd.write_at(d, s as u64 * self.seg + p.within)?;
+                    c.ssd_written.fetch_add(n, Relaxed);
+                    c.write_hits.fetch_add(1, Relaxed);
+                }
+                None => {
+                    c.write_misses.fetch_add(1, Relaxed);
+                }
             }
         }
         Ok(())
     }
 
-    /// Makes every returned write durable (an NBD flush).
-    pub fn flush(&mut self) -> io::Result<()> {
+    /// Makes every returned write durable (an NBD flush). Every write that
+    /// returned has reached both devices' files, so syncing both covers it.
+    pub fn flush(&self) -> io::Result<()> {
         self.ssd.sync()?;
         self.hdd.sync()
     }
 
-    /// Saves the in-memory metadata as the next version, after `edit`.
-    fn save(&mut self, edit: impl FnOnce(&mut Meta)) -> io::Result<()> {
-        self.meta.version = self.meta.version.wrapping_add(1);
-        edit(&mut self.meta);
-        self.saving = Some(self.meta.clone());
-        self.store.write(&self.meta)?;
-        self.saved = self.saving.take().expect("set above");
+    /// Saves the in-memory metadata as the next version, after `edit`. A
+    /// write-through map saves an empty map unless `edit` set the clean bit.
+    fn save(&self, edit: impl FnOnce(&mut Meta)) -> io::Result<()> {
+        let mut saves = lock(&self.saves);
+        let mut m = {
+            let mut st = lock(&self.state);
+            st.meta.version = saves.saved.version.wrapping_add(1);
+            edit(&mut st.meta);
+            st.meta.clone()
+        };
+        if self.mode == WriteMode::Through && !m.clean {
+            m.map.iter_mut().for_each(|s| *s = None);
+        }
+        saves.saving = Some(m);
+        saves.store.write(saves.saving.as_ref().expect("set above"))?;
+        saves.saved = saves.saving.take().expect("set above");
         Ok(())
     }
 
-    /// Fig. 5 line 4 / line 52: copies every dirty SSD slot to its HDD
-    /// segment and syncs the HDD; nothing is dirty afterwards.
-    pub fn write_back(&mut self) -> io::Result<()> {
-        let seg = self.seg();
-        let mut buf = vec![0u8; seg as usize];
-        for s in 0..self.dirty.len() {
-            if self.dirty[s] {
-                let h = self.meta.map[s].expect("a dirty slot caches a segment");
-                recover::copy_segment(&self.ssd, s as u64 * seg, &self.hdd, h * seg, &mut buf)?;
-            }
+    /// The dirty slots and the segments they cache.
+    fn dirty_slots(&self) -> io::Result<Vec<(u32, u64)>> {
+        let st = lock(&self.state);
+        if st.closed {
+            return Err(closed());
+        }
+        let slots = st.dirty.iter().enumerate().filter(|(_, d)| **d);
+        Ok(slots.map(|(s, _)| (s as u32, st.meta.map[s].expect("a dirty slot caches a segment"))).collect())
+    }
+
+    /// Copies dirty slot `s` to HDD segment `h`; the caller holds `h`.
+    fn write_back_slot(&self, s: u32, h: u64, buf: &mut [u8]) -> io::Result<()> {
+        recover::copy_segment(&self.ssd, s as u64 * self.seg, &self.hdd, h * self.seg, buf)?;
+        lock(&self.state).dirty[s as usize] = false;
+        self.counters.written_back.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    /// Copies every dirty slot to its HDD segment (under that segment's
+    /// lock) and syncs both devices. Writes arriving meanwhile may dirty
+    /// slots again unless writes go through.
+    fn write_back_dirty(&self) -> io::Result<()> {
+        let mut buf = vec![0u8; self.seg as usize];
+        for (s, h) in self.dirty_slots()? {
+            let _held = self.locks.lock([h]);
+            // Only admin operations move slots, and they are serialised with us.
+            self.write_back_slot(s, h, &mut buf)?;
         }
         self.ssd.sync()?;
-        self.hdd.sync()?;
-        self.dirty.iter_mut().for_each(|d| *d = false);
+        self.hdd.sync()
+    }
+
+    /// Writes every dirty slot back now (`ssdcache flush`); requests go on.
+    /// Returns how many slots were dirty.
+    pub fn write_back(&self) -> io::Result<u64> {
+        let _admin = lock(&self.admin);
+        let before = self.counters.written_back.load(Relaxed);
+        self.write_back_dirty()?;
+        Ok(self.counters.written_back.load(Relaxed) - before)
+    }
+
+    /// Evicts whatever `slot` holds and caches HDD segment `h` there: the
+    /// slot's segment (written back first if dirty) and `h` are locked, the
+    /// map updated, `h` copied in. The map is not saved (a write-through map
+    /// never saves it while running; the procedure saves around its moves).
+    fn move_slot(&self, slot: u32, h: u64, buf: &mut [u8]) -> io::Result<()> {
+        let old = lock(&self.state).meta.map[slot as usize];
+        let _held = self.locks.lock(old.into_iter().chain([h]));
+        let seg = self.seg;
+        if let Some(old) = old {
+            if lock(&self.state).dirty[slot as usize] {
+                self.write_back_slot(slot, old, buf)?;
+                self.hdd.sync()?;
+            }
+        }
+        {
+            let mut st = lock(&self.state);
+            assert!(!st.rev.contains_key(&h), "segment {h} is already cached");
+            if let Some(old) = st.meta.map[slot as usize].take() {
+                st.rev.remove(&old); // lines 13–16
+            }
+        }
+        recover::copy_segment(&self.hdd, h * seg, &self.ssd, slot as u64 * seg, buf)?; // line 20
+        let mut st = lock(&self.state);
+        st.meta.map[slot as usize] = Some(h); // line 18
+        st.rev.insert(h, slot); // line 21
+        self.counters.filled.fetch_add(1, Relaxed);
         Ok(())
+    }
+
+    /// A write-through cache's fill: segment `h` into `slot` now (evicting
+    /// what it holds). Panics if `h` is cached already.
+    pub fn replace(&self, slot: u32, h: u64) -> io::Result<()> {
+        let _admin = lock(&self.admin);
+        if lock(&self.state).closed {
+            return Err(closed());
+        }
+        let mut buf = vec![0u8; self.seg as usize];
+        self.move_slot(slot, h, &mut buf)
     }
 
     /// Fig. 5 lines 4–26 for `plan`: each `(slot, hdd_segment)` evicts what
-    /// the slot holds and caches the segment there. Panics if a planned
-    /// segment is already cached or a slot is out of range.
-    pub fn caching_and_eviction(&mut self, plan: &[(u32, u64)]) -> io::Result<()> {
-        self.write_back()?; // line 4
-        self.save(|m| m.update = true)?; // line 5
-        let seg = self.seg();
-        let mut buf = vec![0u8; seg as usize];
-        for &(slot, h) in plan {
-            assert!(!self.rev.contains_key(&h), "segment {h} is already cached");
-            if let Some(old) = self.meta.map[slot as usize].take() {
-                self.rev.remove(&old); // lines 13–16
+    /// the slot holds and caches the segment there. Requests go on meanwhile,
+    /// writing through to both devices. Panics if a planned segment is
+    /// already cached or a slot is out of range.
+    pub fn caching_and_eviction(&self, plan: &[(u32, u64)]) -> io::Result<()> {
+        let _admin = lock(&self.admin);
+        {
+            let mut st = lock(&self.state);
+            if st.closed {
+                return Err(closed());
             }
-            self.meta.map[slot as usize] = Some(h); // line 18
-            recover::copy_segment(&self.hdd, h * seg, &self.ssd, slot as u64 * seg, &mut buf)?; // line 20
-            self.rev.insert(h, slot); // line 21
-            self.meta.evict_hand = slot;
+            st.through = true; // §3.6: double writes from now on
+        }
+        self.write_back_dirty()?; // line 4
+        self.save(|m| m.update = true)?; // line 5
+        let mut buf = vec![0u8; self.seg as usize];
+        for &(slot, h) in plan {
+            self.move_slot(slot, h, &mut buf)?; // lines 12–23
+            lock(&self.state).meta.evict_hand = slot;
         }
         // The copies must be durable before a save says they are there.
         self.ssd.sync()?;
         self.save(|m| {
             m.update = false; // line 26
             m.procedures += 1;
-        })
+        })?;
+        lock(&self.state).through = self.mode == WriteMode::Through;
+        Ok(())
     }
 
-    /// Fig. 5 lines 50–54: write back, then save with the clean bit set.
-    pub fn shutdown(mut self) -> io::Result<Meta> {
-        self.write_back()?;
+    /// Fig. 5 lines 50–54: waits for requests in flight, refuses new ones,
+    /// writes back, then saves with the clean bit set. Returns the saved
+    /// metadata; a second call fails.
+    pub fn shutdown(&self) -> io::Result<Meta> {
+        let _admin = lock(&self.admin);
+        let _all = self.locks.lock_all();
+        // Holding every segment lock: the write-back below takes none.
+        let mut buf = vec![0u8; self.seg as usize];
+        for (s, h) in self.dirty_slots()? {
+            self.write_back_slot(s, h, &mut buf)?;
+        }
+        self.ssd.sync()?;
+        self.hdd.sync()?;
         self.save(|m| m.clean = true)?;
-        Ok(self.meta)
+        let mut st = lock(&self.state);
+        st.closed = true;
+        Ok(st.meta.clone())
     }
 }
 
@@ -319,7 +643,7 @@ mod tests {
     impl Metas {
         fn after(&mut self, c: &Cache) {
             self.durable = Some(c.saved().clone());
-            self.inflight = c.saving().cloned();
+            self.inflight = c.saving();
         }
         /// Before a start: it may leave the loaded save or its successor.
         fn before_open(&mut self, env: &Env) {
@@ -336,7 +660,7 @@ mod tests {
         }
     }
 
-    fn write(c: &mut Cache, model: &mut Model, metas: &mut Metas, rng: &mut StdRng, tag: &mut u8) -> io::Result<()> {
+    fn write(c: &Cache, model: &mut Model, metas: &mut Metas, rng: &mut StdRng, tag: &mut u8) -> io::Result<()> {
         // Blocks concentrate on the first 12 segments so that cached ones are hit.
         let block = rng.gen_range(0..(12 * SEG / BLOCK));
         *tag = tag.wrapping_add(1).max(1);
@@ -352,18 +676,18 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut tag = 0u8;
         metas.before_open(env);
-        let (mut c, _) = env.open()?;
+        let (c, _) = env.open()?;
         metas.after(&c);
         for round in 0..3 {
             for _ in 0..5 {
-                write(&mut c, model, metas, &mut rng, &mut tag)?;
+                write(&c, model, metas, &mut rng, &mut tag)?;
             }
             c.flush()?;
             model.commit();
             // Unflushed writes just before the procedure: its write-back
             // (line 4) must not lose the flushed data under them.
             for _ in 0..2 {
-                write(&mut c, model, metas, &mut rng, &mut tag)?;
+                write(&c, model, metas, &mut rng, &mut tag)?;
             }
             // A plan: 3 slots get 3 uncached segments (round-robin slots,
             // like the evict clock).
@@ -371,7 +695,7 @@ mod tests {
             let mut s = (round * 3) as u32 % SSD_SEGS;
             while plan.len() < 3 {
                 let h = rng.gen_range(0..12u64);
-                if !c.rev.contains_key(&h) && !plan.iter().any(|&(_, p)| p == h) {
+                if c.slot_of(h).is_none() && !plan.iter().any(|&(_, p)| p == h) {
                     plan.push((s, h));
                     s = (s + 1) % SSD_SEGS;
                 }
@@ -380,12 +704,12 @@ mod tests {
             metas.after(&c);
             r?;
             for _ in 0..4 {
-                write(&mut c, model, metas, &mut rng, &mut tag)?;
+                write(&c, model, metas, &mut rng, &mut tag)?;
             }
             c.flush()?;
             model.commit();
         }
-        write(&mut c, model, metas, &mut rng, &mut tag)?;
+        write(&c, model, metas, &mut rng, &mut tag)?;
         let saved = c.saved().clone();
         let mut shadow = c.meta().clone();
         shadow.version = shadow.version.wrapping_add(1);
@@ -400,28 +724,28 @@ mod tests {
         metas.inflight = None;
         // Restart after a clean shutdown and do a little more.
         metas.before_open(env);
-        let (mut c, st) = env.open()?;
+        let (c, st) = env.open()?;
         assert_eq!(st.kind, StartKind::Clean);
         metas.after(&c);
         for _ in 0..3 {
-            write(&mut c, model, metas, &mut rng, &mut tag)?;
+            write(&c, model, metas, &mut rng, &mut tag)?;
         }
         c.flush()?;
         model.commit();
-        write(&mut c, model, metas, &mut rng, &mut tag)?;
+        write(&c, model, metas, &mut rng, &mut tag)?;
         Ok(())
     }
 
     /// Opens after a cut and checks the data through the recovered map.
     fn recover_and_check(env: &Env, model: &Model, ctx: &str) -> StartKind {
-        let (mut c, st) = env.open().unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
+        let (c, st) = env.open().unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
         let mut img = vec![0u8; LOGICAL as usize];
         c.read(&mut img, 0).unwrap();
         model.check(&img, ctx);
         // Recovery starts with an all-clean data bitmap (line 47), which is
         // right only if the HDD now holds everything the SSD had: evict every
         // slot (no write-back happens) and check again through the HDD.
-        let uncached: Vec<u64> = (0..HDD_SEGS).filter(|h| !c.rev.contains_key(h)).take(SSD_SEGS as usize).collect();
+        let uncached: Vec<u64> = (0..HDD_SEGS).filter(|h| c.slot_of(*h).is_none()).take(SSD_SEGS as usize).collect();
         let plan: Vec<(u32, u64)> = uncached.into_iter().enumerate().map(|(s, h)| (s as u32, h)).collect();
         c.caching_and_eviction(&plan).unwrap();
         c.read(&mut img, 0).unwrap();
@@ -468,6 +792,107 @@ mod tests {
         }
         println!("seed {seed} {mode:?}: {total} write points, {cuts} cuts tried, {nested_cuts} nested recovery cuts; starts: {kinds:?}");
         (cuts, nested_cuts)
+    }
+
+    /// One writer thread's view: the blocks it owns, what each held at its
+    /// last completed flush, and what it wrote since.
+    #[derive(Default)]
+    struct Writer {
+        durable: HashMap<u64, Vec<u8>>,
+        since: Vec<(u64, Vec<u8>)>,
+    }
+
+    /// Writers on interleaved blocks (so they share segments) while the
+    /// procedure runs again and again: the power is cut at write `cut` (or
+    /// never), then the cache is recovered and every block checked against
+    /// its writer. Returns the write points the run had.
+    fn concurrent_run(seed: u64, cut: Option<u64>) -> u64 {
+        const WRITERS: u64 = 3;
+        let env = Env::new(seed, CutMode::DropUnsynced);
+        env.dom.schedule_power_cut(cut);
+        let writers: Vec<Mutex<Writer>> = (0..WRITERS).map(|_| Mutex::new(Writer::default())).collect();
+        if let Ok((c, _)) = env.open() {
+            // Cache half the hot segments first so that writes hit the SSD.
+            let _ = c.caching_and_eviction(&[(0, 0), (1, 3), (2, 6), (3, 9)]);
+            std::thread::scope(|sc| {
+                for (t, w) in writers.iter().enumerate() {
+                    let c = &c;
+                    sc.spawn(move || {
+                        let mut rng = StdRng::seed_from_u64(seed * 31 + t as u64);
+                        for i in 0..40u32 {
+                            let block = rng.gen_range(0..(12 * SEG / BLOCK) / WRITERS) * WRITERS + t as u64;
+                            let data: Vec<u8> = (0..BLOCK)
+                                .map(|k| (i as u8).wrapping_mul(7) ^ (t as u8) << 5 ^ (k / SECTOR) as u8)
+                                .collect();
+                            lock(w).since.push((block, data.clone()));
+                            if c.write(&data, block * BLOCK).is_err() {
+                                return;
+                            }
+                            if i % 5 == 4 {
+                                if c.flush().is_err() {
+                                    return;
+                                }
+                                let mut w = lock(w);
+                                let done: Vec<_> = w.since.drain(..).collect();
+                                w.durable.extend(done);
+                            }
+                        }
+                    });
+                }
+                // The procedure, again and again, with plans moving slots
+                // between the writers' segments.
+                let mut rng = StdRng::seed_from_u64(seed);
+                for _ in 0..6 {
+                    let cached: Vec<u64> = c.meta().map.iter().flatten().copied().collect();
+                    let free: Vec<u64> = (0..12u64).filter(|h| !cached.contains(h)).collect();
+                    let plan: Vec<(u32, u64)> = (0..2)
+                        .map(|k| (rng.gen_range(0..SSD_SEGS / 2) * 2 + k, free[rng.gen_range(0..free.len())]))
+                        .collect();
+                    let plan = if plan[0].1 == plan[1].1 { vec![plan[0]] } else { plan };
+                    if c.caching_and_eviction(&plan).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let writes = env.dom.writes();
+        // Interleavings differ from run to run: a cut past this run's end
+        // must not land in the recovery.
+        env.dom.schedule_power_cut(None);
+        env.dom.restore_power();
+        let ctx = format!("seed {seed}, cut at {cut:?} of {writes}");
+        let (c, _) = env.open().unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
+        let mut img = vec![0u8; LOGICAL as usize];
+        c.read(&mut img, 0).unwrap();
+        let initial: Vec<u8> = (0..LOGICAL).map(|i| (i / SECTOR) as u8).collect();
+        let s = SECTOR as usize;
+        for (t, w) in writers.iter().enumerate() {
+            let w = lock(w);
+            for block in (t as u64..12 * SEG / BLOCK).step_by(WRITERS as usize) {
+                let at = (block * BLOCK) as usize;
+                let base = w.durable.get(&block).map_or(&initial[at..at + BLOCK as usize], |d| &d[..]);
+                for k in (0..BLOCK as usize).step_by(s) {
+                    let got = &img[at + k..at + k + s];
+                    let ok = got == &base[k..k + s] || w.since.iter().any(|(b, d)| *b == block && got == &d[k..k + s]);
+                    assert!(ok, "{ctx}: block {block} sector {} lost a flushed write (writer {t})", k / s);
+                }
+            }
+        }
+        writes
+    }
+
+    #[test]
+    fn concurrent_writers_during_procedures_survive_power_cuts() {
+        let mut cuts = 0;
+        for seed in 0..24u64 {
+            let total = concurrent_run(seed, None);
+            let mut rng = StdRng::seed_from_u64(seed ^ 0xC0FFEE);
+            for _ in 0..8 {
+                concurrent_run(seed, Some(rng.gen_range(0..total)));
+                cuts += 1;
+            }
+        }
+        println!("{cuts} cuts of concurrent runs");
     }
 
     #[test]
