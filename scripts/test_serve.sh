@@ -9,19 +9,25 @@
 # export is also applied to a local model image (the same qemu-io commands,
 # dd for the copies), and the model is compared with the export and, after a
 # clean stop, with the backing file itself:
-#   1. create; a second create without --force is refused;
-#   2. qemu-img convert of a random 32 MiB image; SIGUSR1: the
+#   1. create; a second create without --force, a bad mode and a bad segment
+#      size are refused;
+#   2. qemu-img convert of a random 32 MiB image; `ssdcache maintain`: the
 #      caching-and-eviction procedure caches its 32 segments (PWC's first
-#      fill); qemu-img compare;
+#      fill); `status` says so; qemu-img compare; a second server on the same
+#      cache is refused;
 #   3. qemu-io pattern writes/reads (plain, FUA, flush) in cached and uncached
-#      segments; nbdcopy --flush of a random 16 MiB file in, the whole export
-#      out, cmp with the model;
+#      segments; `status` counts dirty segments, `flush` writes them back;
+#      SIGUSR1 runs the procedure too; nbdcopy --flush of a random 16 MiB file
+#      in, the whole export out, cmp with the model;
 #   4. SIGTERM: exit 0; `check` says healthy and clean; the backing file
 #      equals the model (every dirty segment was written back); restart,
 #      qemu-img compare;
 #   5. kill -9 after a flushed write into a cached segment (the backing file
-#      does not have it: it is on the SSD only); `check` says not clean;
-#      restart (recovery writes the SSD back), read the pattern, compare.
+#      does not have it: it is on the SSD only); `check` and `status` say not
+#      clean; restart (recovery writes the SSD back), read the pattern, compare;
+#   6. a write-through LRU cache (paper 000's baseline): fills on read misses,
+#      writes reach the backing file at once, nothing dirty; kill -9 and
+#      restart cold; compare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -61,15 +67,17 @@ step "create"
 "$BIN" create "$CACHE" "$BACKING" --segment 1MiB
 if "$BIN" create "$CACHE" "$BACKING" 2>"$WORK/create.err"; then die "create overwrote a cache without --force"; fi
 grep -q 'already holds' "$WORK/create.err" || { cat "$WORK/create.err"; die "no clear refusal"; }
-if "$BIN" serve "$CACHE" "$BACKING" --mode write-through 2>"$WORK/mode.err"; then die "write-through accepted"; fi
-grep -q 'not implemented yet' "$WORK/mode.err" || { cat "$WORK/mode.err"; die "no clear mode refusal"; }
+if "$BIN" create "$CACHE" "$BACKING" --force --mode write-sideways 2>"$WORK/mode.err"; then die "a bad mode accepted"; fi
+grep -q 'unknown cache mode' "$WORK/mode.err" || { cat "$WORK/mode.err"; die "no clear mode refusal"; }
+if "$BIN" create "$CACHE" "$BACKING" --force --segment 64KiB 2>"$WORK/seg.err"; then die "64 KiB segments accepted"; fi
+grep -q '128 KiB to 1 MiB' "$WORK/seg.err" || { cat "$WORK/seg.err"; die "no clear segment refusal"; }
 "$BIN" check "$CACHE" | tee "$WORK/check.out" | tail -2
 grep -q '^healthy' "$WORK/check.out" || die "a fresh cache is not healthy"
 
 RUN=0
 start() {
   RUN=$((RUN + 1))
-  "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v \
+  "$BIN" serve "$CACHE" "$BACKING" ${SERVE_OPTS:-} --listen 127.0.0.1:0 --export disk -v \
     >"$WORK/server$RUN.out" 2>"$WORK/server$RUN.err" &
   SERVER_PID=$!
   for _ in $(seq 100); do
@@ -80,7 +88,11 @@ start() {
   ADDR=$(sed -n 's/^listening on //p' "$WORK/server$RUN.out")
   [ -n "$ADDR" ] || die "server did not report its address"
   URI="nbd://$ADDR/disk"
-  echo "serving $URI (pid $SERVER_PID): $(grep -o 'started ([A-Za-z]*' "$WORK/server$RUN.err")"
+  echo "serving $URI (pid $SERVER_PID): $(grep -o 'started a .* cache ([A-Za-z]*' "$WORK/server$RUN.err")"
+}
+# status_field KEY: one field of `ssdcache status --json` (the running server's).
+status_field() {
+  "$BIN" status "$CACHE" --json | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(d['status']['$1'])"
 }
 stop() { # SIGTERM; the server must exit 0
   kill -TERM "$SERVER_PID"
@@ -110,18 +122,33 @@ into_model "$WORK/src32.img" 0
 
 # Before anything reads the whole export: 32 segments touched, fewer than the
 # 63 slots, so PWC's first-fill rule makes them all hot.
-step "maintenance on demand (SIGUSR1)"
-kill -USR1 "$SERVER_PID"
-for _ in $(seq 100); do grep -q 'maintenance:' "$WORK/server$RUN.err" && break; sleep 0.1; done
-grep 'maintenance:' "$WORK/server$RUN.err" || die "no maintenance"
-grep -q 'maintenance: 32 segment(s) newly cached' "$WORK/server$RUN.err" || die "not the 32 touched segments cached"
+step "maintenance on demand (ssdcache maintain), status, one server per cache"
+"$BIN" maintain "$CACHE" | tee "$WORK/maintain.out"
+grep -q '32 segment(s) newly cached' "$WORK/maintain.out" || die "not the 32 touched segments cached"
+[ "$(status_field cached)" = 32 ] || die "status: not 32 segments cached"
 qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs after convert"
+"$BIN" status "$CACHE"
+if "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --control "$WORK/other.ctl" 2>"$WORK/second.err"; then
+  die "a second server started on the same cache"
+fi
+grep -q 'in use by another ssdcache process' "$WORK/second.err" || { cat "$WORK/second.err"; die "no clear refusal"; }
 
 step "qemu-io: patterns, FUA, flush (cached and uncached segments)"
 qio -c 'write -P 0xa5 8M 1M' -c 'read -P 0xa5 8M 1M' \
   -c 'write -f -P 0x5a 9M 256k' -c 'read -P 0x5a 9M 256k' -c 'flush' \
   -c 'write -P 0x77 4097 3000' -c 'read -P 0x77 4097 3000' \
   -c 'write -P 0x33 200M 1M' -c 'read -P 0x33 200M 1M' -c 'flush'
+dirty=$(status_field dirty)
+[ "$dirty" -ge 2 ] || die "status: $dirty dirty segments after writes to segments 8 and 9"
+"$BIN" flush "$CACHE" | tee "$WORK/flush.out"
+grep -q "written back: $dirty segment" "$WORK/flush.out" || die "flush did not write back the $dirty dirty segments"
+[ "$(status_field dirty)" = 0 ] || die "status: dirty segments left after flush"
+qemu-io -f raw "$BACKING" -c 'read -P 0xa5 8M 1M' | grep -q '^read' || die "flush: the backing file lacks segment 8"
+
+step "maintenance by signal (SIGUSR1)"
+kill -USR1 "$SERVER_PID"
+for _ in $(seq 100); do grep -q 'maintenance:' "$WORK/server$RUN.err" && break; sleep 0.1; done
+grep 'maintenance:' "$WORK/server$RUN.err" || die "no maintenance after SIGUSR1"
 
 step "nbdcopy --flush in and out"
 head -c 16M /dev/urandom >"$WORK/src16.img"
@@ -137,7 +164,7 @@ grep -q '^healthy' "$WORK/check.out" || die "check: not healthy after a clean st
 grep -q 'in use: .*clean: shut down cleanly' "$WORK/check.out" || die "check: not clean after a clean stop"
 cmp "$MODEL" "$BACKING" || die "the backing file lacks written-back data after a clean stop"
 start
-grep -q 'started (Clean' "$WORK/server$RUN.err" || die "restart after a clean stop was not a clean start"
+grep -q 'cache (Clean' "$WORK/server$RUN.err" || die "restart after a clean stop was not a clean start"
 qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs after restart"
 
 step "kill -9 after a flushed write to a cached segment"
@@ -153,11 +180,33 @@ SERVER_PID=
 "$BIN" check "$CACHE" | tee "$WORK/check.out" | tail -2
 grep -q '^healthy' "$WORK/check.out" || die "check: not healthy after kill -9"
 grep -q 'not clean' "$WORK/check.out" || die "check: clean after kill -9?"
+"$BIN" status "$CACHE" | tee "$WORK/status.out"
+grep -q 'no server running' "$WORK/status.out" || die "status: a server after kill -9?"
+grep -q 'not clean' "$WORK/status.out" || die "status from the files: clean after kill -9?"
 start
-grep -q 'started (Unclean' "$WORK/server$RUN.err" || die "restart after kill -9 was not an unclean-start recovery"
+grep -q 'cache (Unclean' "$WORK/server$RUN.err" || die "restart after kill -9 was not an unclean-start recovery"
 qemu-io -f raw "$URI" -c 'read -P 0x3c 8704k 64k' | grep -q '^read' || die "the flushed pattern was lost"
 qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs from the model after kill -9 recovery"
 stop
 cmp "$MODEL" "$BACKING" || die "backing file differs from the model at the end"
 "$BIN" check "$CACHE" | grep -q '^healthy' || die "check: not healthy at the end"
+
+step "write-through LRU cache: fills on misses, nothing dirty, kill -9 restarts cold"
+"$BIN" create "$CACHE" "$BACKING" --force --mode write-through --segment 256KiB
+start
+grep -q 'started a write-through cache' "$WORK/server$RUN.err" || die "not a write-through cache"
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "write-through export differs from the model"
+[ "$(status_field filled)" -gt 0 ] || die "status: no segment filled by read misses"
+qio -c 'write -P 0x4b 1M 512k' -c 'read -P 0x4b 1M 512k'
+qemu-io -f raw "$BACKING" -c 'read -P 0x4b 1M 512k' | grep -q '^read' || die "write-through: the backing file lacks a write"
+[ "$(status_field dirty)" = 0 ] || die "write-through: dirty segments"
+kill -KILL "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+cmp "$MODEL" "$BACKING" || die "write-through: the backing file differs from the model after kill -9"
+start
+grep -q 'cache (Unclean' "$WORK/server$RUN.err" || die "write-through restart after kill -9 was not unclean"
+[ "$(status_field cached)" = 0 ] || die "write-through: a cache after kill -9 must restart empty"
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "write-through export differs after kill -9"
+stop
 step "all passed"
