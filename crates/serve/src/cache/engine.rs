@@ -128,7 +128,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
             return Ok(()); // the map reports the range error
         }
-        let seg = self.map.with_meta(|m| m.geometry.segment_size as u64);
+        let seg = self.map.segment_size();
         let mut d = lock(&self.decider);
         let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
         // Fills happen under the decider's lock, so its slot bookkeeping and

@@ -145,6 +145,8 @@ pub struct CacheMap<S, H, M> {
     ssd: S,
     hdd: H,
     seg: u64,
+    /// Logical size (the HDD's segments), fixed.
+    len: u64,
     mode: WriteMode,
     state: Mutex<State>,
     saves: Mutex<Saves<M>>,
@@ -182,12 +184,14 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let rev = meta.map.iter().enumerate().filter_map(|(s, h)| h.map(|h| (h, s as u32))).collect();
         let dirty = vec![false; meta.map.len()];
         let seg = meta.geometry.segment_size as u64;
+        let len = meta.geometry.hdd_segments * seg;
         let state = State { meta: meta.clone(), rev, dirty, through: mode == WriteMode::Through, closed: false };
         let saves = Saves { store, saved: meta, saving: None };
         let map = CacheMap {
             ssd,
             hdd,
             seg,
+            len,
             mode,
             state: Mutex::new(state),
             saves: Mutex::new(saves),
@@ -238,7 +242,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
 
     /// Logical size: the HDD's segments.
     pub fn len(&self) -> u64 {
-        lock(&self.state).meta.geometry.hdd_segments * self.seg
+        self.len
+    }
+
+    /// Segment size in bytes.
+    pub fn segment_size(&self) -> u64 {
+        self.seg
     }
 
     /// Whether the logical device is empty.
