@@ -26,7 +26,7 @@ const SEGMENT_RANGE: std::ops::RangeInclusive<u64> = (128 << 10)..=(1 << 20);
 
 #[derive(Args)]
 pub struct CreateArgs {
-    /// Cache file or device (must exist; its size is the cache size, e.g. `truncate -s 64M`).
+    /// Cache file or device; its size is the cache size (a missing file is created with `--size`).
     cache: PathBuf,
     /// Backing file or device (its size must be a multiple of the segment size).
     backing: PathBuf,
@@ -39,6 +39,9 @@ pub struct CreateArgs {
     /// cached; passthrough: no caching. Fixed for the cache's life (recovery depends on it).
     #[arg(long, default_value = "write-back")]
     mode: String,
+    /// Create CACHE as a file of this size first (e.g. 32GiB) if it does not exist.
+    #[arg(long)]
+    size: Option<String>,
     /// Overwrite a cache CACHE already holds (discarding what it caches).
     #[arg(long)]
     force: bool,
@@ -114,11 +117,16 @@ pub fn create(a: CreateArgs) -> Result<()> {
     let seg = seg as u32;
     let mode: CacheMode = a.mode.parse().map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
     if !a.cache.exists() {
-        bail!(
-            "{} does not exist: create it with its size first (e.g. `truncate -s 64M {}`)",
-            a.cache.display(),
-            a.cache.display()
-        );
+        let Some(size) = &a.size else {
+            bail!("{} does not exist: give its size with --size (e.g. --size 32GiB)", a.cache.display());
+        };
+        let size = parse_bytes(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+        let f = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&a.cache)
+            .with_context(|| format!("creating {}", a.cache.display()))?;
+        f.set_len(size).with_context(|| format!("sizing {}", a.cache.display()))?;
     }
     let sb = layout::create(&a.cache, &a.backing, seg, mode, a.force)
         .with_context(|| format!("creating a cache in {}", a.cache.display()))?;
