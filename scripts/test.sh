@@ -2,8 +2,9 @@
 # The whole test suite, on a fresh machine: installs what it needs, then runs
 #   1. the Rust unit, property and integration tests (every trace in ../shared/traces),
 #   2. the NBD server against real clients (qemu-io, qemu-img, nbdinfo, nbdcopy,
-#      fio, python3-libnbd; installed with apt when missing), and the persistent
-#      cache behind `ssdcache serve` with clean stops and kill -9,
+#      fio, python3-libnbd; installed with apt when missing), the persistent
+#      cache behind `ssdcache serve` with clean stops and kill -9, and many
+#      kill -9 trials under a verifying client (scripts/test_crash.sh),
 #   3. the Python package (`pip install .`: the ssdcache._core extension, built in release),
 #   4. the Python-driven suites: agreement with libCacheSim's miss counts (tests/agreement)
 #      and the package's own tests (tests/python),
@@ -28,8 +29,12 @@ cargo test --workspace --locked --release
 step "NBD server against real clients"
 NBD_PROFILE=release scripts/test_nbd.sh
 
-step "cache engine (ssdcache create/serve/check) against NBD clients, clean stop and kill -9"
+step "cache engine (ssdcache create/serve/check/status/flush/maintain) against NBD clients, clean stop and kill -9"
 SERVE_PROFILE=release scripts/test_serve.sh
+
+step "kill -9 crash trials under a verifying client (write-back, then write-through)"
+CRASH_STRICT=1 SERVE_PROFILE=release scripts/test_crash.sh
+CRASH_STRICT=1 CRASH_MODE=write-through CRASH_TRIALS=6 SERVE_PROFILE=release scripts/test_crash.sh
 
 step "python package (pip install .)"
 # maturin builds crates/py with the workspace's release profile, reusing the simulator

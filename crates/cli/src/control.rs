@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
-use ssdcache_serve::cache::FileCache;
+use ssdcache_serve::cache::slow::ModelDevice;
+use ssdcache_serve::cache::{FileCache, FileDevice};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -46,20 +47,24 @@ pub async fn bind(path: &Path) -> Result<UnixListener> {
     Ok(listener)
 }
 
+/// The benchmark's slow backing (`serve --backing-model`), whose modelled
+/// busy time `status` reports.
+pub type Model = Option<Arc<ModelDevice<FileDevice>>>;
+
 /// Serves control connections until the listener is dropped.
-pub async fn accept_loop(listener: UnixListener, cache: Arc<FileCache>) {
+pub async fn accept_loop(listener: UnixListener, cache: Arc<FileCache>, model: Model) {
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
-        let cache = cache.clone();
+        let (cache, model) = (cache.clone(), model.clone());
         tokio::spawn(async move {
-            if let Err(e) = handle(stream, cache).await {
+            if let Err(e) = handle(stream, cache, model).await {
                 log::warn!("control connection: {e}");
             }
         });
     }
 }
 
-async fn handle(stream: UnixStream, cache: Arc<FileCache>) -> Result<()> {
+async fn handle(stream: UnixStream, cache: Arc<FileCache>, model: Model) -> Result<()> {
     let (r, mut w) = stream.into_split();
     let mut line = String::new();
     // One short command; a client sending more is cut off.
@@ -68,7 +73,7 @@ async fn handle(stream: UnixStream, cache: Arc<FileCache>) -> Result<()> {
     let answer = if n == 0 {
         return Ok(());
     } else {
-        tokio::task::spawn_blocking(move || run(&cmd, &cache)).await?
+        tokio::task::spawn_blocking(move || run(&cmd, &cache, &model)).await?
     };
     let mut out = serde_json::to_vec(&answer)?;
     out.push(b'\n');
@@ -77,10 +82,20 @@ async fn handle(stream: UnixStream, cache: Arc<FileCache>) -> Result<()> {
 }
 
 /// Runs one command against the engine (blocking: flush and maintain copy data).
-fn run(cmd: &str, cache: &FileCache) -> Value {
+fn run(cmd: &str, cache: &FileCache, model: &Model) -> Value {
     let fail = |e: std::io::Error| json!({"ok": false, "error": e.to_string()});
     match cmd {
-        "status" => json!({"ok": true, "pid": std::process::id(), "status": cache.status()}),
+        "status" => {
+            let mut status = serde_json::to_value(cache.status()).unwrap_or(Value::Null);
+            if let Some(m) = model {
+                let s = m.stats();
+                status["backing_model"] = json!({
+                    "spec": m.describe(), "reads": s.reads, "writes": s.writes,
+                    "busy_s": s.busy_ns as f64 / 1e9, "queued_s": s.queued_ns as f64 / 1e9,
+                });
+            }
+            json!({"ok": true, "pid": std::process::id(), "status": status})
+        }
         "flush" => match cache.write_back() {
             Ok(n) => {
                 log::info!("control: flush wrote back {n} segment(s)");

@@ -13,6 +13,7 @@ use clap::Args;
 use serde_json::Value;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
 use ssdcache_serve::cache::layout::{self, CacheMode, Superblock};
+use ssdcache_serve::cache::slow::ModelDevice;
 use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice};
 use ssdcache_serve::{Backend, Export, Server, ServerConfig};
 use std::io::Write;
@@ -73,6 +74,10 @@ pub struct ServeArgs {
     /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl).
     #[arg(long)]
     control: Option<PathBuf>,
+    /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
+    /// (`hdd(model=rpm7200,scale=0.2)`; see `cache::slow`).
+    #[arg(long, hide = true)]
+    backing_model: Option<String>,
     /// Start even if both metadata slots are unusable, formatting them afresh
     /// (discards the SSD cache, including writes not yet written back).
     #[arg(long)]
@@ -180,9 +185,17 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     log::set_logger(Box::leak(Box::new(Stderr(level)))).expect("logger set once");
     log::set_max_level(level);
 
-    let backing: Arc<dyn BlockDevice> = Arc::new(
-        FileDevice::open(&a.backing).with_context(|| format!("opening the backing store {}", a.backing.display()))?,
-    );
+    let backing_file =
+        FileDevice::open(&a.backing).with_context(|| format!("opening the backing store {}", a.backing.display()))?;
+    let (backing, model): (Arc<dyn BlockDevice>, _) = match &a.backing_model {
+        None => (Arc::new(backing_file), None),
+        Some(spec) => {
+            let slow = ModelDevice::from_spec(spec, backing_file).map_err(|e| anyhow::anyhow!("--backing-model: {e}"))?;
+            eprintln!("ssdcache serve: BENCHMARK backing model {}", slow.describe());
+            let slow = Arc::new(slow);
+            (slow.clone(), Some(slow))
+        }
+    };
     let config = EngineConfig { policy: a.policy.clone() };
     let (backend, started, sb) = layout::open_files(&a.cache, backing, &config, a.force)
         .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
@@ -208,7 +221,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         let control_listener = control::bind(&control_path).await?;
-        let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone()));
+        let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
         let listener = tokio::net::TcpListener::bind(a.listen).await?;
         let handle = server.start(listener)?;
         println!("listening on {}", handle.local_addr());
@@ -436,6 +449,7 @@ fn offline_status(cache: &Path, json: bool) -> Result<()> {
             Ok(l) => serde_json::json!({
                 "slot": l.slot, "version": l.meta.version, "clean": l.meta.clean, "update": l.meta.update,
                 "procedures": l.meta.procedures, "cached": l.meta.map.iter().flatten().count(),
+                "last_maintenance": (l.meta.last_procedure > 0).then_some(l.meta.last_procedure),
             }),
             Err(e) => serde_json::json!({"error": e.to_string()}),
         };
@@ -468,6 +482,8 @@ fn offline_status(cache: &Path, json: bool) -> Result<()> {
                 "not clean (the next start writes every cached segment back)"
             };
             println!("metadata     version {} in slot {}, {} procedure(s); {state}", m.version, l.slot, m.procedures);
+            let last = (m.last_procedure > 0).then_some(m.last_procedure as f64);
+            println!("maintenance  last {}", when(last));
         }
         Err(e) => println!("metadata     unusable: {e}"),
     }

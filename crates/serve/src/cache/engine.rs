@@ -122,21 +122,22 @@ struct Shared<S, H, M> {
 }
 
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
-    /// Feeds a request to the decider and performs the fills it asks for.
-    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<()> {
+    /// Feeds a request to the decider and performs the fills it asks for;
+    /// returns how many segments it filled (misses the map will count as hits).
+    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<u64> {
         self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
-            return Ok(()); // the map reports the range error
+            return Ok(0); // the map reports the range error
         }
         let seg = self.map.segment_size();
         let mut d = lock(&self.decider);
         let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
         // Fills happen under the decider's lock, so its slot bookkeeping and
         // the map's moves happen in the same order.
-        for (slot, h) in fills {
+        for &(slot, h) in &fills {
             self.map.replace(slot, h)?;
         }
-        Ok(())
+        Ok(fills.len() as u64)
     }
 
     fn maintain(&self) -> io::Result<MaintainReport> {
@@ -276,7 +277,11 @@ where
             ssd_segments: g.ssd_segments as u64,
             hdd_segments: g.hdd_segments,
             map: self.shared.map.status(),
-            last_maintenance: s.last.map(unix),
+            // This run's, else the last one the metadata remembers.
+            last_maintenance: s.last.map(unix).or_else(|| {
+                let t = self.shared.map.with_meta(|m| m.last_procedure);
+                (t > 0).then_some(t as f64)
+            }),
             last_report: s.last_report.clone(),
             next_maintenance: s.next.filter(|_| self.mode == CacheMode::WriteBack).map(unix),
             idle: s.idle.map(|d| d.as_secs_f64()),
@@ -337,13 +342,16 @@ where
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.shared.reference(Op::Read, offset, buf.len() as u64)?;
-        self.shared.map.read(buf, offset)
+        let filled = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
+        self.shared.map.read(buf, offset)?;
+        self.shared.map.recount_fills(filled, false);
+        Ok(())
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        self.shared.reference(Op::Write, offset, data.len() as u64)?;
+        let filled = self.shared.reference(Op::Write, offset, data.len() as u64)?;
         self.shared.map.write(data, offset)?;
+        self.shared.map.recount_fills(filled, true);
         if fua {
             self.shared.map.flush()?;
         }
@@ -621,7 +629,9 @@ mod tests {
         assert_eq!(e.mapping(), vec![Some(9), Some(7), None, None]);
         assert_eq!(saved_mapping(&rig), vec![None; 4], "and saves an empty map again before serving");
         assert_eq!(read(&e, 9 * SEG, 1), [0xBB]);
-        assert_eq!(e.status().map.read_hits, 1);
+        assert_eq!((e.status().map.read_hits, e.status().map.read_misses), (1, 0));
+        read(&e, 30 * SEG, 1);
+        assert_eq!((e.status().map.read_hits, e.status().map.read_misses), (1, 1), "a fill is a miss");
     }
 
     #[test]
@@ -644,19 +654,28 @@ mod tests {
         assert_eq!(e.status().map.hdd_read, 4);
     }
 
-    /// An SSD that takes its time over each write, so that requests
-    /// certainly arrive while the procedure copies.
-    struct SlowSsd(Mem);
-    impl BlockDevice for SlowSsd {
+    /// An SSD whose segment copies wait at a gate until the test opens it,
+    /// so the procedure is certainly still running while requests arrive.
+    struct GatedSsd {
+        dev: Mem,
+        open: Mutex<bool>,
+        opened: Condvar,
+    }
+    impl BlockDevice for GatedSsd {
         fn len(&self) -> u64 {
-            self.0.len()
+            self.dev.len()
         }
         fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-            self.0.read_at(buf, offset)
+            self.dev.read_at(buf, offset)
         }
         fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
-            std::thread::sleep(Duration::from_millis(20));
-            self.0.write_at(data, offset)
+            if data.len() == SEG as usize {
+                let mut open = lock(&self.open);
+                while !*open {
+                    open = self.opened.wait(open).unwrap();
+                }
+            }
+            self.dev.write_at(data, offset)
         }
         fn sync(&self) -> io::Result<()> {
             Ok(())
@@ -667,7 +686,8 @@ mod tests {
     fn requests_go_on_during_the_procedure_and_write_to_both_devices() {
         let rig = Rig::new();
         let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
-        let (map, _) = CacheMap::open(SlowSsd(rig.ssd.clone()), rig.hdd.clone(), store, false).unwrap();
+        let ssd = Arc::new(GatedSsd { dev: rig.ssd.clone(), open: Mutex::new(true), opened: Condvar::new() });
+        let (map, _) = CacheMap::open(ssd.clone(), rig.hdd.clone(), store, false).unwrap();
         let e = CachedBackend::new(map, CacheMode::WriteBack, &EngineConfig::default()).unwrap();
         for h in 0..4 {
             e.write_at(&[h as u8 + 50; 8], h * SEG, false).unwrap();
@@ -678,26 +698,32 @@ mod tests {
         for h in 4..8 {
             reference(&e, h, 5);
         }
-        std::thread::scope(|sc| {
+        *lock(&ssd.open) = false;
+        let kept = std::thread::scope(|sc| {
             let t = sc.spawn(|| e.maintain().unwrap());
-            // Wait until the procedure runs, then write to a cached segment
-            // it does not move and read an uncached one.
+            // The procedure is now stuck in its first segment copy: requests
+            // on other segments must still be served.
             while !e.status().map.in_procedure {
                 std::thread::yield_now();
             }
-            let t0 = Instant::now();
-            e.write_at(&[0xD2; 8], 2 * SEG + 8, false).unwrap();
+            // A segment still cached (the one being moved out is unmapped
+            // and locked; the procedure waits at its first copy).
+            let moved: Vec<u64> = (0..4).filter(|h| !e.mapping().contains(&Some(*h))).collect();
+            let kept = e.mapping().into_iter().flatten().next().unwrap();
+            e.write_at(&[0xD2; 8], kept * SEG + 8, false).unwrap();
+            assert_eq!(rig.hdd_seg(kept)[8..16], [0xD2; 8], "a write during the procedure reaches the HDD too");
             assert_eq!(read(&e, 20 * SEG, 1), [20]);
-            let during = t0.elapsed();
+            assert!(e.status().map.in_procedure && !t.is_finished(), "the requests ran during the procedure");
+            assert!(moved.len() <= 1, "at most the slot being refilled is unmapped");
+            *lock(&ssd.open) = true;
+            ssd.opened.notify_all();
             let r = t.join().unwrap();
-            assert!(r.seconds > during.as_secs_f64(), "the request did not wait for the whole procedure");
+            assert!(!r.plan.is_empty());
+            kept
         });
         let st = e.status();
         assert_eq!((st.map.dirty, st.map.in_procedure), (0, false), "nothing is dirty after the procedure");
-        if e.mapping().contains(&Some(2)) {
-            assert_eq!(rig.hdd_seg(2)[8..16], [0xD2; 8], "the write during the procedure reached the HDD too");
-        }
-        assert_eq!(read(&e, 2 * SEG + 8, 8), [0xD2; 8]);
+        assert_eq!(read(&e, kept * SEG + 8, 8), [0xD2; 8]);
         assert_eq!(rig.hdd_seg(1)[..8], [0xD1; 8], "dirty data written back by line 4");
         e.shutdown().unwrap();
     }

@@ -279,6 +279,16 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         }
     }
 
+    /// Counts `n` pieces just served from segments filled for this very
+    /// request (a write-through cache's miss) as misses, not hits.
+    pub fn recount_fills(&self, n: u64, op_is_write: bool) {
+        let c = &self.counters;
+        let (hits, misses) =
+            if op_is_write { (&c.write_hits, &c.write_misses) } else { (&c.read_hits, &c.read_misses) };
+        hits.fetch_sub(n, Relaxed);
+        misses.fetch_add(n, Relaxed);
+    }
+
     /// Splits `offset..offset+len` at segment boundaries (slots unresolved).
     fn pieces(&self, offset: u64, len: usize) -> io::Result<Vec<Piece>> {
         super::device::check_range(self.len(), offset, len)?;
@@ -518,9 +528,11 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         }
         // The copies must be durable before a save says they are there.
         self.ssd.sync()?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         self.save(|m| {
             m.update = false; // line 26
             m.procedures += 1;
+            m.last_procedure = now.min(u32::MAX as u64) as u32;
         })?;
         lock(&self.state).through = self.mode == WriteMode::Through;
         Ok(())

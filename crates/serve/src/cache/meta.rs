@@ -30,7 +30,7 @@
 //! | 20 | 4 | SSD segments `S` |
 //! | 24 | 8 | HDD segments `H` |
 //! | 32 | 4 | evict clock (an SSD slot, `< S`) |
-//! | 36 | 4 | reserved, 0 |
+//! | 36 | 4 | when the last procedure completed, Unix seconds (0 = never; was reserved) |
 //! | 40 | 8 | procedures run (caching-and-eviction count) |
 //! | 48 | 8 | payload length = `8S + 2H + ceil(H/8)` |
 //! | 56 | 4 | reserved, 0 |
@@ -46,7 +46,8 @@
 //! procedures, `crates/core/src/policy/tiered/pwc.rs`; the cache clock
 //! restarts at 0 every procedure, Fig. 5 line 8, so it is not stored), and
 //! the touched bitmap (that policy's first-fill rule counts segments ever
-//! touched, which a frequency of 0 cannot tell).
+//! touched, which a frequency of 0 cannot tell), and the time of the last
+//! procedure (for `ssdcache status` when no server runs).
 
 use std::io;
 
@@ -110,6 +111,8 @@ pub struct Meta {
     pub evict_hand: u32,
     /// Caching-and-eviction procedures completed.
     pub procedures: u64,
+    /// When the last one completed (Unix seconds; 0 = never).
+    pub last_procedure: u32,
     /// Address map: the HDD segment each SSD slot caches.
     pub map: Vec<Option<u64>>,
     /// Frequency of each HDD segment.
@@ -128,6 +131,7 @@ impl Meta {
             geometry,
             evict_hand: geometry.ssd_segments.saturating_sub(1),
             procedures: 0,
+            last_procedure: 0,
             map: vec![None; geometry.ssd_segments as usize],
             freq: vec![0; geometry.hdd_segments as usize],
             touched: vec![false; geometry.hdd_segments as usize],
@@ -155,6 +159,7 @@ impl Meta {
         b[20..24].copy_from_slice(&g.ssd_segments.to_le_bytes());
         b[24..32].copy_from_slice(&g.hdd_segments.to_le_bytes());
         b[32..36].copy_from_slice(&self.evict_hand.to_le_bytes());
+        b[36..40].copy_from_slice(&self.last_procedure.to_le_bytes());
         b[40..48].copy_from_slice(&self.procedures.to_le_bytes());
         b[48..56].copy_from_slice(&g.payload_len().to_le_bytes());
         let mut at = HEADER_LEN;
@@ -215,7 +220,7 @@ impl Meta {
             }
         }
         let flags = u16_at(10);
-        if flags & !(FLAG_CLEAN | FLAG_UPDATE) != 0 || u32_at(36) != 0 || u32_at(56) != 0 {
+        if flags & !(FLAG_CLEAN | FLAG_UPDATE) != 0 || u32_at(56) != 0 {
             return Err(SlotError::Invalid(format!("unknown flags {flags:#x} or reserved bytes set")));
         }
         let evict_hand = u32_at(32);
@@ -246,6 +251,7 @@ impl Meta {
             geometry: g,
             evict_hand,
             procedures: u64_at(40),
+            last_procedure: u32_at(36),
             map,
             freq,
             touched,
@@ -410,7 +416,8 @@ mod tests {
             .prop_map(|(g, (version, clean, update, procedures), evict_hand, segs, freq, touched, empties)| {
                 let mut it = segs.into_iter();
                 let map = empties.iter().map(|&e| if e { None } else { it.next() }).collect();
-                Meta { version, clean, update, geometry: g, evict_hand, procedures, map, freq, touched }
+                let last_procedure = version.rotate_left(7); // any value round-trips
+                Meta { version, clean, update, geometry: g, evict_hand, procedures, last_procedure, map, freq, touched }
             })
     }
 

@@ -32,6 +32,7 @@ pub mod locks;
 pub mod map;
 pub mod meta;
 pub mod recover;
+pub mod slow;
 
 pub use device::{BlockDevice, FileDevice, MemDevice};
 #[cfg(feature = "engine")]
