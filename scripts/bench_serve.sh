@@ -50,10 +50,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-T0=${EPOCHREALTIME/./}
-elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 1000000)) $((us / 100000 % 10)); }
-step() { printf '\n== %s  (%s)\n' "$*" "$(elapsed)"; }
-die() { echo "FAIL: $*" >&2; exit 1; }
+source scripts/lib/common.sh
 
 PART=${BENCH_PART:-all}
 case $PART in a | b | all) ;; *) die "BENCH_PART=$PART: expected a, b or all" ;; esac
@@ -94,14 +91,7 @@ start_ssdcache() {
   LOG=$WORK/$name.err
   "$BIN" serve "$cache" "$backing" --listen 127.0.0.1:0 --export disk "$@" >"$WORK/$name.out" 2>"$LOG" &
   SERVER_PID=$!
-  for _ in $(seq 200); do
-    grep -q '^listening on ' "$WORK/$name.out" 2>/dev/null && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$LOG"; die "ssdcache serve ($name) exited at start"; }
-    sleep 0.05
-  done
-  ADDR=$(sed -n 's/^listening on //p' "$WORK/$name.out")
-  [ -n "$ADDR" ] || die "ssdcache serve ($name) did not report its address"
-  URI="nbd://$ADDR/disk"
+  wait_listening "$SERVER_PID" "$WORK/$name.out" "$LOG" "ssdcache serve ($name)"
 }
 # stop_ssdcache: SIGTERM (drain, write back, clean bit); must exit 0. Prints its time.
 stop_ssdcache() {

@@ -67,9 +67,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-T0=${EPOCHREALTIME/./}
-elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 1000000)) $((us / 100000 % 10)); }
-step() { printf '\n== %s  (%s)\n' "$*" "$(elapsed)"; }
+source scripts/lib/common.sh
 TRIALS=${CRASH_TRIALS:-25}
 SEED=${CRASH_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 SABOTAGE=${CRASH_SABOTAGE:-}
@@ -85,12 +83,7 @@ case "$SABOTAGE" in "" | lose-write | early-durable | corrupt-ssd | corrupt-back
 
 step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}
-if [ "$PROFILE" = release ]; then
-  cargo build -q --locked --release -p ssdcache-cli
-else
-  cargo build -q --locked -p ssdcache-cli
-fi
-BIN=$ROOT/target/$PROFILE/ssdcache
+build_ssdcache "$PROFILE"
 echo "seed $SEED, $TRIALS trials, $CACHE_MODE cache, $PROFILE build${SABOTAGE:+, SABOTAGE=$SABOTAGE}"
 
 WORK=$(mktemp -d)
@@ -133,15 +126,7 @@ start() { # starts the server; $1: the start kind its stderr must report
   WRAP_PID=$!
   until [ -s "$WORK/server.pid" ]; do sleep 0.005; done
   SERVER_PID=$(cat "$WORK/server.pid")
-  local i
-  for i in $(seq 500); do
-    grep -q '^listening on ' "$WORK/server$RUN.out" 2>/dev/null && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$ERR"; die "server exited at start (run $RUN)"; }
-    sleep 0.02
-  done
-  ADDR=$(sed -n 's/^listening on //p' "$WORK/server$RUN.out")
-  [ -n "$ADDR" ] || { cat "$ERR"; die "server did not report its address (run $RUN)"; }
-  URI="nbd://$ADDR/disk"
+  wait_listening "$SERVER_PID" "$WORK/server$RUN.out" "$ERR" "server (run $RUN)"
   STARTED=$(grep -o 'started .*' "$ERR" || true)
   grep -Eq "started .*\($1;" "$ERR" || { cat "$ERR"; die "restart $RUN: expected a $1 start, the server says: $STARTED"; }
 }

@@ -35,11 +35,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-T0=${EPOCHREALTIME/./}
-
-elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 1000000)) $((us / 100000 % 10)); }
-step() { printf '\n== %s  (%s)\n' "$*" "$(elapsed)"; }
-die() { echo "FAIL: $*" >&2; exit 1; }
+source scripts/lib/common.sh
 
 step "clients"
 PY=/usr/bin/python3 # Debian's python, where python3-libnbd installs
@@ -79,14 +75,7 @@ step "start server"
 "$SERVER" "$WORK/disk.img" --listen 127.0.0.1:0 --export disk --description "test_nbd disk" -vv \
   >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER_PID=$!
-for _ in $(seq 100); do
-  grep -q '^listening on ' "$WORK/server.out" 2>/dev/null && break
-  kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.err"; die "server exited at start"; }
-  sleep 0.1
-done
-ADDR=$(sed -n 's/^listening on //p' "$WORK/server.out")
-[ -n "$ADDR" ] || die "server did not report its address"
-URI="nbd://$ADDR/disk"
+wait_listening "$SERVER_PID" "$WORK/server.out" "$WORK/server.err" server
 echo "serving $URI (pid $SERVER_PID)"
 connections() { grep -c 'serving export' "$WORK/server.err" || true; }
 

@@ -30,11 +30,7 @@
 #      restart cold; compare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-T0=${EPOCHREALTIME/./}
-elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 1000000)) $((us / 100000 % 10)); }
-step() { printf '\n== %s  (%s)\n' "$*" "$(elapsed)"; }
-die() { echo "FAIL: $*" >&2; exit 1; }
+source scripts/lib/common.sh
 
 for t in qemu-io qemu-img nbdcopy; do
   command -v "$t" >/dev/null || die "$t missing: run scripts/test_nbd.sh once (it installs the NBD clients)"
@@ -43,12 +39,7 @@ done
 step "build ssdcache"
 # SERVE_PROFILE=release reuses the test command's release build.
 PROFILE=${SERVE_PROFILE:-debug}
-if [ "$PROFILE" = release ]; then
-  cargo build -q --locked --release -p ssdcache-cli
-else
-  cargo build -q --locked -p ssdcache-cli
-fi
-BIN=$ROOT/target/$PROFILE/ssdcache
+build_ssdcache "$PROFILE"
 
 WORK=$(mktemp -d)
 SERVER_PID=
@@ -80,14 +71,7 @@ start() {
   "$BIN" serve "$CACHE" "$BACKING" ${SERVE_OPTS:-} --listen 127.0.0.1:0 --export disk -v \
     >"$WORK/server$RUN.out" 2>"$WORK/server$RUN.err" &
   SERVER_PID=$!
-  for _ in $(seq 100); do
-    grep -q '^listening on ' "$WORK/server$RUN.out" 2>/dev/null && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server$RUN.err"; die "server exited at start"; }
-    sleep 0.1
-  done
-  ADDR=$(sed -n 's/^listening on //p' "$WORK/server$RUN.out")
-  [ -n "$ADDR" ] || die "server did not report its address"
-  URI="nbd://$ADDR/disk"
+  wait_listening "$SERVER_PID" "$WORK/server$RUN.out" "$WORK/server$RUN.err" server
   echo "serving $URI (pid $SERVER_PID): $(grep -o 'started a .* cache ([A-Za-z]*' "$WORK/server$RUN.err")"
 }
 # status_field KEY: one field of `ssdcache status --json` (the running server's).
