@@ -1,16 +1,21 @@
 //! The tokio NBD server: accepts connections, negotiates with
 //! [`Negotiation`], then serves requests concurrently.
 //!
-//! Per connection, one task reads requests in order; each valid request gets
-//! its own task that runs the backend call on tokio's blocking pool and writes
-//! the reply as soon as it is done, so replies may overtake each other (the
-//! cookie tells the client which is which). Memory per connection is bounded
-//! by two semaphores taken before a request's payload is read or its read
-//! buffer allocated: at most [`ServerConfig::max_inflight_requests`] requests
-//! and [`ServerConfig::max_inflight_bytes`] bytes of payload/read data in
-//! flight. When either is exhausted the connection stops reading from its
-//! socket until replies go out, which pushes back on the client through TCP.
-//! Replies are written whole under a per-connection lock.
+//! Accepting, negotiating and shutting down are async (tokio). A connection
+//! in transmission is served by its own pool of blocking worker threads
+//! (`server/conn.rs`, nbdkit's model): each worker reads one request under a reader
+//! lock (buffered), runs the backend call itself, and writes the whole reply
+//! under a writer lock, so a request costs no thread hop and the backend's
+//! blocking calls never block the async runtime. Several workers run at once,
+//! so replies may overtake each other (the cookie tells the client which is
+//! which). Memory per connection is bounded: at most
+//! [`ServerConfig::max_inflight_requests`] requests in flight (workers are
+//! started on demand up to that number) and
+//! [`ServerConfig::max_inflight_bytes`] bytes of payload/read data, taken
+//! before a request's payload is read or its read buffer allocated. When
+//! either is exhausted the connection stops reading from its socket until
+//! replies go out, which pushes back on the client through TCP. Replies are
+//! written whole under a per-connection lock.
 //!
 //! A connection that breaks the protocol (bad magic, a WRITE payload larger
 //! than the maximum block size, bad handshake) is closed; the others carry
@@ -19,8 +24,9 @@
 //!
 //! Shutdown ([`ServerHandle::shutdown`]): stop accepting; connections still
 //! negotiating are closed; connections in transmission stop reading new
-//! requests (a request whose header or payload is only partly received is
-//! dropped unanswered, which the spec allows on shutdown), finish every
+//! requests (a request whose header or payload is only partly received, or
+//! still only in the connection's read buffer, is dropped unanswered, which
+//! the spec allows on shutdown), finish every
 //! request already read, send its reply and close. Connections that have not
 //! finished after [`ServerConfig::drain_timeout`] (e.g. a client that stopped
 //! reading replies) are aborted. Then the server waits until every backend
@@ -30,18 +36,19 @@
 use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
-use crate::nbd::request::{self, Command, Decision, ExportParams};
+use crate::nbd::request::ExportParams;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Mutex as AsyncMutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::task::TaskTracker;
+
+mod conn;
 
 /// One export: a name clients ask for and the backend behind it.
 #[derive(Clone)]
@@ -77,7 +84,8 @@ impl std::fmt::Debug for Export {
 pub struct ServerConfig {
     /// Largest READ/WRITE payload (advertised maximum block size). Default 32 MiB.
     pub max_block: u32,
-    /// Requests in flight per connection. Default 64.
+    /// Requests in flight per connection, which is also the most worker
+    /// threads a connection starts (on demand). Default 64.
     pub max_inflight_requests: usize,
     /// Bytes of write payloads and read buffers in flight per connection; at
     /// least `max_block`. Default 64 MiB.
@@ -168,7 +176,9 @@ impl Server {
         if config.max_block == 0 || config.max_inflight_requests == 0 || config.max_connections == 0 {
             return Err(ServerError::Config("limits must be positive"));
         }
-        if config.max_inflight_bytes < config.max_block as usize || config.max_inflight_bytes > Semaphore::MAX_PERMITS {
+        if config.max_inflight_bytes < config.max_block as usize || config.max_inflight_bytes > usize::MAX >> 3
+        /* tokio's Semaphore::MAX_PERMITS, the limit so far */
+        {
             return Err(ServerError::Config("max_inflight_bytes must be at least max_block"));
         }
         for (i, e) in exports.iter().enumerate() {
@@ -373,7 +383,8 @@ async fn connection(
         }
     };
     log::debug!("{peer}: serving export {:?}", shared.exports[export].name);
-    transmission(&shared, sock, peer, export, stop, tracker).await;
+    let backend = shared.exports[export].backend.clone();
+    conn::transmission(sock, peer, backend, shared.params[export], &shared.config, stop, tracker).await;
 }
 
 /// Runs the negotiation; `Some(export)` to enter transmission, `None` on abort.
@@ -401,188 +412,4 @@ async fn negotiate(sock: &mut TcpStream, infos: &[ExportInfo]) -> Result<Option<
             }
         }
     }
-}
-
-/// The next thing the reading side has to do.
-enum Next {
-    /// Run a command in its own task; the permits go with it.
-    Run { cmd: Command, cookie: u64, payload: Vec<u8>, permits: (OwnedSemaphorePermit, OwnedSemaphorePermit) },
-    /// Send an error reply and read on.
-    Reply { cookie: u64, errno: u32 },
-    /// Send an error reply (if any) and close.
-    Close { reply: Option<(u64, u32)>, why: String },
-    /// NBD_CMD_DISC.
-    Disconnect,
-}
-
-struct Limits {
-    count: Arc<Semaphore>,
-    bytes: Arc<Semaphore>,
-}
-
-async fn next_request<R: AsyncRead + Unpin>(rd: &mut R, params: &ExportParams, limits: &Limits) -> io::Result<Next> {
-    let mut h = [0u8; REQUEST_HEADER_LEN];
-    rd.read_exact(&mut h).await?;
-    let hdr = match request::parse_request_header(&h) {
-        Ok(hdr) => hdr,
-        Err(e) => return Ok(Next::Close { reply: None, why: e.to_string() }),
-    };
-    match request::decide(&hdr, params) {
-        Decision::Execute(cmd) => {
-            // Permits first, then the allocation and the payload read: a
-            // connection at its limit stops reading until replies go out.
-            let count = limits.count.clone().acquire_owned().await.map_err(io::Error::other)?;
-            let bytes = limits.bytes.clone().acquire_many_owned(cmd.buffer_len()).await.map_err(io::Error::other)?;
-            let mut payload = Vec::new();
-            if let Command::Write { len, .. } = cmd {
-                payload = vec![0u8; len as usize]; // len <= max_block, checked by decide
-                rd.read_exact(&mut payload).await?;
-            }
-            Ok(Next::Run { cmd, cookie: hdr.cookie, payload, permits: (count, bytes) })
-        }
-        Decision::Reject { errno, discard } => {
-            let n = tokio::io::copy(&mut rd.take(discard as u64), &mut tokio::io::sink()).await?;
-            if n < discard as u64 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            Ok(Next::Reply { cookie: hdr.cookie, errno })
-        }
-        Decision::Disconnect => Ok(Next::Disconnect),
-        Decision::Fatal { errno } => Ok(Next::Close {
-            reply: Some((hdr.cookie, errno)),
-            why: format!("request of {} bytes over the maximum block size", hdr.length),
-        }),
-    }
-}
-
-/// What one connection was asked to do, logged when it closes (the NBD
-/// client tests read these lines to check which commands and flags reached
-/// the server).
-#[derive(Debug, Default)]
-struct ConnStats {
-    requests: u64,
-    read: u64,
-    write: u64,
-    fua: u64,
-    flush: u64,
-    trim: u64,
-    zeroes: u64,
-    no_hole: u64,
-    errors: u64,
-}
-
-impl ConnStats {
-    fn count(&mut self, cmd: &Command) {
-        self.requests += 1;
-        match *cmd {
-            Command::Read { .. } => self.read += 1,
-            Command::Write { fua, .. } => {
-                self.write += 1;
-                self.fua += fua as u64;
-            }
-            Command::Flush => self.flush += 1,
-            Command::Trim { fua, .. } => {
-                self.trim += 1;
-                self.fua += fua as u64;
-            }
-            Command::WriteZeroes { no_hole, fua, .. } => {
-                self.zeroes += 1;
-                self.no_hole += no_hole as u64;
-                self.fua += fua as u64;
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for ConnStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = self;
-        write!(
-            f,
-            "requests={} read={} write={} fua={} flush={} trim={} zeroes={} no_hole={} errors={}",
-            s.requests, s.read, s.write, s.fua, s.flush, s.trim, s.zeroes, s.no_hole, s.errors
-        )
-    }
-}
-
-async fn send(wr: &AsyncMutex<OwnedWriteHalf>, bytes: &[u8]) -> io::Result<()> {
-    wr.lock().await.write_all(bytes).await
-}
-
-async fn transmission(
-    shared: &Shared,
-    sock: TcpStream,
-    peer: SocketAddr,
-    export: usize,
-    mut stop: watch::Receiver<bool>,
-    tracker: TaskTracker,
-) {
-    let params = shared.params[export];
-    let backend = shared.exports[export].backend.clone();
-    let (mut rd, wr) = sock.into_split();
-    let wr = Arc::new(AsyncMutex::new(wr));
-    let limits = Limits {
-        count: Arc::new(Semaphore::new(shared.config.max_inflight_requests)),
-        bytes: Arc::new(Semaphore::new(shared.config.max_inflight_bytes)),
-    };
-    let mut tasks: JoinSet<()> = JoinSet::new();
-    let mut stats = ConnStats::default();
-    loop {
-        while tasks.try_join_next().is_some() {}
-        let next = tokio::select! {
-            biased;
-            _ = stopped(&mut stop) => break,
-            next = next_request(&mut rd, &params, &limits) => next,
-        };
-        match next {
-            Ok(Next::Run { cmd, cookie, payload, permits }) => {
-                stats.count(&cmd);
-                let (backend, wr, tracker) = (backend.clone(), wr.clone(), tracker.clone());
-                tasks.spawn(async move {
-                    let job = tracker.spawn_blocking(move || request::execute(&*backend, &cmd, cookie, &payload));
-                    let reply = match job.await {
-                        Ok(reply) => reply,
-                        Err(e) => {
-                            log::error!("{peer}: {cmd:?} failed: {e}");
-                            request::simple_reply(cookie, EIO).to_vec()
-                        }
-                    };
-                    if let Err(e) = send(&wr, &reply).await {
-                        log::debug!("{peer}: reply not sent: {e}");
-                    }
-                    drop(permits);
-                });
-            }
-            Ok(Next::Reply { cookie, errno }) => {
-                stats.requests += 1;
-                stats.errors += 1;
-                if let Err(e) = send(&wr, &request::simple_reply(cookie, errno)).await {
-                    log::debug!("{peer}: reply not sent: {e}");
-                    break;
-                }
-            }
-            Ok(Next::Close { reply, why }) => {
-                log::info!("{peer}: closing: {why}");
-                if let Some((cookie, errno)) = reply {
-                    stats.requests += 1;
-                    stats.errors += 1;
-                    let _ = send(&wr, &request::simple_reply(cookie, errno)).await;
-                }
-                break;
-            }
-            Ok(Next::Disconnect) => break,
-            Err(e) => {
-                if e.kind() == io::ErrorKind::UnexpectedEof {
-                    log::debug!("{peer}: client closed the connection");
-                } else {
-                    log::info!("{peer}: read failed: {e}");
-                }
-                break;
-            }
-        }
-    }
-    // Every request read so far gets its reply before the socket closes.
-    while tasks.join_next().await.is_some() {}
-    let _ = wr.lock().await.shutdown().await;
-    log::debug!("{peer}: connection closed: {stats}");
 }
