@@ -5,12 +5,15 @@
 //!   machine (what the fuzz targets exercise).
 //! - [`backend`]: the [`Backend`] trait an export is served from, with
 //!   [`FileBackend`] (a file or block device) and [`MemBackend`] (tests).
-//! - [`server`] (feature `server`, on by default): a tokio TCP server with
-//!   several exports, concurrent pipelined requests per connection with
-//!   bounded memory, and a graceful shutdown that ends with
+//! - [`server`] (feature `server`, on by default): a TCP server with several
+//!   exports: tokio accepts and negotiates, then each connection's requests
+//!   run concurrently on its own blocking worker threads (nbdkit's model)
+//!   with bounded memory, and a graceful shutdown ends with
 //!   [`Backend::shutdown`].
-//! - [`cache`]: the persistent SSD cache's metadata, recovery and
-//!   fault-injection devices (paper 000).
+//! - [`cache`]: paper 000's persistent SSD cache: metadata, recovery,
+//!   segment locks, the concurrent data path, the engine (`CachedBackend`)
+//!   with its policy adapter and cache-file layout, fault-injection devices
+//!   and the benchmark's slow HDD-model device.
 //!
 //! Example: `cargo run -p ssdcache-serve --example serve_file -- disk.img
 //! --listen 127.0.0.1:10809 --export disk`, then `qemu-io -f raw
