@@ -318,7 +318,7 @@ async fn run(
             }
         }
     }
-    // Backend calls of aborted connections still run on the blocking pool.
+    // Backend calls of aborted connections may still run on their workers.
     tracker.close();
     tracker.wait().await;
     let mut done: Vec<usize> = Vec::new(); // backend addresses, to shut each down once
