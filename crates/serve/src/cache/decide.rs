@@ -16,7 +16,7 @@
 //!   `write-around` mode. Its effects become slot moves at once: an `Evict`
 //!   frees the evicted segment's slot, a `CacheWrite` of a segment not yet
 //!   held fills a free slot ([`Decider::reference`] returns the fills).
-//!   Trims are not fed to it (the zeroes are written through like any write).
+//!   Trims are not fed to it (the engine ignores trims; see `engine`).
 //! - **None** (passthrough).
 
 use std::collections::hash_map::Entry;

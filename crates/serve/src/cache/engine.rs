@@ -10,9 +10,11 @@
 //!   paper 000 §4 blames LRU's for), done before the request's own I/O.
 //! - **Flush / FUA** = [`CacheMap::flush`], which syncs both devices, so a
 //!   flush on one connection covers every connection: `multi_conn` is true.
-//! - **Trim and write-zeroes** write zeroes through the map (exact; a trim is
-//!   only a hint, so zeroing is allowed). A trim is a PWC reference only
-//!   (as in the simulator); write-zeroes is a write.
+//! - **Trim** is a hint the NBD protocol lets a server ignore (the contents
+//!   of a trimmed range are unspecified until rewritten), and it is: writing
+//!   zeroes instead would turn `mkfs`'s whole-device discard into a write of
+//!   the whole backing disk. It is a PWC reference only (as in the
+//!   simulator). **Write-zeroes** writes zeroes through the map, as a write.
 //! - **Maintenance** (write-back): [`CachedBackend::maintain`] runs PWC's
 //!   procedure and hands its plan to [`CacheMap::caching_and_eviction`],
 //!   which runs while requests go on (writes go to both devices meanwhile).
@@ -364,7 +366,6 @@ where
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
         self.shared.reference(Op::Trim, offset, len)?;
-        self.zero(offset, len)?;
         if fua {
             self.shared.map.flush()?;
         }
@@ -488,9 +489,9 @@ mod tests {
         assert_eq!(rig.hdd_seg(3)[..50], [0xAB; 50]);
         assert_eq!(rig.hdd_seg(2)[SEG as usize - 50..], [0xAB; 50]);
         e.write_zeroes(5 * SEG + 10, 20, false, true).unwrap();
-        e.trim(6 * SEG, SEG, false).unwrap();
+        e.trim(6 * SEG, SEG, true).unwrap();
         assert_eq!(read(&e, 5 * SEG + 9, 22), [&[5u8][..], &[0; 20], &[5]].concat());
-        assert_eq!(read(&e, 6 * SEG, SEG as usize), vec![0; SEG as usize]);
+        assert_eq!(read(&e, 6 * SEG, SEG as usize), vec![6; SEG as usize], "a trim is ignored");
         assert!(e.read_at(&mut [0u8; 2], SEG * HDD_SEGS - 1).is_err());
     }
 
