@@ -578,6 +578,27 @@ mod tests {
     }
 
     #[test]
+    fn with_idle_a_due_procedure_waits_until_requests_stop() {
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        e.start_period(Duration::from_millis(1), Some(Duration::from_secs(2)));
+        // Due at once, but a request arrives every 10 ms for half a second.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(500) {
+            e.write_at(&[3; 8], 4 * SEG, false).unwrap();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(e.status().map.procedures, 0, "the procedure ran while requests kept coming");
+        // Requests stop: it runs once the device has been idle for 2 s.
+        while e.status().map.procedures == 0 {
+            assert!(t.elapsed() < Duration::from_secs(20), "the idle procedure never ran");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(e.mapping().contains(&Some(4)));
+        e.shutdown().unwrap();
+    }
+
+    #[test]
     fn periodic_maintenance_runs_and_stops_at_shutdown() {
         let rig = Rig::new();
         let (e, _) = rig.open();
