@@ -70,11 +70,6 @@ BIN=$ROOT/target/release/ssdcache
 
 WORK=$(mktemp -d -t bench_serve.XXXXXX)
 SERVER_PID= NBDKIT_PID= PLAIN_PID=
-kill_server() { # kill_server PID: SIGKILL a process of ours if it still runs
-  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
-    { kill -KILL "$1" && wait "$1"; } 2>/dev/null || true
-  fi
-}
 cleanup() {
   kill_server "$SERVER_PID"
   kill_server "$NBDKIT_PID"

@@ -62,9 +62,7 @@ SERVER=$ROOT/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/exa
 WORK=$(mktemp -d)
 SERVER_PID=
 cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    { kill -KILL "$SERVER_PID" && wait "$SERVER_PID"; } 2>/dev/null || true
-  fi
+  kill_server "$SERVER_PID"
   rm -rf "$WORK"
 }
 trap cleanup EXIT

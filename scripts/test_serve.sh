@@ -44,9 +44,7 @@ build_ssdcache "$PROFILE"
 WORK=$(mktemp -d)
 SERVER_PID=
 cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    { kill -KILL "$SERVER_PID" && wait "$SERVER_PID"; } 2>/dev/null || true
-  fi
+  kill_server "$SERVER_PID"
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -5,6 +5,13 @@ elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 100
 step() { printf '\n== %s  (%s)\n' "$*" "$(elapsed)"; }
 die() { echo "FAIL: $*" >&2; exit 1; }
 
+# kill_server PID: SIGKILL a server of ours if it still runs, and reap it.
+kill_server() {
+  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+    { kill -KILL "$1" && wait "$1"; } 2>/dev/null || true
+  fi
+}
+
 # build_ssdcache PROFILE: builds the CLI (debug or release); sets BIN.
 build_ssdcache() {
   if [ "$1" = release ]; then

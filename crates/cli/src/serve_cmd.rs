@@ -151,21 +151,6 @@ pub fn create(a: CreateArgs) -> Result<()> {
     Ok(())
 }
 
-/// Minimal stderr logger for `serve`.
-struct Stderr(log::LevelFilter);
-
-impl log::Log for Stderr {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        m.level() <= self.0
-    }
-    fn log(&self, r: &log::Record) {
-        if self.enabled(r.metadata()) {
-            eprintln!("ssdcache serve: {}: {}", r.level(), r.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
 fn duration(flag: &str, text: &str) -> Result<Duration> {
     let ns = parse_duration_ns(text).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
     if ns == 0 {
@@ -177,13 +162,7 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
 pub fn serve(a: ServeArgs) -> Result<()> {
     let period = duration("--period", &a.period)?;
     let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
-    let level = match a.verbose {
-        0 => log::LevelFilter::Warn,
-        1 => log::LevelFilter::Info,
-        _ => log::LevelFilter::Debug,
-    };
-    log::set_logger(Box::leak(Box::new(Stderr(level)))).expect("logger set once");
-    log::set_max_level(level);
+    ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
 
     let backing_file =
         FileDevice::open(&a.backing).with_context(|| format!("opening the backing store {}", a.backing.display()))?;

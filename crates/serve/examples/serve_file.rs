@@ -43,30 +43,9 @@ struct Args {
     verbose: u8,
 }
 
-/// Minimal stderr logger, to keep the example's dependencies to clap and tokio.
-struct Stderr(log::LevelFilter);
-
-impl log::Log for Stderr {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        m.level() <= self.0
-    }
-    fn log(&self, r: &log::Record) {
-        if self.enabled(r.metadata()) {
-            eprintln!("serve_file: {}: {}", r.level(), r.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let level = match args.verbose {
-        0 => log::LevelFilter::Warn,
-        1 => log::LevelFilter::Info,
-        _ => log::LevelFilter::Debug,
-    };
-    log::set_logger(Box::leak(Box::new(Stderr(level)))).expect("logger set once");
-    log::set_max_level(level);
+    ssdcache_serve::stderr_log::init("serve_file", args.verbose);
 
     let backend = FileBackend::open(&args.file, args.read_only)?;
     let export = Export::new(args.export.clone(), Arc::new(backend)).with_description(args.description.clone());

@@ -10,6 +10,7 @@
 //!   run concurrently on its own blocking worker threads (nbdkit's model)
 //!   with bounded memory, and a graceful shutdown ends with
 //!   [`Backend::shutdown`].
+//! - [`stderr_log`]: the servers' stderr logger (`-v` levels).
 //! - [`cache`]: paper 000's persistent SSD cache: metadata, recovery,
 //!   segment locks, the concurrent data path, the engine (`CachedBackend`)
 //!   with its policy adapter and cache-file layout, fault-injection devices
@@ -24,6 +25,7 @@ pub mod cache;
 pub mod nbd;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod stderr_log;
 
 pub use backend::{Backend, FileBackend, MemBackend};
 #[cfg(feature = "server")]
