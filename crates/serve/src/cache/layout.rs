@@ -15,7 +15,6 @@
 //! server, or a `create --force` under a running one, is refused instead of
 //! corrupting the cache.
 
-use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -324,13 +323,11 @@ pub fn open_files(
     config: &EngineConfig,
     force: bool,
 ) -> Result<(FileCache, Started, Superblock), OpenError> {
-    let open =
-        |p: &Path| -> io::Result<FileDevice> { FileDevice::from_file(File::options().read(true).write(true).open(p)?) };
-    let meta_dev = open(cache)?;
+    let meta_dev = FileDevice::open(cache)?;
     lock_exclusive(&meta_dev, cache)?;
     let sb = Superblock::read(&meta_dev)?;
     let g = sb.geometry;
-    let ssd = Region::new(open(cache)?, sb.data_offset, g.ssd_segments as u64 * g.segment_size as u64)?;
+    let ssd = Region::new(FileDevice::open(cache)?, sb.data_offset, g.ssd_segments as u64 * g.segment_size as u64)?;
     let want = g.hdd_segments * g.segment_size as u64;
     if backing.len() != want {
         return Err(OpenError::Io(io::Error::new(
@@ -348,6 +345,7 @@ pub fn open_files(
 mod tests {
     use super::*;
     use crate::cache::recover::StartKind;
+    use std::fs::File;
     use crate::Backend;
 
     #[test]
