@@ -1,4 +1,17 @@
-"""executor="ray" gives the same DataFrame as the local executor, on a local Ray instance."""
+"""executor="ray" gives the same DataFrame as the local executor, on a Ray cluster of one node.
+
+The cluster is a separate `ray start --head --block` process that the driver joins with
+`ray.init(address=...)`, as a user's cluster would be; the driver leaves before the node
+stops. With a plain `ray.init()` the node lives and dies with the driver, and `ray.shutdown()`
+in this fixture's teardown once ended a CI run with exit status 1 and no report, after every
+test had passed (most likely the driver seeing its own raylet die first).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -9,14 +22,48 @@ import ssdcache
 ray = pytest.importorskip("ray")
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture(scope="module")
-def local_ray():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield ray
-    if started:
-        ray.shutdown()
+def local_ray(tmp_path_factory):
+    if ray.is_initialized():  # a cluster the caller joined already
+        yield ray
+        return
+    address = f"127.0.0.1:{_free_port()}"
+    log = open(tmp_path_factory.mktemp("ray") / "ray-start.log", "w+")
+    head = subprocess.Popen(
+        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+         f"--port={address.split(':')[1]}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if head.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"ray start --head exited {head.returncode}:\n{log.read()[-3000:]}")
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+                break
+            except ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield ray
+    finally:
+        # the driver leaves first; only then does the node stop (SIGTERM to `ray start --block`)
+        if ray.is_initialized():
+            ray.shutdown()
+        head.terminate()
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        log.close()
 
 
 def test_ray_equals_local(local_ray, fin1, msr):
