@@ -45,7 +45,7 @@ export SSDCACHE_BIN="$PWD/target/release/ssdcache"
 step "python suite: agreement with libCacheSim (both cores)"
 python3 -m pytest -q -n 2 tests/agreement
 
-step "python suite: the ssdcache package (incl. a local Ray instance)"
+step "python suite: the ssdcache package (incl. a one-node Ray cluster)"
 python3 -m pytest -q tests/python
 
 if [ -x scripts/fuzz.sh ]; then
