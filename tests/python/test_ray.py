@@ -8,6 +8,7 @@ test had passed (most likely the driver seeing its own raylet die first).
 """
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -33,12 +34,15 @@ def local_ray(tmp_path_factory):
     if ray.is_initialized():  # a cluster the caller joined already
         yield ray
         return
-    address = f"127.0.0.1:{_free_port()}"
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
     log = open(tmp_path_factory.mktemp("ray") / "ray-start.log", "w+")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    # its own session, so that a head that will not stop is killed with the node's processes
     head = subprocess.Popen(
         [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-         f"--port={address.split(':')[1]}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
+         f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -61,7 +65,7 @@ def local_ray(tmp_path_factory):
         try:
             head.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            head.kill()
+            os.killpg(head.pid, signal.SIGKILL)
             head.wait()
         log.close()
 
