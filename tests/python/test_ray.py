@@ -37,7 +37,7 @@ def local_ray(tmp_path_factory):
     port = _free_port()
     address = f"127.0.0.1:{port}"
     log = open(tmp_path_factory.mktemp("ray") / "ray-start.log", "w+")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     # its own session, so that a head that will not stop is killed with the node's processes
     head = subprocess.Popen(
         [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
