@@ -447,7 +447,7 @@ mod tests {
         fn open_as(&self, mode: CacheMode) -> (Engine, Started) {
             let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
             let (map, st) =
-                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, false, mode.write_mode()).unwrap();
+                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode()).unwrap();
             (CachedBackend::new(map, mode, &EngineConfig::default()).unwrap(), st)
         }
 

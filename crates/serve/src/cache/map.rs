@@ -45,7 +45,7 @@ use std::sync::{Mutex, MutexGuard};
 use super::device::BlockDevice;
 use super::locks::SegmentLocks;
 use super::meta::{Meta, MetaStore};
-use super::recover::{self, RecoverError, Started};
+use super::recover::{self, RecoverError, StartOptions, Started};
 
 /// Paper 000's frequency increment per reference (§3.3).
 const INCREMENT: u16 = 5;
@@ -167,7 +167,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// Runs the start procedure ([`recover::start`]) and opens the cache in
     /// write-back mode.
     pub fn open(ssd: S, hdd: H, store: MetaStore<M>, force: bool) -> Result<(Self, Started), RecoverError> {
-        Self::open_with(ssd, hdd, store, force, WriteMode::Back)
+        Self::open_with(ssd, hdd, store, StartOptions { force, discard_dirty: false }, WriteMode::Back)
     }
 
     /// Runs the start procedure and opens the cache in `mode`. A
@@ -176,10 +176,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         ssd: S,
         hdd: H,
         store: MetaStore<M>,
-        force: bool,
+        opts: StartOptions,
         mode: WriteMode,
     ) -> Result<(Self, Started), RecoverError> {
-        let started = recover::start(&store, &ssd, &hdd, force)?;
+        let started = recover::start(&store, &ssd, &hdd, opts)?;
         let meta = started.meta.clone();
         let rev = meta.map.iter().enumerate().filter_map(|(s, h)| h.map(|h| (h, s as u32))).collect();
         let dirty = vec![false; meta.map.len()];
