@@ -163,11 +163,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
             }
             plan
         };
-        if let Err(e) = self.map.caching_and_eviction(&plan) {
+        let done = self.map.caching_and_eviction(&plan);
+        if done.is_err() || self.map.is_interrupted() {
             // The map may be half done: make PWC agree with it again.
             lock(&self.decider).restore(&self.map.meta());
-            return Err(e);
         }
+        done?;
         let cached = self.map.status().cached as usize;
         let r = MaintainReport { plan, cached, seconds: t0.elapsed().as_secs_f64() };
         log::info!("caching and eviction: {} segment(s) newly cached, {cached} cached", r.plan.len());
@@ -255,6 +256,11 @@ where
     /// have none and report what is cached). Requests go on meanwhile.
     pub fn maintain(&self) -> io::Result<MaintainReport> {
         self.shared.maintain()
+    }
+
+    /// Makes a running procedure stop at its next safe point (shutdown).
+    pub fn interrupt_maintenance(&self) {
+        self.shared.map.interrupt();
     }
 
     /// Writes every dirty segment back and syncs both devices now

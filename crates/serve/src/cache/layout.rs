@@ -429,7 +429,7 @@ fn same_file(a: &FileDevice, b: &FileDevice) -> io::Result<bool> {
 /// Opens CACHE and BACKING for exclusive use: not the same file, each
 /// `flock`ed (a second server on either, or a `create` under a running
 /// server, is refused).
-fn open_pair(cache: &Path, backing: &Path) -> io::Result<(FileDevice, FileDevice)> {
+pub(crate) fn open_pair(cache: &Path, backing: &Path) -> io::Result<(FileDevice, FileDevice)> {
     let c = FileDevice::open(cache).map_err(|e| named(e, "the cache", cache))?;
     let b = FileDevice::open(backing).map_err(|e| named(e, "the backing store", backing))?;
     if same_file(&c, &b)? {

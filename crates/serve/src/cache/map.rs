@@ -153,6 +153,9 @@ pub struct CacheMap<S, H, M> {
     locks: SegmentLocks,
     admin: Mutex<()>,
     counters: MapCounters,
+    /// Set by [`CacheMap::interrupt`]: a running procedure stops at its next
+    /// slot boundary.
+    interrupted: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -198,6 +201,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             locks: SegmentLocks::new(),
             admin: Mutex::new(()),
             counters: MapCounters::default(),
+            interrupted: Default::default(),
         };
         if mode == WriteMode::Through && started.meta.map.iter().any(|m| m.is_some()) {
             map.save(|_| {})?;
@@ -523,6 +527,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         self.save(|m| m.update = true)?; // line 5
         let mut buf = vec![0u8; self.seg as usize];
         for &(slot, h) in plan {
+            if self.interrupted.load(Relaxed) {
+                // A stop was asked for: the moves done so far are complete, so
+                // ending here (synced and saved below) is a consistent state.
+                log::warn!("caching and eviction interrupted by a stop request");
+                break;
+            }
             self.move_slot(slot, h, &mut buf)?; // lines 12–23
             lock(&self.state).meta.evict_hand = slot;
         }
@@ -536,6 +546,17 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         })?;
         lock(&self.state).through = self.mode == WriteMode::Through;
         Ok(())
+    }
+
+    /// Makes a running (and any later) procedure stop at its next slot
+    /// boundary: a stop request should not wait for a whole procedure.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Relaxed);
+    }
+
+    /// Whether [`interrupt`](Self::interrupt) was called.
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Relaxed)
     }
 
     /// Fig. 5 lines 50–54: waits for requests in flight, refuses new ones,
