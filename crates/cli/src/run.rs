@@ -61,7 +61,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Report a time series per interval of trace time, e.g. 1d or 1h: requests,
-    /// hit ratio, mean device time per request, device-limited throughput.
+    /// hit ratio, mean device time per request, device-limited throughput. Only
+    /// intervals with requests are listed (at most 1,000,000 of them).
     #[arg(long)]
     pub interval: Option<String>,
     /// Replay as an open queueing system with this NCQ depth (1..=512), comma-separated
