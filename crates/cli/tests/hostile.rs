@@ -127,3 +127,31 @@ fn more_busy_intervals_than_kept_is_a_one_line_error() {
     assert!(stdout(&o).is_empty());
     assert!(heap_peak(&o) < 200 * MB, "heap peak {}", heap_peak(&o));
 }
+
+/// Every policy the binary lists, and variants with the largest per-slot state.
+fn every_policy() -> Vec<String> {
+    let o = Command::new(env!("CARGO_BIN_EXE_ssdcache")).arg("policies").output().unwrap();
+    let text = stdout(&o);
+    let mut names: Vec<String> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Modes"))
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert!(names.len() > 20 && names.contains(&"pwc".to_string()), "{names:?}");
+    names.extend(["pwc(segment=4KiB)", "bplru(block=65536)", "lirs(stack=0)"].map(String::from));
+    names
+}
+
+#[test]
+fn a_huge_cache_on_a_tiny_trace_allocates_what_the_trace_touches() {
+    // 8 TiB is 2^31 pages of 4 KiB: sized up front, it aborted ("memory
+    // allocation failed"); 1 TiB took 7 GB of heap for three requests.
+    let t = Temp::new("three", b"0 0 100 8 1\n1000000000 0 200 8 0\n2000000000 0 300 8 1\n");
+    for policy in every_policy() {
+        let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", &policy, "-c", "8TiB", "--json"]);
+        let r = &ok_json(&o)[0];
+        assert_eq!(r["capacity_pages"], 1u64 << 31, "{policy}");
+        assert!(heap_peak(&o) < 50 * MB, "{policy}: heap peak {}", heap_peak(&o));
+    }
+}
