@@ -155,3 +155,35 @@ fn a_huge_cache_on_a_tiny_trace_allocates_what_the_trace_touches() {
         assert!(heap_peak(&o) < 50 * MB, "{policy}: heap peak {}", heap_peak(&o));
     }
 }
+
+#[test]
+fn auto_does_not_read_an_executable_or_random_bytes_as_keys() {
+    // The ssdcache executable itself used to run as a keys-u32be trace.
+    let exe = env!("CARGO_BIN_EXE_ssdcache");
+    let o = sim(&["-t", exe, "-p", "lru", "-c", "1MiB"]);
+    let e = one_line_error(&o, "--format");
+    assert!(e.contains(exe) && e.contains("ELF executable"), "{e}");
+    // Random bytes, a multiple of 4 long.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let random: Vec<u8> = (0..64 * 1024)
+        .map(|_| {
+            // xorshift64*
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect();
+    let t = Temp::new("random", &random);
+    let o = sim(&["-t", t.path(), "-p", "lru", "-c", "1MiB"]);
+    let e = one_line_error(&o, "--format");
+    assert!(e.contains("cannot tell the trace format"), "{e}");
+    // Named, the same bytes read as keys.
+    let o = sim(&["-t", t.path(), "-f", "keys-u32be", "-p", "lru", "-c", "1MiB", "--json"]);
+    assert_eq!(ok_json(&o)[0]["requests"], 16 * 1024);
+    // Keys that behave like page accesses are still recognised.
+    let keys: Vec<u8> = (0u32..4000).flat_map(|i| (1000 + (i * 7) % 500).to_be_bytes()).collect();
+    let t = Temp::new("keys", &keys);
+    let o = sim(&["-t", t.path(), "-p", "lru", "-c", "1MiB", "--json"]);
+    assert_eq!(ok_json(&o)[0]["format"], "keys-u32be");
+}
