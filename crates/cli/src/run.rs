@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use ssdcache::metrics::Report;
 use ssdcache::policy::spec::split_list;
 use ssdcache::policy::Mode;
-use ssdcache::sim::run::{self, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
+use ssdcache::sim::run::{self, check_repeat, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
 use ssdcache::sim::{QueueSpec, RunSpec, SimError, TraceSource};
 use ssdcache::trace::Format;
 use std::io::IsTerminal;
@@ -57,7 +57,7 @@ pub struct SimArgs {
     /// e.g. 'ssd' for an SSD caching an HDD (--device hdd). Without it, cache hits are free.
     #[arg(long)]
     pub cache_device: Option<String>,
-    /// Replay each trace this many times back to back (short traces over many simulated days).
+    /// Replay each trace this many times back to back (short traces over many simulated days); at least 1.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Report a time series per interval of trace time, e.g. 1d or 1h: requests,
@@ -99,6 +99,7 @@ fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
 }
 
 pub fn sim(args: SimArgs) -> Result<()> {
+    check_repeat(args.repeat)?;
     let page_bytes = parse_page(&args.page)?;
     let policies = split_list(args.policy.as_deref().unwrap_or(DEFAULT_POLICIES));
     let caches = split_list(args.cache.as_deref().unwrap_or(DEFAULT_CACHES))

@@ -187,3 +187,15 @@ fn auto_does_not_read_an_executable_or_random_bytes_as_keys() {
     let o = sim(&["-t", t.path(), "-p", "lru", "-c", "1MiB", "--json"]);
     assert_eq!(ok_json(&o)[0]["format"], "keys-u32be");
 }
+
+#[test]
+fn repeat_zero_is_a_one_line_error() {
+    // It used to run the trace once without a word.
+    let t = Temp::new("repeat", b"0 0 100 8 1\n1000 0 200 8 0\n");
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--repeat", "0"]);
+    let e = one_line_error(&o, "--repeat");
+    assert!(e.contains("at least 1"), "{e}");
+    assert!(stdout(&o).is_empty());
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--repeat", "3", "--json"]);
+    assert_eq!(ok_json(&o)[0]["requests"], 6);
+}
