@@ -80,7 +80,8 @@ pub struct SimArgs {
     /// Print CSV, one row per run.
     #[arg(long)]
     pub csv: bool,
-    /// Worker threads for sweeps (default: all cores).
+    /// Worker threads for sweeps (default or 0: all cores); never more than there
+    /// are runs, nor more than 4 per core.
     #[arg(long, short)]
     pub jobs: Option<usize>,
 }
@@ -219,7 +220,7 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     } else {
         ProgressBar::hidden()
     };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
+    let pool = pool(jobs, grid.len())?;
     let results: Vec<Result<Report>> = pool.install(|| {
         grid.par_iter()
             .map(|(s, spec)| {
@@ -231,6 +232,28 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     });
     bar.finish_and_clear();
     results.into_iter().collect()
+}
+
+/// Most worker threads per core: more only cost memory (each run holds its
+/// own cache) and a thread each.
+const THREADS_PER_CORE: usize = 4;
+
+/// Worker threads for `runs` runs on `cores` cores: `-j` (none or 0: one per
+/// core), but at most one per run and [`THREADS_PER_CORE`] per core, so
+/// `-j 5000` on one run starts one thread, not 5000.
+fn threads(jobs: Option<usize>, runs: usize, cores: usize) -> usize {
+    let cores = cores.max(1);
+    let asked = match jobs {
+        None | Some(0) => cores,
+        Some(j) => j,
+    };
+    asked.min(runs).min(THREADS_PER_CORE * cores).max(1)
+}
+
+/// The thread pool for `runs` runs (see [`threads`]).
+fn pool(jobs: Option<usize>, runs: usize) -> Result<rayon::ThreadPool> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Ok(rayon::ThreadPoolBuilder::new().num_threads(threads(jobs, runs, cores)).build()?)
 }
 
 #[cfg(test)]
@@ -275,6 +298,21 @@ mod tests {
                 iat_scale: 1.0
             })]
         );
+    }
+
+    #[test]
+    fn jobs_are_bounded_by_runs_and_cores() {
+        assert_eq!(threads(Some(5000), 1, 2), 1);
+        assert_eq!(threads(Some(5000), 100, 2), 8);
+        assert_eq!(threads(Some(3), 100, 2), 3);
+        assert_eq!(threads(None, 100, 2), 2);
+        assert_eq!(threads(Some(0), 100, 2), 2);
+        assert_eq!(threads(None, 1, 16), 1);
+        assert_eq!(threads(Some(1), 0, 0), 1);
+        // The pool itself: one thread for one run, whatever -j says.
+        assert_eq!(pool(Some(5000), 1).unwrap().current_num_threads(), 1);
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(pool(Some(5000), 100_000).unwrap().current_num_threads(), (4 * cores).min(5000));
     }
 
     #[test]

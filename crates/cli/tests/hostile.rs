@@ -199,3 +199,22 @@ fn repeat_zero_is_a_one_line_error() {
     let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--repeat", "3", "--json"]);
     assert_eq!(ok_json(&o)[0]["requests"], 6);
 }
+
+#[test]
+fn jobs_5000_on_one_run_does_not_start_5000_threads() {
+    // Each rayon worker costs some heap: 5000 of them took 34 MB and 13 s.
+    let t = Temp::new("jobs", b"0 0 100 8 1\n1000 0 200 8 0\n");
+    let base = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "-j", "1", "--json"]);
+    let many = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "-j", "5000", "--json"]);
+    assert_eq!(ok_json(&many)[0]["requests"], 2);
+    assert_eq!(ok_json(&base)[0]["requests"], 2);
+    assert!(
+        heap_peak(&many) < heap_peak(&base) + MB,
+        "heap peak {} against {} with -j 1",
+        heap_peak(&many),
+        heap_peak(&base)
+    );
+    // A sweep still runs every combination.
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru,fifo,arc", "-c", "1MiB,2MiB", "-j", "5000", "--json"]);
+    assert_eq!(ok_json(&o).len(), 6);
+}
