@@ -91,6 +91,13 @@ pub struct ServeArgs {
     /// With --force: discard even writes not yet written back (`ssdcache drain` saves them first).
     #[arg(long, requires = "force")]
     discard_dirty: bool,
+    /// Cache-device I/O errors before the cache goes degraded (writes go to BACKING, nothing new
+    /// is cached, dirty segments are written back); a device that shrinks degrades it at once.
+    #[arg(long, default_value_t = ssdcache_serve::cache::map::DEFAULT_ERROR_LIMIT)]
+    max_cache_errors: u64,
+    /// Clear a degraded cache's degraded state (after replacing or checking the cache device).
+    #[arg(long)]
+    clear_degraded: bool,
     /// Log more (-v: info, -vv: debug) to stderr.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -220,8 +227,8 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             };
             Ok((ssd, backing))
         };
-        let config = EngineConfig { policy: a.policy.clone() };
-        let opts = StartOptions { force: a.force, discard_dirty: a.discard_dirty };
+        let config = EngineConfig { policy: a.policy.clone(), error_limit: a.max_cache_errors };
+        let opts = StartOptions { force: a.force, discard_dirty: a.discard_dirty, clear_degraded: a.clear_degraded };
         let (backend, started, sb) = layout::open_files(&a.cache, &a.backing, &wrap, &config, opts)
             .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
         let model = model.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -237,8 +244,10 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         }
         let backend = Arc::new(backend);
         let serving = async {
-            if sb.mode == CacheMode::WriteBack {
-                backend.start_period(period, idle);
+            // Every mode: the thread also settles a cache gone degraded.
+            backend.start_period(period, idle);
+            if started.meta.degraded {
+                eprintln!("ssdcache serve: warning: the cache is DEGRADED (a cache-device failure): nothing is cached; `--clear-degraded` resumes caching");
             }
             let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
                 .with_description(format!("ssdcache {} cache", sb.mode.name()));
@@ -490,6 +499,10 @@ pub fn status(a: StatusArgs) -> Result<()> {
             } else {
                 print_live_status(&a.cache, &v);
             }
+            if v["status"]["degraded"] == true {
+                // Monitoring reads the exit status: degraded is not healthy.
+                std::process::exit(1);
+            }
             Ok(())
         }
         Reply::NotRunning(_) => offline_status(&a.cache, a.json),
@@ -563,6 +576,13 @@ fn print_live_status(cache: &Path, v: &Value) {
             when(s["last_maintenance"].as_f64()),
             when(s["next_maintenance"].as_f64()),
             if s["in_procedure"] == true { "; RUNNING NOW" } else { "" }
+        );
+    }
+    println!("errors       cache device {}, backing device {}", u("ssd_errors"), u("hdd_errors"));
+    if s["degraded"] == true {
+        println!(
+            "DEGRADED     the cache device failed: writes go to the backing store, nothing new is cached, \
+             dirty segments are written back (restart with --clear-degraded once the device is fixed)"
         );
     }
     println!("uptime       {:.0} s", s["uptime"].as_f64().unwrap_or(0.0));

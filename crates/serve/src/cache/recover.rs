@@ -323,6 +323,8 @@ pub struct StartOptions {
     pub force: bool,
     /// ... even when a metadata copy says the SSD may hold dirty data.
     pub discard_dirty: bool,
+    /// Clear the degraded bit: the operator replaced or checked the device.
+    pub clear_degraded: bool,
 }
 
 /// The start procedure (Fig. 5 lines 30–48); see the module doc.
@@ -394,6 +396,10 @@ pub fn start<M: BlockDevice>(
         StartKind::Clean
     };
     let loaded_version = Some(meta.version);
+    if meta.degraded && opts.clear_degraded {
+        log::warn!("the degraded bit is cleared (--clear-degraded): caching resumes");
+        meta.degraded = false;
+    }
     // Lines 46–47; a second save when a copy was bad rewrites both slots.
     meta.clean = false;
     meta.update = false;
@@ -502,7 +508,7 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("drain") && msg.contains("slot 1 primary: unusable"), "{msg}");
         // --force alone does not discard what the v2 or v3 copies call dirty... v2 is clean, v3 unreadable.
-        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: false }).unwrap();
+        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap();
         assert_eq!(s.kind, StartKind::Forced);
     }
 
@@ -526,10 +532,10 @@ mod tests {
         assert!(msg.contains("slot 0 primary: unusable: checksum mismatch"), "{msg}");
         assert!(msg.contains("slot 1 mirror: unusable: bad magic"), "{msg}");
         assert!(msg.contains("`--force --discard-dirty`") && msg.contains("8 segments of 8192 bytes"), "{msg}");
-        let err = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: false }).unwrap_err();
+        let err = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap_err();
         assert!(matches!(err, RecoverError::WouldDiscardDirty(_)), "{err}");
         assert!(err.to_string().contains("unknown amount"), "{err}");
-        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: true }).unwrap();
+        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: true, ..Default::default() }).unwrap();
         assert_eq!(s.kind, StartKind::Forced);
         assert!(s.meta.map.iter().all(Option::is_none));
         assert_eq!(start(&st, &rig.ssd, &rig.hdd, no).unwrap().kind, StartKind::Unclean);
@@ -550,7 +556,7 @@ mod tests {
         other.map[4] = None;
         rig.hdd.write_at(&other.encode(), st.offset(0, 1)).unwrap();
         assert!(matches!(load(&st), Err(RecoverError::Inconsistent(_))));
-        let err = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: false }).unwrap_err();
+        let err = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("up to 2 cached segment(s) (16384 bytes)"), "{err}");
     }
 
@@ -559,7 +565,7 @@ mod tests {
         let rig = Rig::new();
         let err = start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions::default()).unwrap_err();
         assert!(matches!(err, RecoverError::NotFormatted), "{err}");
-        assert_eq!(start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: false }).unwrap().kind, StartKind::Forced);
+        assert_eq!(start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap().kind, StartKind::Forced);
     }
 
     #[test]
