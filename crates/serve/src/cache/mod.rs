@@ -28,6 +28,7 @@ pub mod drain;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod faulty;
+pub mod inject;
 #[cfg(feature = "engine")]
 pub mod layout;
 pub mod locks;
