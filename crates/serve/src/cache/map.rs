@@ -148,6 +148,10 @@ struct State {
     through: bool,
     /// Set by shutdown: no more requests.
     closed: bool,
+    /// Slots whose SSD copy is stale while the durable map still maps them
+    /// (a failed write whose unmapping could not be saved): read from the
+    /// HDD, and writes to them fail, until a save unmaps them.
+    poisoned: Vec<bool>,
 }
 
 struct Saves<M> {
@@ -227,7 +231,8 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let len = meta.geometry.hdd_segments * seg;
         let through = mode == WriteMode::Through || meta.degraded;
         let degraded = AtomicBool::new(meta.degraded);
-        let state = State { meta: meta.clone(), rev, dirty, through, closed: false };
+        let poisoned = vec![false; meta.map.len()];
+        let state = State { meta: meta.clone(), rev, dirty, through, closed: false, poisoned };
         let saves = Saves { store, saved: meta, saving: None };
         let map = CacheMap {
             ssd,
@@ -368,7 +373,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 return Err(closed());
             }
             for p in &mut pieces {
-                p.slot = st.rev.get(&p.hdd_seg).copied();
+                p.slot = st.rev.get(&p.hdd_seg).copied().filter(|&s| !st.poisoned[s as usize]);
             }
         }
         let c = &self.counters;
@@ -467,6 +472,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 return Err(closed());
             }
             let through = st.through;
+            if let Some(p) = pieces.iter().find(|p| st.rev.get(&p.hdd_seg).is_some_and(|&s| st.poisoned[s as usize])) {
+                return Err(io::Error::other(format!(
+                    "segment {} cannot be written: its stale cached copy could not be dropped from the saved map",
+                    p.hdd_seg
+                )));
+            }
             for p in &mut pieces {
                 let h = p.hdd_seg as usize;
                 st.meta.freq[h] = st.meta.freq[h].saturating_add(INCREMENT);
@@ -509,16 +520,26 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// the HDD is right and the slot stale, so the slot is unmapped and the
     /// map saved before the write is acknowledged; otherwise the write fails.
     fn drop_stale_slot(&self, s: u32, h: u64, through: bool, e: io::Error) -> io::Result<()> {
-        {
-            let mut st = lock(&self.state);
-            if !through || st.dirty[s as usize] {
-                return Err(e);
-            }
-            st.meta.map[s as usize] = None;
-            st.rev.remove(&h);
+        if !through || lock(&self.state).dirty[s as usize] {
+            return Err(e);
         }
-        log::warn!("slot {s} (segment {h}) dropped from the cache after a failed write to it");
-        self.save(|_| {})
+        // Saved first, unmapped in memory after: until the save is durable a
+        // crash would copy the stale slot back, so nothing may be
+        // acknowledged on the HDD alone.
+        let saved = self.save(|m| m.map[s as usize] = None);
+        let mut st = lock(&self.state);
+        match saved {
+            Ok(()) => {
+                st.rev.remove(&h);
+                log::warn!("slot {s} (segment {h}) dropped from the cache after a failed write to it");
+                Ok(())
+            }
+            Err(se) => {
+                st.meta.map[s as usize] = Some(h);
+                st.poisoned[s as usize] = true;
+                Err(io::Error::new(e.kind(), format!("{e}; and the map could not be saved: {se}")))
+            }
+        }
     }
 
     /// Makes every returned write durable (an NBD flush). Every write that
@@ -622,6 +643,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let mut st = lock(&self.state);
         st.meta.map[slot as usize] = Some(h); // line 18
         st.rev.insert(h, slot); // line 21
+        st.poisoned[slot as usize] = false; // refilled from the HDD
         self.counters.filled.fetch_add(1, Relaxed);
         Ok(())
     }
@@ -718,19 +740,30 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         if !failed.is_empty() {
             return Ok(failed.len());
         }
-        // Unmap every slot: with writes going through and no dirty slot
-        // left, the HDD holds everything. Each segment's lock orders this
-        // against requests on it.
-        let mapped: Vec<(u32, u64)> = lock(&self.state).rev.iter().map(|(&h, &s)| (s, h)).collect();
-        for (s, h) in mapped {
-            let _held = self.locks.lock([h]);
+        // Unmap every clean slot: writes go through and no dirty slot is
+        // left, so the HDD holds everything. The empty map is saved first
+        // and only then are requests sent to the HDD alone (the in-memory
+        // reverse map keeps writes going to both devices until then).
+        let clean: Vec<(u32, u64)> = {
+            let st = lock(&self.state);
+            st.rev.iter().map(|(&h, &s)| (s, h)).filter(|&(s, _)| !st.dirty[s as usize]).collect()
+        };
+        let saved = self.save(|m| {
+            m.degraded = true;
+            clean.iter().for_each(|&(s, _)| m.map[s as usize] = None);
+        });
+        {
             let mut st = lock(&self.state);
-            if st.meta.map[s as usize] == Some(h) && !st.dirty[s as usize] {
-                st.meta.map[s as usize] = None;
-                st.rev.remove(&h);
+            for &(s, h) in &clean {
+                if saved.is_ok() {
+                    st.rev.remove(&h);
+                    st.poisoned[s as usize] = false;
+                } else {
+                    st.meta.map[s as usize] = Some(h);
+                }
             }
         }
-        self.save(|m| m.degraded = true)?;
+        saved?;
         let left = lock(&self.state).dirty.iter().filter(|d| **d).count();
         log::warn!("degraded cache settled: nothing cached, {left} dirty slot(s) left");
         Ok(left)
