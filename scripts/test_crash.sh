@@ -105,7 +105,7 @@ step "prepare BACKING (generation 0 everywhere), create, check"
 "$PY" "$CLIENT" prep --backing "$BACKING" --state "$STATE" --nonce "$((SEED * 7919 + 1))"
 "$BIN" create "$CACHE" "$BACKING" --segment 128KiB --mode "$CACHE_MODE"
 "$BIN" check "$CACHE" >"$WORK/check.out" || { cat "$WORK/check.out"; die "a fresh cache is not healthy"; }
-META_RANGE=$(sed -n 's/^superblock: .*metadata at \([0-9]*\), data at \([0-9]*\).*/\1:\2/p' "$WORK/check.out")
+META_RANGE=$(sed -n 's/^superblock: .*metadata at \([0-9]*\) and [0-9]*, data at \([0-9]*\).*/\1:\2/p' "$WORK/check.out")
 [ -n "$META_RANGE" ] || { cat "$WORK/check.out"; die "check does not say where the metadata is"; }
 
 RUN=0
@@ -223,7 +223,7 @@ for t in $(seq "$TRIALS"); do
     [ "$KIND" != WarmStart ] || WARM=$((WARM + 1))
     echo "   kill -9 (exit 137); check: healthy, $CHECK$([ "$CHECK" = interrupted ] && echo ' (the kill landed inside caching and eviction)')"
     if [ "$SABOTAGE" = corrupt-ssd ] && [ "$CHECK" = not-clean ] && [ -z "$SABOTAGED" ] &&
-      grep -Eq '^slot [01]: version .* [1-9][0-9]* of [0-9]+ slots mapped' "$WORK/check.out"; then
+      grep -Eq '^slot [01] (primary|mirror): version .* [1-9][0-9]* of [0-9]+ slots mapped' "$WORK/check.out"; then
       DATA=$(sed -n 's/.*data at \([0-9]*\).*/\1/p' "$WORK/check.out")
       flip_byte "$CACHE" $((DATA + 1000))
       SABOTAGED=1

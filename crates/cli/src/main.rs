@@ -62,6 +62,14 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        // A reader that goes away (`ssdcache check | grep -q clean`, `| head`)
+        // ends the command quietly, as for any Unix filter, instead of a
+        // panic on the next print. Not for the server: a client that
+        // disconnects must cost it an EPIPE, not its life.
+        // SAFETY: setting a signal's disposition to the default, before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Sim(args) => run::sim(args),
         Command::Policies => {

@@ -15,6 +15,7 @@ use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
 use ssdcache_serve::cache::layout::{self, CacheMode, Superblock};
 use ssdcache_serve::cache::slow::ModelDevice;
 use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice, StartOptions};
+use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
 use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
 use ssdcache_serve::{Backend, Export, Server, ServerConfig};
 use std::io::Write;
@@ -84,6 +85,13 @@ pub struct ServeArgs {
     /// (`hdd(model=rpm7200,scale=0.2)`; see `cache::slow`).
     #[arg(long, hide = true)]
     backing_model: Option<String>,
+    /// Tests only: inject faults into the cache device's data region (`cache::inject` spec,
+    /// e.g. `read:eio:after=100;write:enospc:count=5`).
+    #[arg(long, hide = true)]
+    inject_cache: Option<String>,
+    /// Tests only: inject faults into the backing device (`cache::inject` spec).
+    #[arg(long, hide = true)]
+    inject_backing: Option<String>,
     /// Start even if no metadata can be used, formatting it afresh (discards the SSD cache);
     /// refused while a metadata copy says the SSD may hold writes not yet on BACKING.
     #[arg(long)]
@@ -203,6 +211,10 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         let probe = ssdcache_serve::cache::MemDevice::new(4096);
         ModelDevice::from_spec(spec, probe).map_err(|e| anyhow::anyhow!("--backing-model: {e}"))?;
     }
+    let plan = |flag: &str, spec: &Option<String>| -> Result<Option<FaultPlan>> {
+        spec.as_deref().map(|s| s.parse::<FaultPlan>().map_err(|e| anyhow::anyhow!("{flag}: {e}"))).transpose()
+    };
+    let (inject_cache, inject_backing) = (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
     ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
     let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
     let rt = tokio::runtime::Runtime::new()?;
@@ -225,7 +237,16 @@ pub fn serve(a: ServeArgs) -> Result<()> {
                     slow
                 }
             };
-            Ok((ssd, backing))
+            let inject = |d: Arc<dyn BlockDevice>, p: &Option<FaultPlan>, what: &str| -> Arc<dyn BlockDevice> {
+                match p {
+                    None => d,
+                    Some(p) => {
+                        eprintln!("ssdcache serve: TEST fault injection on the {what}: {p}");
+                        Arc::new(InjectDevice::new(d, p.clone()))
+                    }
+                }
+            };
+            Ok((inject(ssd, &inject_cache, "cache device"), inject(backing, &inject_backing, "backing device")))
         };
         let config = EngineConfig { policy: a.policy.clone(), error_limit: a.max_cache_errors };
         let opts = StartOptions { force: a.force, discard_dirty: a.discard_dirty, clear_degraded: a.clear_degraded };
