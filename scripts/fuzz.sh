@@ -11,7 +11,8 @@
 # request consumes input) and the reader contract; libFuzzer's -rss_limit_mb /
 # -malloc_limit_mb bound memory, so an allocation sized by a length field fails.
 # nbd_handshake and nbd_request do the same for the NBD server's protocol code
-# (crates/serve; see the targets' doc comments).
+# (crates/serve; see the targets' doc comments), and cache_meta for the cache's
+# superblock and metadata parsers.
 #
 # Why cargo-fuzz on the stable toolchain: only stable Rust exists on these
 # machines and no nightly can be fetched. cargo-fuzz itself builds on stable; it
@@ -36,7 +37,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-20}
 shift || true
-ALL=(spc msr blkparse vscsi tencent systor csv oracle ascii keys keys_u32be binary auto nbd_handshake nbd_request)
+ALL=(spc msr blkparse vscsi tencent systor csv oracle ascii keys keys_u32be binary auto nbd_handshake nbd_request cache_meta)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 

@@ -32,6 +32,9 @@ NBD_PROFILE=release scripts/test_nbd.sh
 step "cache engine (ssdcache create/serve/check/status/flush/maintain) against NBD clients, clean stop and kill -9"
 SERVE_PROFILE=release scripts/test_serve.sh
 
+step "integrity faults with a real client (damaged metadata, failing and truncated devices, operator mistakes)"
+SERVE_PROFILE=release scripts/test_faults.sh
+
 step "kill -9 crash trials under a verifying client (write-back, then write-through)"
 CRASH_STRICT=1 SERVE_PROFILE=release scripts/test_crash.sh
 CRASH_STRICT=1 CRASH_MODE=write-through CRASH_TRIALS=6 SERVE_PROFILE=release scripts/test_crash.sh
