@@ -26,6 +26,7 @@ pub mod device;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod faulty;
+pub mod inject;
 #[cfg(feature = "engine")]
 pub mod layout;
 pub mod locks;
