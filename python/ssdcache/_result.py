@@ -24,7 +24,9 @@ class Result:
     also ``r.host_page_writes``, ``r.erases``, ``r.execution_time_ns``, …; with a
     queue ``r.iops``, ``r.latency_p99_ns``, …. ``r.to_dict()`` gives them all
     (``r.keys()`` their names, in report order), ``r.series`` the per-interval
-    series as a DataFrame when an interval was set (else ``None``).
+    series as a DataFrame when an interval was set (else ``None``): one row per
+    interval that had requests, indexed by the interval's number (0 = the first
+    request's); idle intervals have no row.
 
     Example
     -------
@@ -84,15 +86,17 @@ class Result:
 
     @property
     def series(self):
-        """The per-interval time series (``interval=``) as a pandas DataFrame, else None."""
+        """The per-interval time series (``interval=``) as a pandas DataFrame, else None.
+
+        Rows are the intervals that had requests, indexed by their number
+        (``interval``: 0 is the first request's); idle intervals are left out.
+        """
         rows = self._data.get("series")
         if not rows:
             return None
         import pandas as pd
 
-        df = pd.DataFrame.from_records(rows)
-        df.index.name = "interval"
-        return df
+        return pd.DataFrame.from_records(rows).set_index("interval")
 
     def __repr__(self) -> str:
         d = self._data

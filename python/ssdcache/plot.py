@@ -540,7 +540,9 @@ def _series_runs(data: Any, name: Callable[[str], str]) -> list[tuple[str, list[
         if "series" in data.attrs:
             reports = [dict(r, series=s) for r, s in zip(data.to_dict("records"), data.attrs["series"])]
             return _series_runs(reports, name)
-        if "start_ns" in data.columns:  # one run's series, e.g. Result.series
+        if "start_ns" in data.columns:  # one run's series, e.g. Result.series (indexed by interval)
+            if "interval" not in data.columns and data.index.name == "interval":
+                data = data.reset_index()
             return [("", data.to_dict("records"))]
         raise ValueError("this DataFrame has no series: sweep or simulate with interval=…, "
                          "or read `ssdcache sim --json --interval …` output")
@@ -586,7 +588,8 @@ def series(data: Any, metrics: Sequence[str] = ("throughput_mb_s", "mean_latency
         Interval fields: ``throughput_mb_s``, ``mean_latency_ns`` (shown in ms),
         ``hit_ratio``, ``read_hit_ratio`` (shown in %), ``requests``, ``hits``, …
     x:
-        ``"interval"`` (1, 2, …) or ``"time"`` (the interval's start, in hours or days).
+        ``"interval"`` (1, 2, …: the interval's number + 1; intervals without
+        requests have no point) or ``"time"`` (the interval's start, in hours or days).
     labels:
         ``{run label: new label}`` or a function, for the legend.
     title:
@@ -617,7 +620,8 @@ def series(data: Any, metrics: Sequence[str] = ("throughput_mb_s", "mean_latency
             if s and m not in s[0]:
                 raise ValueError(f"no interval field {m!r}; fields: {', '.join(s[0])}")
             if x == "interval":
-                xs = list(range(1, len(s) + 1))
+                # (series list only intervals with requests: each carries its number)
+                xs = [b.get("interval", i) + 1 for i, b in enumerate(s)]
             else:
                 xs = [b["start_ns"] / tscale for b in s]
             ys = [float(b[m]) for b in s]

@@ -66,6 +66,7 @@ def test_generator_spec_and_series():
     assert r.trace.startswith("desktop(") and r.format == "gen"
     s = r.series
     assert isinstance(s, pd.DataFrame) and len(s) == 2
+    assert s.index.name == "interval" and list(s.index) == [0, 1]
     assert list(s.columns)[:3] == ["start_ns", "requests", "bytes"]
     assert s["requests"].sum() == r.requests
     assert r.to_dict()["series"][0]["requests"] == s["requests"].iloc[0]

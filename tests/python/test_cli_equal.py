@@ -95,7 +95,7 @@ def test_simulate_equals_cli_json_with_series(cli, fin1):
     r = ssdcache.simulate(fin1, **args)
     assert r.to_dict() == report
     assert len(report["series"]) > 1
-    pd.testing.assert_frame_equal(r.series.reset_index(drop=True), pd.DataFrame(report["series"]))
+    pd.testing.assert_frame_equal(r.series, pd.DataFrame(report["series"]).set_index("interval"))
 
 
 @pytest.mark.parametrize("policy", ["lru", "arc(variant=libcachesim)", "lirs", "belady"])

@@ -45,8 +45,12 @@ enum Command {
     /// Serve a backing file through its SSD cache over NBD (SIGTERM/SIGINT: write back and stop
     /// cleanly; SIGUSR1: run the caching-and-eviction procedure now).
     Serve(serve_cmd::ServeArgs),
-    /// Check a cache's metadata: both slots, checksums, clean/update bits; exit 1 if it cannot start.
+    /// Check a cache's superblock and metadata copies, checksums, clean/update bits; exit 1 if it
+    /// cannot start.
     Check(serve_cmd::CheckArgs),
+    /// Write every segment the cache may hold dirty back to the backing store, offline (after a
+    /// crash, or when `serve` refuses to start), verify it, and leave the cache clean.
+    Drain(serve_cmd::DrainArgs),
     /// A cache's state: from its running server (hit ratios, dirty segments, bytes per device,
     /// maintenance), or from its files when none runs.
     Status(serve_cmd::StatusArgs),
@@ -73,6 +77,7 @@ fn main() {
         Command::Create(args) => serve_cmd::create(args),
         Command::Serve(args) => serve_cmd::serve(args),
         Command::Check(args) => serve_cmd::check(args),
+        Command::Drain(args) => serve_cmd::drain(args),
         Command::Status(args) => serve_cmd::status(args),
         Command::Flush(args) => serve_cmd::flush(args),
         Command::Maintain(args) => serve_cmd::maintain(args),

@@ -252,10 +252,11 @@ pub fn detail(r: &Report) {
 /// The per-interval series of one run.
 fn series(r: &Report) {
     println!("\n{:>9} {:>10} {:>8} {:>8} {:>12} {:>12} {:>12}", "interval", "requests", "hit%", "read%", "mean lat ms", "maint s", "MB/s");
-    for (i, b) in r.series.iter().enumerate() {
+    // (only intervals with requests are listed: their numbers say which)
+    for b in &r.series {
         println!(
             "{:>9} {:>10} {:>8.2} {:>8.2} {:>12.3} {:>12.3} {:>12.2}",
-            i,
+            b.interval,
             thousands(b.requests),
             100.0 * b.hit_ratio,
             100.0 * b.read_hit_ratio,

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use ssdcache::metrics::Report;
 use ssdcache::policy::spec::split_list;
 use ssdcache::policy::Mode;
-use ssdcache::sim::run::{self, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
+use ssdcache::sim::run::{self, check_repeat, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
 use ssdcache::sim::{QueueSpec, RunSpec, SimError, TraceSource};
 use ssdcache::trace::Format;
 use std::io::IsTerminal;
@@ -57,11 +57,12 @@ pub struct SimArgs {
     /// e.g. 'ssd' for an SSD caching an HDD (--device hdd). Without it, cache hits are free.
     #[arg(long)]
     pub cache_device: Option<String>,
-    /// Replay each trace this many times back to back (short traces over many simulated days).
+    /// Replay each trace this many times back to back (short traces over many simulated days); at least 1.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Report a time series per interval of trace time, e.g. 1d or 1h: requests,
-    /// hit ratio, mean device time per request, device-limited throughput.
+    /// hit ratio, mean device time per request, device-limited throughput. Only
+    /// intervals with requests are listed (at most 1,000,000 of them).
     #[arg(long)]
     pub interval: Option<String>,
     /// Replay as an open queueing system with this NCQ depth (1..=512), comma-separated
@@ -79,7 +80,8 @@ pub struct SimArgs {
     /// Print CSV, one row per run.
     #[arg(long)]
     pub csv: bool,
-    /// Worker threads for sweeps (default: all cores).
+    /// Worker threads for sweeps (default or 0: all cores); never more than there
+    /// are runs, nor more than 4 per core.
     #[arg(long, short)]
     pub jobs: Option<usize>,
 }
@@ -98,6 +100,7 @@ fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
 }
 
 pub fn sim(args: SimArgs) -> Result<()> {
+    check_repeat(args.repeat)?;
     let page_bytes = parse_page(&args.page)?;
     let policies = split_list(args.policy.as_deref().unwrap_or(DEFAULT_POLICIES));
     let caches = split_list(args.cache.as_deref().unwrap_or(DEFAULT_CACHES))
@@ -217,7 +220,7 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     } else {
         ProgressBar::hidden()
     };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
+    let pool = pool(jobs, grid.len())?;
     let results: Vec<Result<Report>> = pool.install(|| {
         grid.par_iter()
             .map(|(s, spec)| {
@@ -229,6 +232,28 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     });
     bar.finish_and_clear();
     results.into_iter().collect()
+}
+
+/// Most worker threads per core: more only cost memory (each run holds its
+/// own cache) and a thread each.
+const THREADS_PER_CORE: usize = 4;
+
+/// Worker threads for `runs` runs on `cores` cores: `-j` (none or 0: one per
+/// core), but at most one per run and [`THREADS_PER_CORE`] per core, so
+/// `-j 5000` on one run starts one thread, not 5000.
+fn threads(jobs: Option<usize>, runs: usize, cores: usize) -> usize {
+    let cores = cores.max(1);
+    let asked = match jobs {
+        None | Some(0) => cores,
+        Some(j) => j,
+    };
+    asked.min(runs).min(THREADS_PER_CORE * cores).max(1)
+}
+
+/// The thread pool for `runs` runs (see [`threads`]).
+fn pool(jobs: Option<usize>, runs: usize) -> Result<rayon::ThreadPool> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Ok(rayon::ThreadPoolBuilder::new().num_threads(threads(jobs, runs, cores)).build()?)
 }
 
 #[cfg(test)]
@@ -273,6 +298,21 @@ mod tests {
                 iat_scale: 1.0
             })]
         );
+    }
+
+    #[test]
+    fn jobs_are_bounded_by_runs_and_cores() {
+        assert_eq!(threads(Some(5000), 1, 2), 1);
+        assert_eq!(threads(Some(5000), 100, 2), 8);
+        assert_eq!(threads(Some(3), 100, 2), 3);
+        assert_eq!(threads(None, 100, 2), 2);
+        assert_eq!(threads(Some(0), 100, 2), 2);
+        assert_eq!(threads(None, 1, 16), 1);
+        assert_eq!(threads(Some(1), 0, 0), 1);
+        // The pool itself: one thread for one run, whatever -j says.
+        assert_eq!(pool(Some(5000), 1).unwrap().current_num_threads(), 1);
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(pool(Some(5000), 100_000).unwrap().current_num_threads(), (4 * cores).min(5000));
     }
 
     #[test]

@@ -14,7 +14,8 @@ use serde_json::Value;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
 use ssdcache_serve::cache::layout::{self, CacheMode, Superblock};
 use ssdcache_serve::cache::slow::ModelDevice;
-use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice};
+use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice, StartOptions};
+use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
 use ssdcache_serve::{Backend, Export, Server, ServerConfig};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -43,9 +44,14 @@ pub struct CreateArgs {
     /// Create CACHE as a file of this size first (e.g. 32GiB) if it does not exist.
     #[arg(long)]
     size: Option<String>,
-    /// Overwrite a cache CACHE already holds (discarding what it caches).
+    /// Overwrite a CACHE that holds data or a cache (discarding what it caches); still refused
+    /// while its metadata says it may hold writes not yet on the backing store.
     #[arg(long)]
     force: bool,
+    /// With --force: overwrite even a cache that may hold writes not yet on the backing store
+    /// (they are lost; `ssdcache drain` writes them back first).
+    #[arg(long, requires = "force")]
+    discard_dirty: bool,
 }
 
 #[derive(Args)]
@@ -78,10 +84,20 @@ pub struct ServeArgs {
     /// (`hdd(model=rpm7200,scale=0.2)`; see `cache::slow`).
     #[arg(long, hide = true)]
     backing_model: Option<String>,
-    /// Start even if both metadata slots are unusable, formatting them afresh
-    /// (discards the SSD cache, including writes not yet written back).
+    /// Start even if no metadata can be used, formatting it afresh (discards the SSD cache);
+    /// refused while a metadata copy says the SSD may hold writes not yet on BACKING.
     #[arg(long)]
     force: bool,
+    /// With --force: discard even writes not yet written back (`ssdcache drain` saves them first).
+    #[arg(long, requires = "force")]
+    discard_dirty: bool,
+    /// Cache-device I/O errors before the cache goes degraded (writes go to BACKING, nothing new
+    /// is cached, dirty segments are written back); a device that shrinks degrades it at once.
+    #[arg(long, default_value_t = ssdcache_serve::cache::map::DEFAULT_ERROR_LIMIT)]
+    max_cache_errors: u64,
+    /// Clear a degraded cache's degraded state (after replacing or checking the cache device).
+    #[arg(long)]
+    clear_degraded: bool,
     /// Log more (-v: info, -vv: debug) to stderr.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -91,6 +107,20 @@ pub struct ServeArgs {
 pub struct CheckArgs {
     /// Cache file made by `ssdcache create`.
     cache: PathBuf,
+    /// Print JSON (the verdict, every copy's state, and where each copy lives).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct DrainArgs {
+    /// Cache file made by `ssdcache create` (no server may be running on it).
+    cache: PathBuf,
+    /// The backing file it was created for.
+    backing: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -133,11 +163,12 @@ pub fn create(a: CreateArgs) -> Result<()> {
             .with_context(|| format!("creating {}", a.cache.display()))?;
         f.set_len(size).with_context(|| format!("sizing {}", a.cache.display()))?;
     }
-    let sb = layout::create(&a.cache, &a.backing, seg, mode, a.force)
+    let opts = layout::CreateOptions { force: a.force, discard_dirty: a.discard_dirty };
+    let sb = layout::create(&a.cache, &a.backing, seg, mode, opts)
         .with_context(|| format!("creating a cache in {}", a.cache.display()))?;
     let g = sb.geometry;
     println!(
-        "created a {} cache: {} SSD segments of {} ({}) for {} HDD segments ({}); metadata {} bytes at {}, data at {}",
+        "created a {} cache: {} SSD segments of {} ({}) for {} HDD segments ({}); metadata 2 × {} bytes at {} and {}, data at {}",
         sb.mode.name(),
         g.ssd_segments,
         format_bytes(g.segment_size as u64),
@@ -146,6 +177,7 @@ pub fn create(a: CreateArgs) -> Result<()> {
         format_bytes(g.hdd_segments * g.segment_size as u64),
         sb.data_offset - sb.meta_offset,
         sb.meta_offset,
+        sb.mirror_offset,
         sb.data_offset
     );
     Ok(())
@@ -162,134 +194,263 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
 pub fn serve(a: ServeArgs) -> Result<()> {
     let period = duration("--period", &a.period)?;
     let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
+    if a.export.len() > MAX_STRING_LEN {
+        bail!("--export: a name of {} bytes (the NBD limit is {MAX_STRING_LEN})", a.export.len());
+    }
+    let model_spec = a.backing_model.clone();
+    if let Some(spec) = &model_spec {
+        // Parsed once here so a bad spec fails before the cache is touched.
+        let probe = ssdcache_serve::cache::MemDevice::new(4096);
+        ModelDevice::from_spec(spec, probe).map_err(|e| anyhow::anyhow!("--backing-model: {e}"))?;
+    }
     ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
-
-    let backing_file =
-        FileDevice::open(&a.backing).with_context(|| format!("opening the backing store {}", a.backing.display()))?;
-    let (backing, model): (Arc<dyn BlockDevice>, _) = match &a.backing_model {
-        None => (Arc::new(backing_file), None),
-        Some(spec) => {
-            let slow = ModelDevice::from_spec(spec, backing_file).map_err(|e| anyhow::anyhow!("--backing-model: {e}"))?;
-            eprintln!("ssdcache serve: BENCHMARK backing model {}", slow.describe());
-            let slow = Arc::new(slow);
-            (slow.clone(), Some(slow))
-        }
-    };
-    let config = EngineConfig { policy: a.policy.clone() };
-    let (backend, started, sb) = layout::open_files(&a.cache, backing, &config, a.force)
-        .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
-    eprintln!(
-        "ssdcache serve: started a {} cache ({:?}; loaded metadata version {:?}, {} segment(s) copied)",
-        sb.mode.name(),
-        started.kind,
-        started.loaded_version,
-        started.copied
-    );
-    if let Some(e) = &started.fallback {
-        eprintln!("ssdcache serve: warning: the newer metadata slot was unusable ({e}); the older one was used");
-    }
-    let backend = Arc::new(backend);
-    if sb.mode == CacheMode::WriteBack {
-        backend.start_period(period, idle);
-    }
-    let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
-        .with_description(format!("ssdcache {} cache", sb.mode.name()));
-    let server = Server::new(vec![export], ServerConfig::default())?;
     let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
-
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
+        // Everything that can fail without touching the cache comes first: a
+        // start that fails after recovery would leave it marked unclean.
+        let listener =
+            tokio::net::TcpListener::bind(a.listen).await.with_context(|| format!("listening on {}", a.listen))?;
         let control_listener = control::bind(&control_path).await?;
-        let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
-        let listener = tokio::net::TcpListener::bind(a.listen).await?;
-        let handle = server.start(listener)?;
-        println!("listening on {}", handle.local_addr());
-        eprintln!("ssdcache serve: control socket {}", control_path.display());
-        std::io::stdout().flush()?;
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut usr1 = signal(SignalKind::user_defined1())?;
-        loop {
-            tokio::select! {
-                _ = int.recv() => break,
-                _ = term.recv() => break,
-                _ = usr1.recv() => {
-                    let b = backend.clone();
-                    match tokio::task::spawn_blocking(move || b.maintain()).await? {
-                        Ok(r) => eprintln!("ssdcache serve: maintenance: {} segment(s) newly cached, {} cached", r.plan.len(), r.cached),
-                        Err(e) => eprintln!("ssdcache serve: maintenance failed: {e}"),
+        let _socket = RemoveOnDrop(control_path.clone());
+
+        let model = std::sync::Mutex::new(None);
+        let wrap = |ssd: Arc<dyn BlockDevice>, backing: FileDevice| {
+            let backing: Arc<dyn BlockDevice> = match &model_spec {
+                None => Arc::new(backing),
+                Some(spec) => {
+                    let slow = Arc::new(ModelDevice::from_spec(spec, backing).map_err(std::io::Error::other)?);
+                    eprintln!("ssdcache serve: BENCHMARK backing model {}", slow.describe());
+                    *model.lock().unwrap_or_else(|e| e.into_inner()) = Some(slow.clone());
+                    slow
+                }
+            };
+            Ok((ssd, backing))
+        };
+        let config = EngineConfig { policy: a.policy.clone(), error_limit: a.max_cache_errors };
+        let opts = StartOptions { force: a.force, discard_dirty: a.discard_dirty, clear_degraded: a.clear_degraded };
+        let (backend, started, sb) = layout::open_files(&a.cache, &a.backing, &wrap, &config, opts)
+            .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
+        let model = model.into_inner().unwrap_or_else(|e| e.into_inner());
+        eprintln!(
+            "ssdcache serve: started a {} cache ({:?}; loaded metadata version {:?}, {} segment(s) copied)",
+            sb.mode.name(),
+            started.kind,
+            started.loaded_version,
+            started.copied
+        );
+        for r in &started.repaired {
+            eprintln!("ssdcache serve: warning: metadata copy repaired: {r}");
+        }
+        let backend = Arc::new(backend);
+        let serving = async {
+            // Every mode: the thread also settles a cache gone degraded.
+            backend.start_period(period, idle);
+            if started.meta.degraded {
+                eprintln!("ssdcache serve: warning: the cache is DEGRADED (a cache-device failure): nothing is cached; `--clear-degraded` resumes caching");
+            }
+            let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
+                .with_description(format!("ssdcache {} cache", sb.mode.name()));
+            let server = Server::new(vec![export], ServerConfig::default())?;
+            let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
+            let handle = server.start(listener)?;
+            println!("listening on {}", handle.local_addr());
+            eprintln!("ssdcache serve: control socket {}", control_path.display());
+            std::io::stdout().flush()?;
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate())?;
+            let mut int = signal(SignalKind::interrupt())?;
+            let mut usr1 = signal(SignalKind::user_defined1())?;
+            loop {
+                tokio::select! {
+                    _ = int.recv() => break,
+                    _ = term.recv() => break,
+                    _ = usr1.recv() => {
+                        // Not awaited here: a stop signal must be heard while it runs.
+                        let b = backend.clone();
+                        tokio::task::spawn_blocking(move || match b.maintain() {
+                            Ok(r) => eprintln!("ssdcache serve: maintenance: {} segment(s) newly cached, {} cached", r.plan.len(), r.cached),
+                            Err(e) => eprintln!("ssdcache serve: maintenance failed: {e}"),
+                        });
                     }
                 }
             }
+            eprintln!("ssdcache serve: stopping");
+            // A running procedure stops at its next safe point.
+            backend.interrupt_maintenance();
+            control_task.abort();
+            // Drains the connections, then Backend::shutdown: write back, clean bit.
+            let report = handle.shutdown().await?;
+            eprintln!("ssdcache serve: stopped cleanly after {} connection(s), {} aborted", report.connections, report.aborted);
+            anyhow::Ok(())
+        };
+        let result = serving.await;
+        if result.is_err() {
+            // Failed after recovery: still leave the cache clean if possible.
+            backend.interrupt_maintenance();
+            if let Err(e) = backend.shutdown() {
+                eprintln!("ssdcache serve: the cache could not be shut down cleanly: {e}");
+            }
         }
-        eprintln!("ssdcache serve: stopping");
-        control_task.abort();
-        let _ = std::fs::remove_file(&control_path);
-        // Drains the connections, then Backend::shutdown: write back, clean bit.
-        let report = handle.shutdown().await?;
-        eprintln!("ssdcache serve: stopped cleanly after {} connection(s), {} aborted", report.connections, report.aborted);
-        anyhow::Ok(())
+        result
     })
 }
 
-/// Prints both metadata slots; exits 1 unless the cache can start.
+/// Removes a file when dropped (the control socket, on every exit path).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `ssdcache check`: every superblock and metadata copy; exit 1 unless the
+/// cache can start. Says "clean" only when a proven-current save says so.
 pub fn check(a: CheckArgs) -> Result<()> {
     let dev = FileDevice::open(&a.cache).with_context(|| format!("opening {}", a.cache.display()))?;
-    let sb = match Superblock::read(&dev) {
-        Ok(sb) => sb,
+    let mut out = serde_json::Map::new();
+    let mut lines = Vec::new();
+    let verdict = check_into(&dev, &mut out, &mut lines);
+    out.insert("healthy".into(), verdict.into());
+    if a.json {
+        println!("{}", Value::Object(out));
+    } else {
+        for l in lines {
+            println!("{l}");
+        }
+        println!("{}", if verdict { "healthy" } else { "unhealthy" });
+    }
+    if !verdict {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Fills `out` (JSON) and `lines` (text); returns whether the cache can start.
+fn check_into(dev: &FileDevice, out: &mut serde_json::Map<String, Value>, lines: &mut Vec<String>) -> bool {
+    use serde_json::json;
+    out.insert("clean".into(), false.into());
+    let read = match Superblock::read_either(dev) {
+        Ok(r) => r,
         Err(e) => {
-            println!("superblock: {e}");
-            println!("unhealthy");
-            std::process::exit(1);
+            lines.push(format!("superblock: {e}"));
+            out.insert("error".into(), e.to_string().into());
+            return false;
         }
     };
+    let sb = read.sb;
     let g = sb.geometry;
-    println!(
-        "superblock: {} cache, segment {} bytes, {} SSD segments, {} HDD segments, metadata at {}, data at {}",
+    lines.push(format!(
+        "superblock: {} cache, segment {} bytes, {} SSD segments, {} HDD segments, metadata at {} and {}, data at {}",
         sb.mode.name(),
         g.segment_size,
         g.ssd_segments,
         g.hdd_segments,
         sb.meta_offset,
+        sb.mirror_offset,
         sb.data_offset
-    );
-    let store = sb.store(&dev)?;
-    for (i, slot) in store.read_both().into_iter().enumerate() {
-        match slot {
-            Ok(m) => println!(
-                "slot {i}: version {} checksum ok, clean {}, update {}, procedures {}, evict clock {}, {} of {} slots mapped (map consistent)",
-                m.version,
-                m.clean as u8,
-                m.update as u8,
-                m.procedures,
-                m.evict_hand,
-                m.map.iter().flatten().count(),
-                m.map.len()
-            ),
-            Err(e) => println!("slot {i}: {e}"),
+    ));
+    match &read.damaged {
+        None => lines.push(format!("superblock copies: both intact (offsets 0 and {})", sb.backup_offset)),
+        Some((at, what)) => lines.push(format!("superblock copy at offset {at}: DAMAGED ({what}); the other is intact and `serve` rewrites it")),
+    }
+    let (supers, metas) = sb.regions();
+    out.insert("mode".into(), sb.mode.name().into());
+    out.insert("layout".into(), json!({"superblock": supers, "metadata": metas, "data": [sb.data_offset, sb.data_end() - sb.data_offset]}));
+    out.insert("superblock_damaged".into(), json!(read.damaged.as_ref().map(|d| json!({"offset": d.0, "defect": d.1}))));
+    let store = match sb.store(dev) {
+        Ok(s) => s,
+        Err(e) => {
+            lines.push(format!("metadata: {e}"));
+            return false;
+        }
+    };
+    let mut copies = Vec::new();
+    for (slot, pair) in store.read_all().into_iter().enumerate() {
+        for (copy, r) in pair.into_iter().enumerate() {
+            let name = format!("slot {slot} {}", ssdcache_serve::cache::meta::COPIES[copy]);
+            match r {
+                Ok(m) => {
+                    lines.push(format!(
+                        "{name}: version {} checksum ok, clean {}, update {}, degraded {}, procedures {}, evict clock {}, {} of {} slots mapped",
+                        m.version, m.clean as u8, m.update as u8, m.degraded as u8, m.procedures, m.evict_hand,
+                        m.map.iter().flatten().count(), m.map.len()
+                    ));
+                    copies.push(json!({"slot": slot, "copy": copy, "version": m.version, "clean": m.clean, "update": m.update, "degraded": m.degraded}));
+                }
+                Err(e) => {
+                    lines.push(format!("{name}: {e}"));
+                    copies.push(json!({"slot": slot, "copy": copy, "error": e.to_string()}));
+                }
+            }
         }
     }
+    out.insert("copies".into(), copies.into());
     match recover::load(&store) {
         Ok(l) => {
             let m = &l.meta;
             let state = if m.update {
-                "interrupted during caching and eviction: the next start refills the SSD from the backing store"
+                "interrupted during caching and eviction: the next start refills the SSD from the backing store (which holds every write)"
             } else if m.clean {
                 "clean: shut down cleanly, the backing store holds every write"
             } else {
-                "not clean: the next start writes every cached segment back"
+                "not clean: the SSD may hold writes not yet on the backing store; the next start (or `ssdcache drain`) writes every cached segment back"
             };
-            println!("in use: slot {} version {}; {state}", l.slot, m.version);
-            println!("healthy");
-            Ok(())
+            lines.push(format!("in use: version {} (slot {}, proven current); {state}", m.version, l.slot));
+            if m.degraded {
+                lines.push("DEGRADED: the cache device failed; nothing new is cached until `serve --clear-degraded`".into());
+            }
+            let bad = l.bad_copies();
+            if !bad.is_empty() {
+                lines.push(format!("damaged or torn copies (the next start rewrites them): {}", bad.join("; ")));
+            }
+            out.insert("version".into(), m.version.into());
+            out.insert("clean".into(), (m.clean && !m.update).into());
+            out.insert("update".into(), m.update.into());
+            out.insert("degraded".into(), m.degraded.into());
+            true
         }
         Err(e) => {
-            println!("{e}");
-            println!("unhealthy");
-            std::process::exit(1);
+            lines.push(format!("cannot start: {e}"));
+            out.insert("error".into(), e.to_string().into());
+            false
         }
     }
+}
+
+/// `ssdcache drain`: write every possibly dirty segment back, offline.
+pub fn drain(a: DrainArgs) -> Result<()> {
+    let bar = indicatif::ProgressBar::new(0);
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let r = ssdcache_serve::cache::drain::drain(&a.cache, &a.backing, |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })
+    .with_context(|| format!("draining {} into {}", a.cache.display(), a.backing.display()))?;
+    bar.finish_and_clear();
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!("drained metadata version {} ({})", r.version, r.state);
+        if let Some(x) = &r.assumption {
+            println!("warning: {x}");
+        }
+        println!("written back and verified: {} segment(s)", r.written_back);
+        for x in &r.repaired {
+            println!("rewritten: {x}");
+        }
+        for (off, len) in &r.unreadable {
+            println!("UNREADABLE on the cache device: backing bytes {off}..{} hold older data", off + len);
+        }
+        println!("the cache is now clean (`ssdcache check` says so)");
+    }
+    if !r.unreadable.is_empty() {
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 fn control_path(cache: &Path, given: &Option<PathBuf>) -> PathBuf {
@@ -337,6 +498,10 @@ pub fn status(a: StatusArgs) -> Result<()> {
                 println!("{}", serde_json::json!({"running": true, "pid": v["pid"], "status": v["status"]}));
             } else {
                 print_live_status(&a.cache, &v);
+            }
+            if v["status"]["degraded"] == true {
+                // Monitoring reads the exit status: degraded is not healthy.
+                std::process::exit(1);
             }
             Ok(())
         }
@@ -411,6 +576,13 @@ fn print_live_status(cache: &Path, v: &Value) {
             when(s["last_maintenance"].as_f64()),
             when(s["next_maintenance"].as_f64()),
             if s["in_procedure"] == true { "; RUNNING NOW" } else { "" }
+        );
+    }
+    println!("errors       cache device {}, backing device {}", u("ssd_errors"), u("hdd_errors"));
+    if s["degraded"] == true {
+        println!(
+            "DEGRADED     the cache device failed: writes go to the backing store, nothing new is cached, \
+             dirty segments are written back (restart with --clear-degraded once the device is fixed)"
         );
     }
     println!("uptime       {:.0} s", s["uptime"].as_f64().unwrap_or(0.0));

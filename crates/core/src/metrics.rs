@@ -128,7 +128,8 @@ pub struct Report {
     /// What the cache's own device did (`--cache-device`).
     #[serde(flatten)]
     pub cache_device: Option<CacheDeviceReport>,
-    /// Per-interval series (`--interval`); not in CSV output.
+    /// Per-interval series (`--interval`): the intervals that had requests,
+    /// in time order; not in CSV output.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<IntervalStats>,
 }
@@ -195,10 +196,13 @@ pub struct QueueReport {
     pub max_host_wait_ns: u64,
 }
 
-/// One interval of a run's time series (`--interval`).
+/// One interval of a run's time series (`--interval`). A series lists only
+/// intervals that had requests; `interval` says which one each row is.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct IntervalStats {
-    /// Trace time the interval starts at.
+    /// Index of the interval, counted from the one the first request falls in (0).
+    pub interval: u64,
+    /// Trace time the interval starts at: the first request's time + `interval` × the length.
     pub start_ns: Nanos,
     pub requests: u64,
     /// Bytes read and written by the requests.

@@ -5,7 +5,7 @@
 
 use numpy::ndarray::ArrayView1;
 use ssdcache::sim::run::{
-    check, parse_cache, parse_interval, parse_mode, parse_page, queue_spec, run, with_trace_name,
+    check, check_repeat, parse_cache, parse_interval, parse_mode, parse_page, queue_spec, run, with_trace_name,
 };
 use ssdcache::sim::{RunSpec, SimError, TraceSource};
 use ssdcache::trace::{Op, Request, Unit};
@@ -110,9 +110,10 @@ impl SpecText {
         let repeat = match self.repeat {
             None => 1,
             Some(r) => {
-                u32::try_from(r).map_err(|_| SimError::Config(format!("--repeat: {r} is not a whole number ≥ 0")))?
+                u32::try_from(r).map_err(|_| SimError::Config(format!("--repeat: {r} is not a whole number ≥ 1")))?
             }
         };
+        check_repeat(repeat)?;
         let spec = RunSpec {
             policy: self.policy.clone(),
             cache_bytes: parse_cache(&self.cache)?,
@@ -279,6 +280,8 @@ mod tests {
         assert!(e.contains("scale"), "{e}");
         let e = spec(|s| s.repeat = Some(-2)).unwrap_err();
         assert!(e.starts_with("--repeat: "), "{e}");
+        let e = spec(|s| s.repeat = Some(0)).unwrap_err();
+        assert_eq!(e, "--repeat: must be at least 1, not 0");
         // The policy is checked by `check`, as the command line does before reading traces.
         let (s, _) = spec(|s| s.policy = "lru(bogus=1)".into()).unwrap();
         assert!(check_spec(&s).is_err());

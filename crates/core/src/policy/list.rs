@@ -5,12 +5,46 @@
 //!
 //! Memory per tracked key: a 16-byte node (key + two links) plus `T`, and about
 //! 5–9 bytes of hash index (a `u32` slot and a control byte per bucket).
+//!
+//! Room grows with use: a structure sized by the cache reserves at most
+//! [`UPFRONT`] entries when it is made, then grows towards its limit as keys
+//! arrive ([`reserve_for`]), so a 1 TiB cache on a three-line trace costs what
+//! the trace touches, not 2^28 pages' worth.
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 use std::hash::BuildHasher;
 
 /// Marks "no node".
 pub const NIL: u32 = u32::MAX;
+
+/// Most entries a structure sized by the cache reserves before it is used
+/// (a few MiB at most): beyond this, room is taken as keys arrive.
+pub const UPFRONT: usize = 1 << 16;
+
+/// An empty vector for at most `limit` entries: room for `limit`, or for
+/// [`UPFRONT`] if that is fewer (it grows with [`reserve_for`]).
+pub fn upfront<T>(limit: usize) -> Vec<T> {
+    Vec::with_capacity(limit.min(UPFRONT))
+}
+
+/// Makes room in `v` for `len` entries, about to be reached by a push or
+/// resize. Grows as `Vec` does, by doubling, but stops at `limit`, the most the
+/// structure is expected to hold: a cache that fills up ends with exactly the
+/// room it would have had if sized up front, no slack. (Past `limit` it keeps
+/// doubling: a hint exceeded must not make every push reallocate.)
+#[inline]
+pub fn reserve_for<T>(v: &mut Vec<T>, len: usize, limit: usize) {
+    if len > v.capacity() {
+        grow(v, len, limit);
+    }
+}
+
+#[cold]
+fn grow<T>(v: &mut Vec<T>, len: usize, limit: usize) {
+    let doubled = (2 * v.capacity()).max(len).max(4);
+    let want = if len <= limit { doubled.min(limit) } else { doubled };
+    v.reserve_exact(want - v.len());
+}
 
 #[derive(Clone, Debug)]
 pub struct Node<T> {
@@ -27,21 +61,37 @@ pub struct Arena<T> {
     index: HashTable<u32>,
     hasher: DefaultHashBuilder,
     live: usize,
+    /// The most live keys expected: node room grows up to this, not past it.
+    limit: usize,
 }
 
 impl<T> Arena<T> {
-    /// Room for `n` live keys. (Under churn hashbrown's tombstones make the index
-    /// double once; sizing it for 2n up front saves that transient — LRU 37.5 →
-    /// 30.6 heap bytes per page — but measured 1.4–2× slower on the 10 M Zipf
-    /// benchmark, as the table then keeps rehashing in place.)
+    /// For up to `n` live keys: room for [`UPFRONT`] of them now (all `n` if
+    /// fewer), more as they arrive. (Under churn hashbrown's tombstones make the
+    /// index double once; sizing it for 2n up front saves that transient — LRU
+    /// 37.5 → 30.6 heap bytes per page — but measured 1.4–2× slower on the 10 M
+    /// Zipf benchmark, as the table then keeps rehashing in place.)
     pub fn with_capacity(n: usize) -> Self {
         Arena {
-            nodes: Vec::with_capacity(n),
+            nodes: upfront(n),
             free: NIL,
-            index: HashTable::with_capacity(n),
+            index: HashTable::with_capacity(n.min(UPFRONT)),
             hasher: DefaultHashBuilder::default(),
             live: 0,
+            limit: n,
         }
+    }
+
+    /// The most live keys expected (what [`with_capacity`](Self::with_capacity)
+    /// was given): vectors indexed by node grow towards it too.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Node slots allocated (for tests of the growth).
+    #[cfg(test)]
+    pub fn allocated(&self) -> usize {
+        self.nodes.capacity()
     }
 
     #[inline]
@@ -67,6 +117,8 @@ impl<T> Arena<T> {
             idx
         } else {
             assert!(self.nodes.len() < NIL as usize, "more than 2^32-1 tracked keys");
+            let n = self.nodes.len() + 1;
+            reserve_for(&mut self.nodes, n, self.limit);
             self.nodes.push(node);
             (self.nodes.len() - 1) as u32
         };
@@ -318,6 +370,31 @@ mod tests {
         let w = a.insert(40, ());
         assert_eq!(w, y, "freed slot is reused");
         assert_eq!(a.len(), 3);
+    }
+
+    #[test]
+    fn room_grows_with_use_up_to_the_limit() {
+        // A cache of 2^31 pages reserves nothing like it before use.
+        let mut a: Arena<()> = Arena::with_capacity(1 << 31);
+        assert_eq!(a.allocated(), UPFRONT);
+        for k in 0..3 {
+            a.insert(k, ());
+        }
+        assert_eq!(a.allocated(), UPFRONT);
+        // Small limits are reserved whole; growth stops at the limit, no slack.
+        let mut a: Arena<()> = Arena::with_capacity(UPFRONT + 5);
+        assert_eq!(a.allocated(), UPFRONT);
+        for k in 0..UPFRONT as u64 + 5 {
+            a.insert(k, ());
+        }
+        assert_eq!(a.allocated(), UPFRONT + 5);
+        // Past the limit (a hint exceeded) it still doubles.
+        a.insert(u64::MAX, ());
+        assert_eq!(a.allocated(), 2 * (UPFRONT + 5));
+        let mut v: Vec<u8> = upfront(10);
+        assert_eq!(v.capacity(), 10);
+        reserve_for(&mut v, 11, 10);
+        assert!(v.capacity() >= 20);
     }
 
     #[test]

@@ -147,7 +147,8 @@ impl<'p> Simulator<'p> {
         self
     }
 
-    /// Keeps a time series with intervals of `interval` ns of trace time.
+    /// Keeps a time series with intervals of `interval` ns of trace time (at
+    /// most [`series::MAX_INTERVALS`] of them with requests, or the run fails).
     pub fn with_series(mut self, interval: Nanos) -> Self {
         self.series = Some(Series::new(interval));
         self
@@ -156,6 +157,15 @@ impl<'p> Simulator<'p> {
     /// The series so far (empty without [`with_series`](Self::with_series)).
     pub fn take_series(&mut self) -> Vec<crate::metrics::IntervalStats> {
         self.series.take().map(Series::finish).unwrap_or_default()
+    }
+
+    /// Fails once the series has more busy intervals than it keeps (checked
+    /// per batch and per request, off the per-page path).
+    fn check_series(&self) -> Result<(), SimError> {
+        match &self.series {
+            Some(s) if s.overflowed() => Err(SimError::Config(s.overflow_error())),
+            _ => Ok(()),
+        }
     }
 
     /// Runs the policy's periodic work due at `now` (PWC's procedure): its I/O
@@ -239,7 +249,7 @@ impl<'p> Simulator<'p> {
             let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
             self.serve(r, pr, unit, next);
         }
-        Ok(())
+        self.check_series()
     }
 
     /// Tells the policy a request entered the device queue (QLRU's lookahead):
@@ -258,7 +268,9 @@ impl<'p> Simulator<'p> {
     /// Returns the device time the request cost (0 without devices).
     pub fn request(&mut self, r: &Request, unit: Unit, next: Option<&[u64]>) -> Result<Nanos, SimError> {
         let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
-        Ok(self.serve(r, pr, unit, next))
+        let busy = self.serve(r, pr, unit, next);
+        self.check_series()?;
+        Ok(busy)
     }
 
     /// [`request`](Self::request) once its pages are known (the hot loop: no

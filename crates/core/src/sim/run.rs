@@ -82,8 +82,10 @@ impl TraceSource {
 
     /// The trace replayed `times` times back to back (short real traces over
     /// many simulated days): each copy starts one mean inter-arrival time
-    /// after the previous one ends. Loads the trace first.
+    /// after the previous one ends. Loads the trace first. `times` must be at
+    /// least 1 ([`check_repeat`]).
     pub fn repeat(&self, times: u32) -> Result<TraceSource, SimError> {
+        check_repeat(times)?;
         let TraceSource::Memory { name, format, requests, unit, skipped } = self.load()? else { unreachable!() };
         if times <= 1 || requests.is_empty() {
             return Ok(TraceSource::Memory { name, format, requests, unit, skipped });
@@ -92,7 +94,11 @@ impl TraceSource {
         let last = requests.iter().map(|r| r.time).max().unwrap_or(0);
         let span = last - first;
         let period = span + (span / requests.len() as u64).max(1);
-        let mut out = Vec::with_capacity(requests.len() * times as usize);
+        // (the copies are held in memory: an absurd count is an error, not an abort)
+        let total = requests.len().saturating_mul(times as usize);
+        let mut out = Vec::new();
+        out.try_reserve_exact(total)
+            .map_err(|_| SimError::Config(format!("--repeat {times}: {total} requests do not fit in memory")))?;
         for i in 0..times as u64 {
             out.extend(requests.iter().map(|r| Request { time: r.time - first + i * period, ..*r }));
         }
@@ -139,6 +145,15 @@ pub fn parse_page(text: &str) -> Result<u64, SimError> {
 /// A cache mode (`--mode`): `write-back`, `wb`, `write_through`…
 pub fn parse_mode(text: &str) -> Result<Mode, SimError> {
     text.parse::<Mode>().map_err(|e| SimError::Config(format!("--mode: {e}")))
+}
+
+/// A repeat count (`--repeat`): at least 1; 0 would replay nothing, and used
+/// to run the trace once without a word.
+pub fn check_repeat(times: u32) -> Result<(), SimError> {
+    if times == 0 {
+        return Err(SimError::Config("--repeat: must be at least 1, not 0".into()));
+    }
+    Ok(())
 }
 
 /// A series interval (`--interval`): `1d`, `1h`, `500ms`; bare numbers are seconds.
@@ -318,6 +333,17 @@ mod text_tests {
         ] {
             assert!(e.to_string().starts_with(flag), "{e}");
         }
+    }
+
+    #[test]
+    fn repeat_zero_is_an_error_naming_the_flag() {
+        assert!(check_repeat(1).is_ok() && check_repeat(7).is_ok());
+        assert_eq!(check_repeat(0).unwrap_err().to_string(), "--repeat: must be at least 1, not 0");
+        let gen = TraceSource::Gen("zipf(keys=10,requests=5)".into());
+        let e = gen.repeat(0).err().unwrap().to_string();
+        assert!(e.starts_with("--repeat: "), "{e}");
+        let TraceSource::Memory { requests, .. } = gen.repeat(1).unwrap() else { panic!() };
+        assert_eq!(requests.len(), 5);
     }
 
     #[test]

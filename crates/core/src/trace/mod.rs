@@ -136,10 +136,8 @@ pub fn from_bytes(
     let format = match format {
         Format::Auto => {
             let head = &bytes[..bytes.len().min(formats::SNIFF_BYTES)];
-            formats::sniff_bytes(head).ok_or_else(|| TraceError::Format {
-                path: path.into(),
-                msg: "cannot tell the trace format from its contents; name it with --format".into(),
-            })?
+            formats::sniff_bytes(head)
+                .ok_or_else(|| TraceError::Format { path: path.into(), msg: formats::unknown_format(head) })?
         }
         f => f,
     };

@@ -77,10 +77,18 @@ pub(crate) fn check_range(size: u64, offset: u64, len: usize) -> io::Result<()> 
 }
 
 /// A regular file or a block device node. `sync` is `fdatasync`.
+///
+/// Its size is fixed at open. A regular file that shrinks underneath (a
+/// `truncate` while a server runs) is an error, never silently re-extended:
+/// a read past the new end is a short read, and a write first checks the
+/// file still reaches that far (`pwrite` would otherwise extend it with a
+/// hole, and later reads of the hole would return zeroes as if they were
+/// data).
 #[derive(Debug)]
 pub struct FileDevice {
     file: File,
     size: u64,
+    regular: bool,
 }
 
 impl FileDevice {
@@ -94,14 +102,31 @@ impl FileDevice {
     pub fn create(path: impl AsRef<Path>, size: u64) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
         file.set_len(size)?;
-        Ok(FileDevice { file, size })
+        Ok(FileDevice { file, size, regular: true })
     }
 
     /// Wraps an open file; block devices report their size through seeking.
     pub fn from_file(mut file: File) -> io::Result<Self> {
         use std::io::{Seek, SeekFrom};
         let size = file.seek(SeekFrom::End(0))?;
-        Ok(FileDevice { file, size })
+        let regular = file.metadata()?.is_file();
+        Ok(FileDevice { file, size, regular })
+    }
+
+    /// The open file's metadata (fstat).
+    pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
+
+    /// An error unless the file still has its size (regular files only).
+    fn check_not_shrunk(&self) -> io::Result<()> {
+        if self.regular {
+            let now = self.file.metadata()?.len();
+            if now < self.size {
+                return Err(shrunk(self.size, now));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -118,17 +143,28 @@ impl BlockDevice for FileDevice {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         check_range(self.size, offset, buf.len())?;
-        self.file.read_exact_at(buf, offset)
+        self.file.read_exact_at(buf, offset).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => {
+                let now = self.file.metadata().map(|m| m.len()).unwrap_or(0);
+                io::Error::new(io::ErrorKind::UnexpectedEof, format!("short read at offset {offset}: {}", shrunk(self.size, now)))
+            }
+            _ => e,
+        })
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
         check_range(self.size, offset, data.len())?;
+        self.check_not_shrunk()?;
         self.file.write_all_at(data, offset)
     }
 
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
     }
+}
+
+fn shrunk(was: u64, now: u64) -> io::Error {
+    io::Error::other(format!("the device shrank from {was} to {now} bytes underneath (truncated?)"))
 }
 
 /// An in-memory device (tests, and building images before wrapping them in
@@ -207,6 +243,14 @@ mod tests {
         assert_eq!(&buf, b"hello");
         assert!(dev.write_at(b"xy", 8191).is_err());
         assert!(dev.read_at(&mut buf, u64::MAX).is_err());
+        // Truncated underneath: reads are short-read errors, writes do not
+        // re-extend the file.
+        std::fs::File::options().write(true).open(&path).unwrap().set_len(0).unwrap();
+        let e = dev.read_at(&mut buf, 4090).unwrap_err();
+        assert!(e.to_string().contains("short read") && e.to_string().contains("shrank"), "{e}");
+        let e = dev.write_at(b"x", 100).unwrap_err();
+        assert!(e.to_string().contains("shrank from 8192 to 0"), "{e}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     }
 
     #[test]

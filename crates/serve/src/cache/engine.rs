@@ -52,11 +52,13 @@ pub struct EngineConfig {
     /// policy spec, e.g. `lru`, `arc`); ignored by write-back (PWC) and
     /// passthrough.
     pub policy: String,
+    /// Cache-device errors before the cache goes degraded.
+    pub error_limit: u64,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { policy: "lru".into() }
+        EngineConfig { policy: "lru".into(), error_limit: super::map::DEFAULT_ERROR_LIMIT }
     }
 }
 
@@ -131,13 +133,22 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
             return Ok(0); // the map reports the range error
         }
+        if self.map.is_degraded() {
+            return Ok(0); // nothing new is cached
+        }
         let seg = self.map.segment_size();
         let mut d = lock(&self.decider);
         let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
         // Fills happen under the decider's lock, so its slot bookkeeping and
         // the map's moves happen in the same order.
-        for &(slot, h) in &fills {
-            self.map.replace(slot, h)?;
+        for (i, &(slot, h)) in fills.iter().enumerate() {
+            if let Err(e) = self.map.replace(slot, h) {
+                // A fill is an optimisation: the request is served from the
+                // backing store instead. The policy learns what is cached.
+                log::warn!("fill of segment {h} into slot {slot} failed, served from the backing store: {e}");
+                d.restore(&self.map.meta());
+                return Ok(i as u64);
+            }
         }
         Ok(fills.len() as u64)
     }
@@ -163,11 +174,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
             }
             plan
         };
-        if let Err(e) = self.map.caching_and_eviction(&plan) {
+        let done = self.map.caching_and_eviction(&plan);
+        if done.is_err() || self.map.is_interrupted() {
             // The map may be half done: make PWC agree with it again.
             lock(&self.decider).restore(&self.map.meta());
-            return Err(e);
         }
+        done?;
         let cached = self.map.status().cached as usize;
         let r = MaintainReport { plan, cached, seconds: t0.elapsed().as_secs_f64() };
         log::info!("caching and eviction: {} segment(s) newly cached, {cached} cached", r.plan.len());
@@ -201,6 +213,7 @@ where
     /// metadata. Fails only on a bad `config.policy`.
     pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
         let decider = Decider::new(mode, &config.policy, &map.meta())?;
+        map.set_error_limit(config.error_limit);
         let shared = Arc::new(Shared {
             map,
             decider: Mutex::new(decider),
@@ -226,23 +239,48 @@ where
             .name("ssdcache-maintain".into())
             .spawn(move || {
                 let mut next = due(Instant::now());
+                // After a failure, retry sooner: 1 s, doubling up to the period.
+                let mut backoff = Duration::from_secs(1);
                 let mut stop = lock(&shared.stop);
                 while !*stop {
+                    if shared.map.needs_settling() {
+                        drop(stop);
+                        let left = shared.map.settle_degraded();
+                        stop = lock(&shared.stop);
+                        if !matches!(left, Ok(0)) {
+                            log::error!("degraded cache: dirty segments not yet written back ({left:?}); retrying in {backoff:?}");
+                            stop = shared.wake.wait_timeout(stop, backoff).unwrap_or_else(|e| e.into_inner()).0;
+                            backoff = (backoff * 2).min(period);
+                            continue;
+                        }
+                    }
                     let now = Instant::now();
                     lock(&shared.schedule).next = Some(SystemTime::now() + next.saturating_duration_since(now));
                     let wait = match idle {
                         _ if now < next => next - now,
+                        // Degraded: nothing new is cached, so no procedure.
+                        _ if shared.map.is_degraded() => period,
                         Some(idle) if shared.idle_for() < idle => idle - shared.idle_for(),
                         _ => {
                             drop(stop);
-                            if let Err(e) = shared.maintain() {
-                                log::error!("scheduled caching and eviction failed: {e}");
-                            }
-                            next = due(Instant::now());
+                            next = match shared.maintain() {
+                                Ok(_) => {
+                                    backoff = Duration::from_secs(1);
+                                    due(Instant::now())
+                                }
+                                Err(e) => {
+                                    log::error!("scheduled caching and eviction failed, retrying in {backoff:?}: {e}");
+                                    let retry = Instant::now() + backoff;
+                                    backoff = (backoff * 2).min(period);
+                                    retry
+                                }
+                            };
                             stop = lock(&shared.stop);
                             continue;
                         }
                     };
+                    // Wake at least every second to notice a cache gone degraded.
+                    let wait = wait.min(Duration::from_secs(1));
                     stop = shared.wake.wait_timeout(stop, wait).unwrap_or_else(|e| e.into_inner()).0;
                 }
             })
@@ -255,6 +293,11 @@ where
     /// have none and report what is cached). Requests go on meanwhile.
     pub fn maintain(&self) -> io::Result<MaintainReport> {
         self.shared.maintain()
+    }
+
+    /// Makes a running procedure stop at its next safe point (shutdown).
+    pub fn interrupt_maintenance(&self) {
+        self.shared.map.interrupt();
     }
 
     /// Writes every dirty segment back and syncs both devices now
@@ -447,7 +490,7 @@ mod tests {
         fn open_as(&self, mode: CacheMode) -> (Engine, Started) {
             let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
             let (map, st) =
-                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, false, mode.write_mode()).unwrap();
+                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode()).unwrap();
             (CachedBackend::new(map, mode, &EngineConfig::default()).unwrap(), st)
         }
 

@@ -21,6 +21,26 @@
 //!   fill on a miss, in real time).
 //! - [`CacheMap::shutdown`] is lines 50–54.
 //!
+//! **Device failures** (ours; the paper assumes devices that do not fail).
+//! A cache-device error never turns into stale data or a lost
+//! acknowledged write:
+//! - a read of a *clean* cached segment that fails is served from the HDD
+//!   (clean means the HDD holds the same bytes); of a *dirty* one, it is an
+//!   error reply — its newest data exists only on the SSD;
+//! - a failed SSD write is an error reply, except in a write that went
+//!   through to the HDD first on a clean segment: that slot is unmapped and
+//!   the map saved (so no later unclean start copies the stale slot back)
+//!   before the write is acknowledged;
+//! - after `error_limit` cache-device errors, or at once when the device
+//!   shrank, the cache is **degraded**: writes go through to the HDD, nothing
+//!   new is cached, and [`CacheMap::settle_degraded`] (called by the engine,
+//!   with back-off) writes every dirty slot back and then saves an empty map
+//!   with the degraded bit, which survives restarts until the operator
+//!   clears it. A dirty slot that cannot be read is never written back with
+//!   whatever bytes are there: it stays dirty, shutdown does not save the
+//!   clean bit, and `ssdcache drain` reports its range.
+//! - HDD errors are error replies; a failed write-back leaves its slot dirty.
+//!
 //! **Concurrency.** The map's state (address map, radix tree, dirty bitmap)
 //! sits behind one short-held mutex; device I/O runs outside it, under the
 //! [`SegmentLocks`] of the segments involved. A request resolves its
@@ -39,13 +59,13 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 
 use super::device::BlockDevice;
 use super::locks::SegmentLocks;
 use super::meta::{Meta, MetaStore};
-use super::recover::{self, RecoverError, Started};
+use super::recover::{self, RecoverError, StartOptions, Started};
 
 /// Paper 000's frequency increment per reference (§3.3).
 const INCREMENT: u16 = 5;
@@ -80,6 +100,9 @@ pub struct MapCounters {
     /// Segments copied HDD → SSD (fills) and SSD → HDD (write-backs).
     pub filled: AtomicU64,
     pub written_back: AtomicU64,
+    /// Cache-device (SSD) and backing-device (HDD) I/O errors.
+    pub ssd_errors: AtomicU64,
+    pub hdd_errors: AtomicU64,
 }
 
 /// A point-in-time copy of [`MapCounters`] plus the map's shape.
@@ -105,6 +128,11 @@ pub struct MapStatus {
     pub procedures: u64,
     /// A procedure is running (writes go to both devices).
     pub in_procedure: bool,
+    /// Cache-device and backing-device I/O errors since open.
+    pub ssd_errors: u64,
+    pub hdd_errors: u64,
+    /// The cache device failed: nothing new is cached (see the module doc).
+    pub degraded: bool,
 }
 
 struct State {
@@ -120,6 +148,10 @@ struct State {
     through: bool,
     /// Set by shutdown: no more requests.
     closed: bool,
+    /// Slots whose SSD copy is stale while the durable map still maps them
+    /// (a failed write whose unmapping could not be saved): read from the
+    /// HDD, and writes to them fail, until a save unmaps them.
+    poisoned: Vec<bool>,
 }
 
 struct Saves<M> {
@@ -153,7 +185,19 @@ pub struct CacheMap<S, H, M> {
     locks: SegmentLocks,
     admin: Mutex<()>,
     counters: MapCounters,
+    /// Set by [`CacheMap::interrupt`]: a running procedure stops at its next
+    /// slot boundary.
+    interrupted: AtomicBool,
+    /// A procedure is running.
+    in_procedure: AtomicBool,
+    /// Cache-device errors that make the cache degraded.
+    error_limit: AtomicU64,
+    /// Degraded (mirrors `meta.degraded`, readable without the lock).
+    degraded: AtomicBool,
 }
+
+/// Cache-device errors before the cache goes degraded, unless configured.
+pub const DEFAULT_ERROR_LIMIT: u64 = 8;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -167,7 +211,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// Runs the start procedure ([`recover::start`]) and opens the cache in
     /// write-back mode.
     pub fn open(ssd: S, hdd: H, store: MetaStore<M>, force: bool) -> Result<(Self, Started), RecoverError> {
-        Self::open_with(ssd, hdd, store, force, WriteMode::Back)
+        Self::open_with(ssd, hdd, store, StartOptions { force, ..Default::default() }, WriteMode::Back)
     }
 
     /// Runs the start procedure and opens the cache in `mode`. A
@@ -176,16 +220,19 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         ssd: S,
         hdd: H,
         store: MetaStore<M>,
-        force: bool,
+        opts: StartOptions,
         mode: WriteMode,
     ) -> Result<(Self, Started), RecoverError> {
-        let started = recover::start(&store, &ssd, &hdd, force)?;
+        let started = recover::start(&store, &ssd, &hdd, opts)?;
         let meta = started.meta.clone();
         let rev = meta.map.iter().enumerate().filter_map(|(s, h)| h.map(|h| (h, s as u32))).collect();
         let dirty = vec![false; meta.map.len()];
         let seg = meta.geometry.segment_size as u64;
         let len = meta.geometry.hdd_segments * seg;
-        let state = State { meta: meta.clone(), rev, dirty, through: mode == WriteMode::Through, closed: false };
+        let through = mode == WriteMode::Through || meta.degraded;
+        let degraded = AtomicBool::new(meta.degraded);
+        let poisoned = vec![false; meta.map.len()];
+        let state = State { meta: meta.clone(), rev, dirty, through, closed: false, poisoned };
         let saves = Saves { store, saved: meta, saving: None };
         let map = CacheMap {
             ssd,
@@ -198,6 +245,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             locks: SegmentLocks::new(),
             admin: Mutex::new(()),
             counters: MapCounters::default(),
+            interrupted: Default::default(),
+            in_procedure: Default::default(),
+            error_limit: AtomicU64::new(DEFAULT_ERROR_LIMIT),
+            degraded,
         };
         if mode == WriteMode::Through && started.meta.map.iter().any(|m| m.is_some()) {
             map.save(|_| {})?;
@@ -275,7 +326,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             dirty: st.dirty.iter().filter(|d| **d).count() as u64,
             version,
             procedures: st.meta.procedures,
-            in_procedure: st.through && self.mode == WriteMode::Back,
+            in_procedure: self.in_procedure.load(Relaxed),
+            ssd_errors: c.ssd_errors.load(Relaxed),
+            hdd_errors: c.hdd_errors.load(Relaxed),
+            degraded: self.degraded.load(Relaxed),
         }
     }
 
@@ -319,26 +373,78 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 return Err(closed());
             }
             for p in &mut pieces {
-                p.slot = st.rev.get(&p.hdd_seg).copied();
+                p.slot = st.rev.get(&p.hdd_seg).copied().filter(|&s| !st.poisoned[s as usize]);
             }
         }
         let c = &self.counters;
         for p in &pieces {
             let b = &mut buf[p.pos..p.pos + p.len];
-            match p.slot {
-                Some(s) => {
-                    self.ssd.read_at(b, s as u64 * self.seg + p.within)?;
-                    c.read_hits.fetch_add(1, Relaxed);
-                    c.ssd_read.fetch_add(p.len as u64, Relaxed);
-                }
-                None => {
-                    self.hdd.read_at(b, p.hdd_seg * self.seg + p.within)?;
-                    c.read_misses.fetch_add(1, Relaxed);
-                    c.hdd_read.fetch_add(p.len as u64, Relaxed);
+            if let Some(s) = p.slot {
+                match self.ssd.read_at(b, s as u64 * self.seg + p.within) {
+                    Ok(()) => {
+                        c.read_hits.fetch_add(1, Relaxed);
+                        c.ssd_read.fetch_add(p.len as u64, Relaxed);
+                        continue;
+                    }
+                    Err(e) => {
+                        self.ssd_failed(&e);
+                        // We hold the segment's lock: its dirty bit is stable.
+                        if lock(&self.state).dirty[s as usize] {
+                            return Err(io::Error::new(
+                                e.kind(),
+                                format!(
+                                    "segment {} holds writes not yet on the backing store, and the cache device \
+                                     failed to read them: {e}",
+                                    p.hdd_seg
+                                ),
+                            ));
+                        }
+                        // Clean: the HDD holds the same bytes.
+                    }
                 }
             }
+            self.hdd.read_at(b, p.hdd_seg * self.seg + p.within).map_err(|e| self.hdd_failed(e))?;
+            c.read_misses.fetch_add(1, Relaxed);
+            c.hdd_read.fetch_add(p.len as u64, Relaxed);
         }
         Ok(())
+    }
+
+    /// Counts a cache-device error; enough of them (or a device that
+    /// shrank) make the cache degraded.
+    fn ssd_failed(&self, e: &io::Error) {
+        let n = self.counters.ssd_errors.fetch_add(1, Relaxed) + 1;
+        let shrunk = e.to_string().contains("shrank");
+        log::error!("cache device error #{n}: {e}");
+        if (shrunk || n >= self.error_limit.load(Relaxed)) && !self.degraded.swap(true, Relaxed) {
+            log::error!("the cache is now DEGRADED: writes go to the backing store, nothing new is cached");
+            let mut st = lock(&self.state);
+            st.through = true;
+            st.meta.degraded = true;
+        }
+    }
+
+    /// Counts a backing-device error and passes it on.
+    fn hdd_failed(&self, e: io::Error) -> io::Error {
+        let n = self.counters.hdd_errors.fetch_add(1, Relaxed) + 1;
+        log::error!("backing device error #{n}: {e}");
+        e
+    }
+
+    /// Whether the cache is degraded.
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.load(Relaxed)
+    }
+
+    /// Cache-device errors before the cache goes degraded (at least 1).
+    pub fn set_error_limit(&self, n: u64) {
+        self.error_limit.store(n.max(1), Relaxed);
+    }
+
+    /// Whether a degraded cache still maps slots (dirty or not): the engine
+    /// calls [`settle_degraded`](Self::settle_degraded) until it does not.
+    pub fn needs_settling(&self) -> bool {
+        self.is_degraded() && !lock(&self.state).rev.is_empty()
     }
 
     /// Replaces the frequency table (and the touched bits) the next save
@@ -366,6 +472,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 return Err(closed());
             }
             let through = st.through;
+            if let Some(p) = pieces.iter().find(|p| st.rev.get(&p.hdd_seg).is_some_and(|&s| st.poisoned[s as usize])) {
+                return Err(io::Error::other(format!(
+                    "segment {} cannot be written: its stale cached copy could not be dropped from the saved map",
+                    p.hdd_seg
+                )));
+            }
             for p in &mut pieces {
                 let h = p.hdd_seg as usize;
                 st.meta.freq[h] = st.meta.freq[h].saturating_add(INCREMENT);
@@ -382,12 +494,16 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             let d = &data[p.pos..p.pos + p.len];
             let n = p.len as u64;
             if through || p.slot.is_none() {
-                self.hdd.write_at(d, p.hdd_seg * self.seg + p.within)?;
+                self.hdd.write_at(d, p.hdd_seg * self.seg + p.within).map_err(|e| self.hdd_failed(e))?;
                 c.hdd_written.fetch_add(n, Relaxed);
             }
             match p.slot {
                 Some(s) => {
-                    self.ssd.write_at(d, s as u64 * self.seg + p.within)?;
+                    if let Err(e) = self.ssd.write_at(d, s as u64 * self.seg + p.within) {
+                        self.ssd_failed(&e);
+                        self.drop_stale_slot(s, p.hdd_seg, through, e)?;
+                        continue;
+                    }
                     c.ssd_written.fetch_add(n, Relaxed);
                     c.write_hits.fetch_add(1, Relaxed);
                 }
@@ -397,6 +513,33 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             }
         }
         Ok(())
+    }
+
+    /// After a failed SSD write to slot `s` (caching `h`, whose lock the
+    /// caller holds): if the write went to the HDD too and the slot is clean,
+    /// the HDD is right and the slot stale, so the slot is unmapped and the
+    /// map saved before the write is acknowledged; otherwise the write fails.
+    fn drop_stale_slot(&self, s: u32, h: u64, through: bool, e: io::Error) -> io::Result<()> {
+        if !through || lock(&self.state).dirty[s as usize] {
+            return Err(e);
+        }
+        // Saved first, unmapped in memory after: until the save is durable a
+        // crash would copy the stale slot back, so nothing may be
+        // acknowledged on the HDD alone.
+        let saved = self.save(|m| m.map[s as usize] = None);
+        let mut st = lock(&self.state);
+        match saved {
+            Ok(()) => {
+                st.rev.remove(&h);
+                log::warn!("slot {s} (segment {h}) dropped from the cache after a failed write to it");
+                Ok(())
+            }
+            Err(se) => {
+                st.meta.map[s as usize] = Some(h);
+                st.poisoned[s as usize] = true;
+                Err(io::Error::new(e.kind(), format!("{e}; and the map could not be saved: {se}")))
+            }
+        }
     }
 
     /// Makes every returned write durable (an NBD flush). Every write that
@@ -437,7 +580,11 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
 
     /// Copies dirty slot `s` to HDD segment `h`; the caller holds `h`.
     fn write_back_slot(&self, s: u32, h: u64, buf: &mut [u8]) -> io::Result<()> {
-        recover::copy_segment(&self.ssd, s as u64 * self.seg, &self.hdd, h * self.seg, buf)?;
+        self.ssd.read_at(buf, s as u64 * self.seg).map_err(|e| {
+            self.ssd_failed(&e);
+            e
+        })?;
+        self.hdd.write_at(buf, h * self.seg).map_err(|e| self.hdd_failed(e))?;
         lock(&self.state).dirty[s as usize] = false;
         self.counters.written_back.fetch_add(1, Relaxed);
         Ok(())
@@ -487,10 +634,16 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 st.rev.remove(&old); // lines 13–16
             }
         }
-        recover::copy_segment(&self.hdd, h * seg, &self.ssd, slot as u64 * seg, buf)?; // line 20
+        // Line 20 (errors counted per device).
+        self.hdd.read_at(buf, h * seg).map_err(|e| self.hdd_failed(e))?;
+        self.ssd.write_at(buf, slot as u64 * seg).map_err(|e| {
+            self.ssd_failed(&e);
+            e
+        })?;
         let mut st = lock(&self.state);
         st.meta.map[slot as usize] = Some(h); // line 18
         st.rev.insert(h, slot); // line 21
+        st.poisoned[slot as usize] = false; // refilled from the HDD
         self.counters.filled.fetch_add(1, Relaxed);
         Ok(())
     }
@@ -502,6 +655,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         if lock(&self.state).closed {
             return Err(closed());
         }
+        if self.is_degraded() {
+            return Err(io::Error::other("the cache is degraded: nothing new is cached"));
+        }
         let mut buf = vec![0u8; self.seg as usize];
         self.move_slot(slot, h, &mut buf)
     }
@@ -512,6 +668,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// already cached or a slot is out of range.
     pub fn caching_and_eviction(&self, plan: &[(u32, u64)]) -> io::Result<()> {
         let _admin = lock(&self.admin);
+        if self.is_degraded() {
+            return Err(io::Error::other("the cache is degraded: nothing new is cached"));
+        }
         {
             let mut st = lock(&self.state);
             if st.closed {
@@ -519,10 +678,23 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             }
             st.through = true; // §3.6: double writes from now on
         }
+        self.in_procedure.store(true, Relaxed);
+        let r = self.procedure(plan);
+        self.in_procedure.store(false, Relaxed);
+        r
+    }
+
+    fn procedure(&self, plan: &[(u32, u64)]) -> io::Result<()> {
         self.write_back_dirty()?; // line 4
         self.save(|m| m.update = true)?; // line 5
         let mut buf = vec![0u8; self.seg as usize];
         for &(slot, h) in plan {
+            if self.interrupted.load(Relaxed) {
+                // A stop was asked for: the moves done so far are complete, so
+                // ending here (synced and saved below) is a consistent state.
+                log::warn!("caching and eviction interrupted by a stop request");
+                break;
+            }
             self.move_slot(slot, h, &mut buf)?; // lines 12–23
             lock(&self.state).meta.evict_hand = slot;
         }
@@ -534,8 +706,78 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             m.procedures += 1;
             m.last_procedure = now.min(u32::MAX as u64) as u32;
         })?;
-        lock(&self.state).through = self.mode == WriteMode::Through;
+        lock(&self.state).through = self.mode == WriteMode::Through || self.is_degraded();
         Ok(())
+    }
+
+    /// Writes every dirty slot back that can be; returns the `(slot,
+    /// segment)`s that could not be (they stay dirty). Holds each segment's
+    /// lock unless `all_locked` (the caller holds every lock).
+    fn write_back_each(&self, all_locked: bool) -> io::Result<Vec<(u32, u64)>> {
+        let mut buf = vec![0u8; self.seg as usize];
+        let mut failed = Vec::new();
+        for (s, h) in self.dirty_slots()? {
+            let _held = (!all_locked).then(|| self.locks.lock([h]));
+            if let Err(e) = self.write_back_slot(s, h, &mut buf) {
+                log::error!("write-back of slot {s} (segment {h}) failed, it stays dirty: {e}");
+                failed.push((s, h));
+            }
+        }
+        Ok(failed)
+    }
+
+    /// A degraded cache's clean-up: every dirty slot written back, then
+    /// (once none is left) the map emptied and saved with the degraded bit.
+    /// Returns how many dirty slots remain (retry later).
+    pub fn settle_degraded(&self) -> io::Result<usize> {
+        let _admin = lock(&self.admin);
+        let failed = self.write_back_each(false)?;
+        self.ssd.sync().map_err(|e| {
+            self.ssd_failed(&e);
+            e
+        })?;
+        self.hdd.sync().map_err(|e| self.hdd_failed(e))?;
+        if !failed.is_empty() {
+            return Ok(failed.len());
+        }
+        // Unmap every clean slot: writes go through and no dirty slot is
+        // left, so the HDD holds everything. The empty map is saved first
+        // and only then are requests sent to the HDD alone (the in-memory
+        // reverse map keeps writes going to both devices until then).
+        let clean: Vec<(u32, u64)> = {
+            let st = lock(&self.state);
+            st.rev.iter().map(|(&h, &s)| (s, h)).filter(|&(s, _)| !st.dirty[s as usize]).collect()
+        };
+        let saved = self.save(|m| {
+            m.degraded = true;
+            clean.iter().for_each(|&(s, _)| m.map[s as usize] = None);
+        });
+        {
+            let mut st = lock(&self.state);
+            for &(s, h) in &clean {
+                if saved.is_ok() {
+                    st.rev.remove(&h);
+                    st.poisoned[s as usize] = false;
+                } else {
+                    st.meta.map[s as usize] = Some(h);
+                }
+            }
+        }
+        saved?;
+        let left = lock(&self.state).dirty.iter().filter(|d| **d).count();
+        log::warn!("degraded cache settled: nothing cached, {left} dirty slot(s) left");
+        Ok(left)
+    }
+
+    /// Makes a running (and any later) procedure stop at its next slot
+    /// boundary: a stop request should not wait for a whole procedure.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Relaxed);
+    }
+
+    /// Whether [`interrupt`](Self::interrupt) was called.
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Relaxed)
     }
 
     /// Fig. 5 lines 50–54: waits for requests in flight, refuses new ones,
@@ -545,12 +787,19 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let _admin = lock(&self.admin);
         let _all = self.locks.lock_all();
         // Holding every segment lock: the write-back below takes none.
-        let mut buf = vec![0u8; self.seg as usize];
-        for (s, h) in self.dirty_slots()? {
-            self.write_back_slot(s, h, &mut buf)?;
-        }
+        let failed = self.write_back_each(true)?;
         self.ssd.sync()?;
         self.hdd.sync()?;
+        if !failed.is_empty() {
+            // Never claim clean: the next start (or `ssdcache drain`) retries.
+            let segs: Vec<String> = failed.iter().map(|(_, h)| h.to_string()).collect();
+            return Err(io::Error::other(format!(
+                "{} dirty segment(s) could not be written back (segments {}); the cache stays marked unclean: \
+                 run `ssdcache drain` to retry and list what is unreadable",
+                failed.len(),
+                segs.join(", ")
+            )));
+        }
         self.save(|m| m.clean = true)?;
         let mut st = lock(&self.state);
         st.closed = true;

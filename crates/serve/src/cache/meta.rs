@@ -12,11 +12,22 @@
 //! tree (HDD → SSD) are *not* stored: after a clean shutdown nothing is dirty
 //! and after an unclean one everything is treated as dirty (§3.2 last ¶s).
 //!
-//! Slot `i` (0 or 1) of the region holds the versions `v` with `v % 2 == i`;
-//! the parity is checked on load, so alternation is implied by the version
-//! and two valid slots never carry the same version. Versions are `u32` and
-//! wrap; "newer" is serial-number arithmetic (RFC 1982): `a` is newer than `b`
+//! Slot `i` (0 or 1) holds the versions `v` with `v % 2 == i`; the parity
+//! is checked on load, so alternation is implied by the version and two
+//! valid slots never carry the same version. Versions are `u32` and wrap;
+//! "newer" is serial-number arithmetic (RFC 1982): `a` is newer than `b`
 //! when `a - b` (wrapping) is in `1..2^31`.
+//!
+//! **Two copies of every save** (ours): alternating slots survive a torn
+//! save, but not a damaged one — if the newest slot is later hit by a flipped
+//! bit or a lost sector, falling back to the older slot silently loads a
+//! stale state (an older clean bit, an older map) and loses flushed writes.
+//! So each slot has a primary and a mirror copy, kept far apart (the
+//! [`MetaStore`] says where), and a save writes the primary, syncs, then the
+//! mirror, and syncs. A torn save then leaves its slot's *other* copy intact
+//! (the previous version while the primary is torn, the new one while the
+//! mirror is), and one damaged copy leaves its twin. `recover::load` uses
+//! that to tell a torn save from later damage.
 //!
 //! Layout of a slot (little-endian; [`slot_len`] bytes, a multiple of 4 KiB):
 //!
@@ -24,7 +35,7 @@
 //! |---|---|---|
 //! | 0 | 8 | magic `b"SSDCPWC\0"` |
 //! | 8 | 2 | format = 1 |
-//! | 10 | 2 | flags: bit 0 clean, bit 1 update; others 0 |
+//! | 10 | 2 | flags: bit 0 clean, bit 1 update, bit 2 degraded; others 0 |
 //! | 12 | 4 | version |
 //! | 16 | 4 | segment size in bytes |
 //! | 20 | 4 | SSD segments `S` |
@@ -56,7 +67,7 @@ use super::device::BlockDevice;
 /// First bytes of a slot.
 pub const MAGIC: [u8; 8] = *b"SSDCPWC\0";
 /// The layout version in this file.
-pub const FORMAT: u16 = 1;
+pub const FORMAT: u16 = 2;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 64;
 /// Slots are padded to this.
@@ -66,6 +77,7 @@ pub const EMPTY: u64 = u64::MAX;
 
 const FLAG_CLEAN: u16 = 1;
 const FLAG_UPDATE: u16 = 2;
+const FLAG_DEGRADED: u16 = 4;
 const CRC_AT: usize = 60;
 
 /// The shape of a cache: fixed at format time.
@@ -80,20 +92,28 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Payload bytes of a slot.
+    /// Payload bytes of a slot (saturating: a geometry read from disk may be
+    /// absurd, and is refused by whoever compares this with a device size).
     pub fn payload_len(&self) -> u64 {
-        8 * self.ssd_segments as u64 + 2 * self.hdd_segments + self.hdd_segments.div_ceil(8)
+        (8 * self.ssd_segments as u64)
+            .saturating_add(self.hdd_segments.saturating_mul(2))
+            .saturating_add(self.hdd_segments.div_ceil(8))
     }
 }
 
 /// Bytes of one metadata slot for `g`.
 pub fn slot_len(g: &Geometry) -> u64 {
-    (HEADER_LEN as u64 + g.payload_len()).div_ceil(SLOT_ALIGN) * SLOT_ALIGN
+    (HEADER_LEN as u64).saturating_add(g.payload_len()).div_ceil(SLOT_ALIGN).saturating_mul(SLOT_ALIGN)
 }
 
-/// Bytes of the two-slot region for `g`.
+/// Bytes of one copy of both slots.
+pub fn copy_len(g: &Geometry) -> u64 {
+    slot_len(g).saturating_mul(2)
+}
+
+/// Bytes of both copies of both slots laid end to end ([`MetaStore::new`]).
 pub fn region_len(g: &Geometry) -> u64 {
-    2 * slot_len(g)
+    copy_len(g).saturating_mul(2)
 }
 
 /// One saved state of the cache (Fig. 2, plus our additions listed above).
@@ -105,6 +125,9 @@ pub struct Meta {
     pub clean: bool,
     /// Set while the caching-and-eviction procedure runs (lines 5, 26).
     pub update: bool,
+    /// The cache device failed: no new caching until the operator clears it
+    /// (ours; kept across restarts).
+    pub degraded: bool,
     /// The cache's shape.
     pub geometry: Geometry,
     /// Evict clock: the SSD slot it last stopped at.
@@ -128,6 +151,7 @@ impl Meta {
             version: 0,
             clean: true,
             update: false,
+            degraded: false,
             geometry,
             evict_hand: geometry.ssd_segments.saturating_sub(1),
             procedures: 0,
@@ -152,7 +176,9 @@ impl Meta {
         let mut b = vec![0u8; slot_len(g) as usize];
         b[0..8].copy_from_slice(&MAGIC);
         b[8..10].copy_from_slice(&FORMAT.to_le_bytes());
-        let flags = if self.clean { FLAG_CLEAN } else { 0 } | if self.update { FLAG_UPDATE } else { 0 };
+        let flags = if self.clean { FLAG_CLEAN } else { 0 }
+            | if self.update { FLAG_UPDATE } else { 0 }
+            | if self.degraded { FLAG_DEGRADED } else { 0 };
         b[10..12].copy_from_slice(&flags.to_le_bytes());
         b[12..16].copy_from_slice(&self.version.to_le_bytes());
         b[16..20].copy_from_slice(&g.segment_size.to_le_bytes());
@@ -211,7 +237,7 @@ impl Meta {
         if stored != computed {
             return Err(SlotError::Checksum { stored, computed });
         }
-        if payload != g.payload_len() || g.segment_size == 0 {
+        if payload != g.payload_len() || g.segment_size == 0 || need > usize::MAX as u64 {
             return Err(SlotError::Invalid(format!("payload length {payload} does not match geometry {g:?}")));
         }
         if let Some(e) = expected {
@@ -220,7 +246,7 @@ impl Meta {
             }
         }
         let flags = u16_at(10);
-        if flags & !(FLAG_CLEAN | FLAG_UPDATE) != 0 || u32_at(56) != 0 {
+        if flags & !(FLAG_CLEAN | FLAG_UPDATE | FLAG_DEGRADED) != 0 || u32_at(56) != 0 {
             return Err(SlotError::Invalid(format!("unknown flags {flags:#x} or reserved bytes set")));
         }
         let evict_hand = u32_at(32);
@@ -248,6 +274,7 @@ impl Meta {
             version: u32_at(12),
             clean: flags & FLAG_CLEAN != 0,
             update: flags & FLAG_UPDATE != 0,
+            degraded: flags & FLAG_DEGRADED != 0,
             geometry: g,
             evict_hand,
             procedures: u64_at(40),
@@ -321,20 +348,38 @@ pub enum SlotError {
     Io(#[from] io::Error),
 }
 
-/// The two-slot metadata region at `base` on a device (the paper keeps it on
-/// the HDD or the SSD, §3.2).
+/// Which copy of a slot.
+pub const COPIES: [&str; 2] = ["primary", "mirror"];
+
+/// The metadata on a device: two slots, each in two copies, the primaries
+/// at `base` and the mirrors at `mirror` (the paper keeps one copy "on the
+/// HDD or the SSD", §3.2).
 #[derive(Debug)]
 pub struct MetaStore<D> {
     dev: D,
     base: u64,
+    mirror: u64,
     geometry: Geometry,
 }
 
 impl<D: BlockDevice> MetaStore<D> {
-    /// The region of `region_len(&geometry)` bytes at `base` of `dev`.
+    /// Both copies end to end: [`region_len`]`(&geometry)` bytes at `base`.
     pub fn new(dev: D, base: u64, geometry: Geometry) -> io::Result<Self> {
-        super::device::check_range(dev.len(), base, region_len(&geometry) as usize)?;
-        Ok(MetaStore { dev, base, geometry })
+        let mirror = base.saturating_add(copy_len(&geometry));
+        Self::with_mirror(dev, base, mirror, geometry)
+    }
+
+    /// Primaries at `base`, mirrors at `mirror`, [`copy_len`] bytes each.
+    pub fn with_mirror(dev: D, base: u64, mirror: u64, geometry: Geometry) -> io::Result<Self> {
+        let len = copy_len(&geometry);
+        let fits = |at: u64| at.checked_add(len).is_some_and(|end| end <= dev.len());
+        if len > usize::MAX as u64 / 2 || !fits(base) || !fits(mirror) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("metadata of {len} bytes at {base} and {mirror} does not fit a {}-byte device", dev.len()),
+            ));
+        }
+        Ok(MetaStore { dev, base, mirror, geometry })
     }
 
     /// The configured geometry.
@@ -347,14 +392,15 @@ impl<D: BlockDevice> MetaStore<D> {
         &self.dev
     }
 
-    fn slot_offset(&self, slot: usize) -> u64 {
-        self.base + slot as u64 * slot_len(&self.geometry)
+    /// Where copy `copy` (0 primary, 1 mirror) of `slot` lives.
+    pub fn offset(&self, slot: usize, copy: usize) -> u64 {
+        [self.base, self.mirror][copy] + slot as u64 * slot_len(&self.geometry)
     }
 
-    /// Reads and validates slot 0 or 1.
-    pub fn read_slot(&self, slot: usize) -> Result<Meta, SlotError> {
+    /// Reads and validates one copy of slot 0 or 1.
+    pub fn read_copy(&self, slot: usize, copy: usize) -> Result<Meta, SlotError> {
         let mut b = vec![0u8; slot_len(&self.geometry) as usize];
-        self.dev.read_at(&mut b, self.slot_offset(slot))?;
+        self.dev.read_at(&mut b, self.offset(slot, copy))?;
         let m = Meta::decode(&b, Some(&self.geometry))?;
         if m.slot() != slot {
             return Err(SlotError::Parity { version: m.version, slot });
@@ -362,12 +408,17 @@ impl<D: BlockDevice> MetaStore<D> {
         Ok(m)
     }
 
-    /// Saves `meta` into its slot (by version parity) and syncs: when this
-    /// returns, `meta` is durable and the other slot is untouched.
+    /// Saves `meta` into its slot (by version parity): the primary, a sync,
+    /// the mirror, a sync. When this returns `meta` is durable twice and the
+    /// other slot is untouched; a cut tears at most one of the two copies.
     pub fn write(&self, meta: &Meta) -> io::Result<()> {
         assert_eq!(meta.geometry, self.geometry, "metadata of another geometry");
-        self.dev.write_at(&meta.encode(), self.slot_offset(meta.slot()))?;
-        self.dev.sync()
+        let b = meta.encode();
+        for copy in 0..2 {
+            self.dev.write_at(&b, self.offset(meta.slot(), copy))?;
+            self.dev.sync()?;
+        }
+        Ok(())
     }
 
     /// Formats a fresh cache: `Meta::empty` saved as versions 0 then 1, so
@@ -380,9 +431,9 @@ impl<D: BlockDevice> MetaStore<D> {
         Ok(m)
     }
 
-    /// Both slots, validated.
-    pub fn read_both(&self) -> [Result<Meta, SlotError>; 2] {
-        [self.read_slot(0), self.read_slot(1)]
+    /// Every copy, validated: `[slot][copy]`.
+    pub fn read_all(&self) -> [[Result<Meta, SlotError>; 2]; 2] {
+        [0, 1].map(|slot| [0, 1].map(|copy| self.read_copy(slot, copy)))
     }
 }
 
@@ -417,7 +468,8 @@ mod tests {
                 let mut it = segs.into_iter();
                 let map = empties.iter().map(|&e| if e { None } else { it.next() }).collect();
                 let last_procedure = version.rotate_left(7); // any value round-trips
-                Meta { version, clean, update, geometry: g, evict_hand, procedures, last_procedure, map, freq, touched }
+                let degraded = procedures % 3 == 0;
+                Meta { version, clean, update, degraded, geometry: g, evict_hand, procedures, last_procedure, map, freq, touched }
             })
     }
 
@@ -480,19 +532,25 @@ mod tests {
         let dev = MemDevice::new(4096 + region_len(&g) as usize);
         let st = MetaStore::new(&dev, 4096, g).unwrap();
         let mut m = st.format().unwrap();
-        assert_eq!(st.read_slot(0).unwrap().version, 0);
-        assert_eq!(st.read_slot(1).unwrap().version, 1);
+        for copy in 0..2 {
+            assert_eq!(st.read_copy(0, copy).unwrap().version, 0);
+            assert_eq!(st.read_copy(1, copy).unwrap().version, 1);
+        }
         for v in 2..6u32 {
             m.version = v;
             m.freq[3] = v as u16;
             st.write(&m).unwrap();
-            assert_eq!(st.read_slot(m.slot()).unwrap(), m);
-            assert_eq!(st.read_slot(1 - m.slot()).unwrap().version, v - 1, "the other slot keeps the previous save");
+            for copy in 0..2 {
+                assert_eq!(st.read_copy(m.slot(), copy).unwrap(), m);
+                let other = st.read_copy(1 - m.slot(), copy).unwrap();
+                assert_eq!(other.version, v - 1, "the other slot keeps the previous save");
+            }
         }
         // A version copied into the wrong slot is refused.
         let mut b = vec![0u8; slot_len(&g) as usize];
-        dev.read_at(&mut b, 4096).unwrap();
-        dev.write_at(&b, 4096 + slot_len(&g)).unwrap();
-        assert!(matches!(st.read_slot(1), Err(SlotError::Parity { slot: 1, .. })));
+        dev.read_at(&mut b, st.offset(0, 0)).unwrap();
+        dev.write_at(&b, st.offset(1, 0)).unwrap();
+        assert!(matches!(st.read_copy(1, 0), Err(SlotError::Parity { slot: 1, .. })));
+        assert!(st.read_copy(1, 1).is_ok(), "the mirror is a separate copy");
     }
 }

@@ -16,13 +16,15 @@
 //!   simulator's PWC or a classic replacement policy), `engine`
 //!   (`CachedBackend`, the NBD backend, with scheduled maintenance and
 //!   status), `layout` (the cache file: superblock with the cache mode,
-//!   metadata, SSD slots; create and open).
+//!   metadata, SSD slots; create and open), `drain` (offline write-back).
 //! - [`faulty`]: fault injection: devices sharing a power supply that can be
 //!   cut at any write, tearing it at sector granularity.
 
 #[cfg(feature = "engine")]
 pub mod decide;
 pub mod device;
+#[cfg(feature = "engine")]
+pub mod drain;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod faulty;
@@ -43,4 +45,4 @@ pub use faulty::{CutMode, FaultyDevice, PowerDomain};
 pub use layout::{CacheMode, FileCache, Superblock};
 pub use map::CacheMap;
 pub use meta::{Geometry, Meta, MetaStore, SlotError};
-pub use recover::{RecoverError, StartKind, Started};
+pub use recover::{RecoverError, StartKind, StartOptions, Started};

@@ -3,12 +3,21 @@
 //! previous run ended, and save a new version with the clean bit cleared.
 //!
 //! Rules, with where they come from:
-//! 1. **Newest valid slot** (line 32; §3.2 ¶4–5, §3.7): both slots are read;
-//!    a slot is valid if its CRC-32C matches, its geometry is the configured
-//!    one and its version's parity is its slot ([`super::meta`]). Of two
-//!    valid slots the newer version (serial order, wrapping) wins; if the
-//!    newer save is torn or corrupt, the other slot is used ("if power fails
-//!    while saving, the previous area's metadata can be used").
+//! 1. **Newest valid save** (line 32; §3.2 ¶4–5, §3.7): all four copies are
+//!    read (two slots, each a primary and a mirror, [`super::meta`]); a copy
+//!    is valid if its CRC-32C matches, its geometry is the configured one and
+//!    its version's parity is its slot. The newest valid version `M` (serial
+//!    order, wrapping) is used — but only once it is *proven* current: a
+//!    newer save would live in the other slot, so that slot must still hold
+//!    a valid older copy. A save that completed writes both copies, so a
+//!    valid older copy there proves no newer save completed (a torn save
+//!    leaves its mirror old; damage makes a copy invalid, never validly
+//!    older). If both copies of the other slot are unusable — a torn save
+//!    plus a damaged copy, or a newer save damaged twice, which look the same
+//!    — the cache refuses to start ([`RecoverError::Ambiguous`]); two valid
+//!    copies of one version that differ are refused too. The paper's rule
+//!    ("if power fails while saving, the previous area's metadata can be
+//!    used") is the case where the newer slot's primary is torn.
 //! 2. **Update bit 1** (lines 39–44; §3.5 ¶5, §3.7 last ¶): the power failed
 //!    during the caching-and-eviction procedure, so the SSD's contents do not
 //!    match the map; but that procedure starts by writing every dirty segment
@@ -63,16 +72,50 @@ pub enum StartKind {
     Forced,
 }
 
+/// What one metadata copy holds, as `load` judged it.
+#[derive(Debug)]
+pub enum CopyState {
+    /// A valid copy of the save in use.
+    Current,
+    /// A valid copy of an older save (the other slot, or a mirror whose
+    /// rewrite a crash cut short).
+    Older(u32),
+    /// Unusable: torn, damaged, blank or unreadable.
+    Bad(SlotError),
+}
+
+/// Every copy's state, `[slot][copy]`, in words.
+pub fn describe_copies(copies: &[[CopyState; 2]; 2]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (slot, pair) in copies.iter().enumerate() {
+        for (copy, st) in pair.iter().enumerate() {
+            let what = match st {
+                CopyState::Current => "current".to_string(),
+                CopyState::Older(v) => format!("older save, version {v}"),
+                CopyState::Bad(e) => format!("unusable: {e}"),
+            };
+            out.push(format!("slot {slot} {}: {what}", super::meta::COPIES[copy]));
+        }
+    }
+    out
+}
+
 /// The metadata chosen by rule 1.
 #[derive(Debug)]
 pub struct Loaded {
-    /// The newest valid save.
+    /// The newest valid save, proven current.
     pub meta: Meta,
     /// Its slot.
     pub slot: usize,
-    /// Why the other slot was not used: `None` if it holds a valid older save,
-    /// else its defect (e.g. the newer save was torn).
-    pub other: Option<SlotError>,
+    /// What each copy held.
+    pub copies: [[CopyState; 2]; 2],
+}
+
+impl Loaded {
+    /// The copies that are unusable (torn or damaged): a start rewrites them.
+    pub fn bad_copies(&self) -> Vec<String> {
+        describe_copies(&self.copies).into_iter().filter(|d| d.contains("unusable")).collect()
+    }
 }
 
 /// The outcome of [`start`].
@@ -82,10 +125,10 @@ pub struct Started {
     pub meta: Meta,
     /// What the previous run's end required.
     pub kind: StartKind,
-    /// The version loaded, and the defect of the other slot if any.
+    /// The version loaded.
     pub loaded_version: Option<u32>,
-    /// Why the other slot was not used (if it was not).
-    pub fallback: Option<SlotError>,
+    /// Metadata copies found torn or damaged (rewritten by this start).
+    pub repaired: Vec<String>,
     /// Segments copied (SSD→HDD or HDD→SSD).
     pub copied: u64,
 }
@@ -93,24 +136,51 @@ pub struct Started {
 /// Why the cache cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum RecoverError {
-    /// Both slots unusable.
+    /// No copy usable.
     #[error(
-        "no usable cache metadata: slot 0: {slot0}; slot 1: {slot1}. The SSD cache may hold writes \
-         that are not on the HDD yet, so the cache refuses to start. `--force` would write new, \
-         empty metadata and discard the SSD cache: its {ssd_segments} segments of {segment_size} \
-         bytes, including any write cached there but not yet written back to the HDD; the HDD \
-         would be used as it is"
+        "no usable cache metadata ({}). The SSD cache may hold writes that are not on the HDD \
+         yet, so the cache refuses to start. `--force --discard-dirty` would write new, empty \
+         metadata and discard the SSD cache: its {ssd_segments} segments of {segment_size} bytes, \
+         including any write cached there but not yet written back to the HDD; the HDD would be \
+         used as it is", .defects.join("; ")
     )]
     NoValidMetadata {
-        /// Defect of slot 0.
-        slot0: SlotError,
-        /// Defect of slot 1.
-        slot1: SlotError,
+        /// Each copy's defect.
+        defects: Vec<String>,
         /// SSD segments that `--force` discards.
         ssd_segments: u32,
         /// Their size.
         segment_size: u32,
     },
+    /// The newest valid save cannot be proven current.
+    #[error(
+        "cannot prove which cache metadata is current: the newest valid save is version {version} \
+         (slot {slot}, {state}), but both copies of slot {other} are unusable ({}), which is either \
+         a save torn by a crash plus a damaged copy (then version {version} is current) or a newer \
+         save damaged twice (then it is stale). Refusing to start. `ssdcache drain CACHE BACKING` \
+         writes back the SSD segments as version {version} maps them (right in the first case), \
+         after which the cache starts clean", .defects.join("; ")
+    )]
+    Ambiguous {
+        /// The newest valid version.
+        version: u32,
+        /// Its slot.
+        slot: usize,
+        /// The slot with no usable copy.
+        other: usize,
+        /// What the newest valid save says (clean, unclean, …).
+        state: String,
+        /// Each copy's defect.
+        defects: Vec<String>,
+    },
+    /// Valid copies contradict each other.
+    #[error("cache metadata copies contradict each other: {0}. Refusing to start; see `ssdcache check`")]
+    Inconsistent(String),
+    /// Starting would discard dirty data.
+    #[error(
+        "--force would discard {0}; add --discard-dirty to accept that, or run `ssdcache drain` first"
+    )]
+    WouldDiscardDirty(String),
     /// Both slots blank.
     #[error(
         "no cache metadata (both slots are blank): this cache was never formatted; `--force` \
@@ -133,26 +203,97 @@ pub enum RecoverError {
     Io(#[from] io::Error),
 }
 
-/// Rule 1: the newest valid slot.
+/// What a save says about the state it describes, in words.
+pub fn state_words(m: &Meta) -> &'static str {
+    if m.update {
+        "saved during caching and eviction"
+    } else if m.clean {
+        "clean"
+    } else {
+        "not clean: may hold dirty segments"
+    }
+}
+
+/// Rule 1: the newest valid save, proven current (module doc).
 pub fn load<D: BlockDevice>(store: &MetaStore<D>) -> Result<Loaded, RecoverError> {
-    let [a, b] = store.read_both();
-    match (a, b) {
-        (Ok(a), Ok(b)) => {
-            let (meta, slot) = if newer(b.version, a.version) { (b, 1) } else { (a, 0) };
-            Ok(Loaded { meta, slot, other: None })
+    let read = store.read_all();
+    let newest = read.iter().flatten().filter_map(|r| r.as_ref().ok()).map(|m| m.version).reduce(|a, b| {
+        if newer(b, a) {
+            b
+        } else {
+            a
         }
-        (Ok(meta), Err(e)) => Ok(Loaded { meta, slot: 0, other: Some(e) }),
-        (Err(e), Ok(meta)) => Ok(Loaded { meta, slot: 1, other: Some(e) }),
-        (Err(SlotError::Blank), Err(SlotError::Blank)) => Err(RecoverError::NotFormatted),
-        (Err(slot0), Err(slot1)) => {
-            let g = store.geometry();
-            Err(RecoverError::NoValidMetadata {
-                slot0,
-                slot1,
-                ssd_segments: g.ssd_segments,
-                segment_size: g.segment_size,
-            })
+    });
+    let Some(version) = newest else {
+        if read.iter().flatten().all(|r| matches!(r, Err(SlotError::Blank))) {
+            return Err(RecoverError::NotFormatted);
         }
+        let g = store.geometry();
+        let copies = read.map(|pair| pair.map(|r| CopyState::Bad(r.expect_err("no copy is valid"))));
+        return Err(RecoverError::NoValidMetadata {
+            defects: describe_copies(&copies),
+            ssd_segments: g.ssd_segments,
+            segment_size: g.segment_size,
+        });
+    };
+    let slot = (version & 1) as usize;
+    let [[p0, m0], [p1, m1]] = read;
+    let mut current: Option<Meta> = None;
+    let mut judge = |r: Result<Meta, SlotError>| -> Result<CopyState, RecoverError> {
+        Ok(match r {
+            Err(e) => CopyState::Bad(e),
+            Ok(m) if m.version != version => CopyState::Older(m.version),
+            Ok(m) => {
+                if let Some(c) = &current {
+                    if *c != m {
+                        return Err(RecoverError::Inconsistent(format!(
+                            "both copies of slot {slot} hold version {version} with different contents"
+                        )));
+                    }
+                }
+                current = Some(m);
+                CopyState::Current
+            }
+        })
+    };
+    let copies = [[judge(p0)?, judge(m0)?], [judge(p1)?, judge(m1)?]];
+    let meta = current.expect("the newest version was read from some copy");
+    let other = 1 - slot;
+    if copies[other].iter().all(|c| matches!(c, CopyState::Bad(_))) {
+        return Err(RecoverError::Ambiguous {
+            version,
+            slot,
+            other,
+            state: state_words(&meta).to_string(),
+            defects: describe_copies(&copies).into_iter().filter(|d| d.starts_with(&format!("slot {other}"))).collect(),
+        });
+    }
+    Ok(Loaded { meta, slot, copies })
+}
+
+/// What `--force` would throw away, from every valid copy: `None` if no
+/// copy says the SSD may hold dirty data, else a description.
+pub fn dirty_exposure<D: BlockDevice>(store: &MetaStore<D>) -> Option<String> {
+    let g = *store.geometry();
+    let read = store.read_all();
+    if read.iter().flatten().all(|r| matches!(r, Err(SlotError::Blank))) {
+        return None;
+    }
+    let dirty = |m: &Meta| !m.clean && !m.update;
+    let most = read.iter().flatten().filter_map(|r| r.as_ref().ok()).filter(|m| dirty(m)).map(|m| m.map.iter().flatten().count()).max();
+    let bytes = |n: u64| n * g.segment_size as u64;
+    match most {
+        Some(0) => None,
+        Some(n) => Some(format!(
+            "up to {n} cached segment(s) ({} bytes) that a metadata copy says may hold writes not yet on the backing store",
+            bytes(n as u64)
+        )),
+        None if read.iter().flatten().any(|r| r.is_ok()) => None,
+        None => Some(format!(
+            "an unknown amount of dirty data: no metadata copy is readable, and any of the {} SSD segments ({} bytes) may hold writes not yet on the backing store",
+            g.ssd_segments,
+            bytes(g.ssd_segments as u64)
+        )),
     }
 }
 
@@ -175,12 +316,23 @@ pub fn copy_segment(
     dst.write_at(buf, to)
 }
 
+/// What the operator allows the start procedure to do.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StartOptions {
+    /// Format afresh when no save can be used (discards the SSD cache).
+    pub force: bool,
+    /// ... even when a metadata copy says the SSD may hold dirty data.
+    pub discard_dirty: bool,
+    /// Clear the degraded bit: the operator replaced or checked the device.
+    pub clear_degraded: bool,
+}
+
 /// The start procedure (Fig. 5 lines 30–48); see the module doc.
 pub fn start<M: BlockDevice>(
     store: &MetaStore<M>,
     ssd: &dyn BlockDevice,
     hdd: &dyn BlockDevice,
-    force: bool,
+    opts: StartOptions,
 ) -> Result<Started, RecoverError> {
     let g: Geometry = *store.geometry();
     let seg = g.segment_size as u64;
@@ -188,21 +340,34 @@ pub fn start<M: BlockDevice>(
     check_size("HDD", hdd, g.hdd_segments * seg)?;
     let loaded = match load(store) {
         Ok(l) => l,
-        Err(RecoverError::NotFormatted | RecoverError::NoValidMetadata { .. }) if force => {
+        Err(
+            RecoverError::NotFormatted
+            | RecoverError::NoValidMetadata { .. }
+            | RecoverError::Ambiguous { .. }
+            | RecoverError::Inconsistent(_),
+        ) if opts.force => {
+            if let (Some(lost), false) = (dirty_exposure(store), opts.discard_dirty) {
+                return Err(RecoverError::WouldDiscardDirty(lost));
+            }
             // Format the slots from a base that makes the save below land on a
             // fresh version in both slots.
-            let meta = store.format()?;
+            let mut meta = store.format()?;
             log::warn!("cache metadata formatted afresh (--force): SSD cache discarded");
-            let mut meta = meta;
             meta.version = meta.version.wrapping_add(1);
             meta.clean = false;
             store.write(&meta)?;
-            return Ok(Started { meta, kind: StartKind::Forced, loaded_version: None, fallback: None, copied: 0 });
+            return Ok(Started { meta, kind: StartKind::Forced, loaded_version: None, repaired: Vec::new(), copied: 0 });
         }
         Err(e) => return Err(e),
     };
-    if let Some(e) = &loaded.other {
-        log::warn!("cache metadata: using slot {} (version {}); other slot: {e}", loaded.slot, loaded.meta.version);
+    let repaired = loaded.bad_copies();
+    if !repaired.is_empty() {
+        log::warn!(
+            "cache metadata: using version {} (slot {}); repairing {}",
+            loaded.meta.version,
+            loaded.slot,
+            repaired.join("; ")
+        );
     }
     let mut meta = loaded.meta;
     let mut buf = vec![0u8; seg as usize];
@@ -231,19 +396,25 @@ pub fn start<M: BlockDevice>(
         StartKind::Clean
     };
     let loaded_version = Some(meta.version);
-    // Lines 46–47.
-    meta.version = meta.version.wrapping_add(1);
+    if meta.degraded && opts.clear_degraded {
+        log::warn!("the degraded bit is cleared (--clear-degraded): caching resumes");
+        meta.degraded = false;
+    }
+    // Lines 46–47; a second save when a copy was bad rewrites both slots.
     meta.clean = false;
     meta.update = false;
-    store.write(&meta)?;
-    Ok(Started { meta, kind, loaded_version, fallback: loaded.other, copied })
+    for _ in 0..if repaired.is_empty() { 1 } else { 2 } {
+        meta.version = meta.version.wrapping_add(1);
+        store.write(&meta)?;
+    }
+    Ok(Started { meta, kind, loaded_version, repaired, copied })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cache::device::MemDevice;
-    use crate::cache::meta::{region_len, slot_len};
+    use crate::cache::meta::region_len;
 
     const SEG: u64 = 8192;
 
@@ -264,73 +435,137 @@ mod tests {
         fn store(&self) -> MetaStore<&MemDevice> {
             MetaStore::new(&self.hdd, 32 * SEG, geom()).unwrap()
         }
-        fn slot_at(&self, slot: usize) -> u64 {
-            32 * SEG + slot as u64 * slot_len(&geom())
-        }
+    }
+
+    /// A copy of `m` encoded, with bytes `start..end` of it replaced by junk.
+    fn junk(rig: &Rig, st: &MetaStore<&MemDevice>, slot: usize, copy: usize, start: u64, end: u64) -> bool {
+        let off = st.offset(slot, copy) + start;
+        let mut old = vec![0; (end - start) as usize];
+        rig.hdd.read_at(&mut old, off).unwrap();
+        let new: Vec<u8> = (start..end).map(|i| (i as u8) ^ 0xA5).collect();
+        rig.hdd.write_at(&new, off).unwrap();
+        old != new
     }
 
     #[test]
-    fn torn_newest_slot_falls_back_to_the_other_for_any_byte_range() {
-        let rig = Rig::new();
-        let st = rig.store();
-        let mut m = st.format().unwrap();
-        m.version = 2;
-        m.map[0] = Some(5);
-        m.freq[5] = 20;
-        st.write(&m).unwrap();
-        let newest = rig.hdd.contents();
+    fn any_single_damaged_copy_or_torn_save_loads_the_current_save() {
         let covered = 64 + geom().payload_len();
         let mut tried = 0;
         // Every start and several lengths, including running to the end of
         // the slot (a truncated save: the tail still holds old bytes).
-        for start in 0..covered {
+        for start in (0..covered).step_by(7) {
             for len in [1u64, 3, 64, 513, covered] {
                 let end = (start + len).min(covered);
-                let dev = MemDevice::from_vec(newest.clone());
-                let junk: Vec<u8> = (start..end).map(|i| (i as u8) ^ 0xA5).collect();
-                let off = rig.slot_at(0) + start;
-                let mut old = vec![0; junk.len()];
-                dev.read_at(&mut old, off).unwrap();
-                if old == junk {
-                    continue;
+                for (slot, copy) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                    let rig = Rig::new();
+                    let st = rig.store();
+                    let mut m = st.format().unwrap();
+                    m.version = 2;
+                    m.clean = false;
+                    m.map[0] = Some(5);
+                    m.freq[5] = 20;
+                    st.write(&m).unwrap();
+                    if !junk(&rig, &st, slot, copy, start, end) {
+                        continue;
+                    }
+                    // Damage to any one copy: version 2 is still proven.
+                    let l = load(&st).unwrap_or_else(|e| panic!("start {start} len {len} slot {slot} copy {copy}: {e}"));
+                    assert_eq!((l.slot, l.meta.version), (0, 2));
+                    assert_eq!(l.meta, m);
+                    assert_eq!(l.bad_copies().len(), 1);
+                    tried += 1;
                 }
-                dev.write_at(&junk, off).unwrap();
-                let st = MetaStore::new(&dev, 32 * SEG, geom()).unwrap();
-                let l = load(&st).unwrap();
-                assert_eq!(l.slot, 1, "start {start} len {len}");
-                assert_eq!(l.meta.version, 1);
-                assert!(l.other.is_some());
-                tried += 1;
             }
         }
-        assert!(tried > 500);
+        assert!(tried > 500, "{tried}");
+    }
+
+    #[test]
+    fn torn_save_falls_back_and_torn_plus_damage_is_refused() {
+        let rig = Rig::new();
+        let st = rig.store();
+        let mut m = st.format().unwrap();
+        m.version = 2;
+        m.clean = true;
+        st.write(&m).unwrap();
+        // Version 3 torn in its primary (slot 1), the mirror still holding v1.
+        m.version = 3;
+        m.clean = false;
+        m.map[1] = Some(9);
+        let b = m.encode();
+        rig.hdd.write_at(&b[..64], st.offset(1, 0)).unwrap();
+        let l = load(&st).unwrap();
+        assert_eq!((l.meta.version, l.meta.clean), (2, true), "the torn save was never acknowledged");
+        assert!(matches!(l.copies[1][1], CopyState::Older(1)));
+        // The primary of v3 complete, its mirror torn: v3 is used.
+        rig.hdd.write_at(&b, st.offset(1, 0)).unwrap();
+        rig.hdd.write_at(&b[..64], st.offset(1, 1)).unwrap();
+        assert_eq!(load(&st).unwrap().meta.version, 3);
+        // Torn primary plus a damaged mirror: v2 might be stale; refused.
+        rig.hdd.write_at(&[0xEE; 16], st.offset(1, 0) + 100).unwrap();
+        let err = load(&st).unwrap_err();
+        assert!(matches!(err, RecoverError::Ambiguous { version: 2, other: 1, .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("drain") && msg.contains("slot 1 primary: unusable"), "{msg}");
+        // --force alone does not discard what the v2 or v3 copies call dirty... v2 is clean, v3 unreadable.
+        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap();
+        assert_eq!(s.kind, StartKind::Forced);
     }
 
     #[test]
     fn both_bad_is_refused_with_a_clear_error_and_force_formats() {
         let rig = Rig::new();
         let st = rig.store();
-        st.format().unwrap();
-        rig.hdd.write_at(&[0xFF; 100], rig.slot_at(0) + 70).unwrap();
-        rig.hdd.write_at(&[0x00; 8], rig.slot_at(1)).unwrap();
-        let err = start(&st, &rig.ssd, &rig.hdd, false).unwrap_err();
+        let mut m = st.format().unwrap();
+        m.version = 2;
+        m.clean = false;
+        m.map[0] = Some(3);
+        st.write(&m).unwrap();
+        for (slot, copy) in [(0, 0), (0, 1), (1, 0)] {
+            rig.hdd.write_at(&[0xFF; 100], st.offset(slot, copy) + 70).unwrap();
+        }
+        rig.hdd.write_at(&[0x00; 8], st.offset(1, 1)).unwrap();
+        let no = StartOptions::default();
+        let err = start(&st, &rig.ssd, &rig.hdd, no).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, RecoverError::NoValidMetadata { .. }));
-        assert!(msg.contains("slot 0: checksum mismatch"), "{msg}");
-        assert!(msg.contains("slot 1: bad magic"), "{msg}");
-        assert!(msg.contains("`--force`") && msg.contains("8 segments of 8192 bytes"), "{msg}");
-        let s = start(&st, &rig.ssd, &rig.hdd, true).unwrap();
+        assert!(msg.contains("slot 0 primary: unusable: checksum mismatch"), "{msg}");
+        assert!(msg.contains("slot 1 mirror: unusable: bad magic"), "{msg}");
+        assert!(msg.contains("`--force --discard-dirty`") && msg.contains("8 segments of 8192 bytes"), "{msg}");
+        let err = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap_err();
+        assert!(matches!(err, RecoverError::WouldDiscardDirty(_)), "{err}");
+        assert!(err.to_string().contains("unknown amount"), "{err}");
+        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: true, ..Default::default() }).unwrap();
         assert_eq!(s.kind, StartKind::Forced);
         assert!(s.meta.map.iter().all(Option::is_none));
-        assert_eq!(start(&st, &rig.ssd, &rig.hdd, false).unwrap().kind, StartKind::Unclean);
+        assert_eq!(start(&st, &rig.ssd, &rig.hdd, no).unwrap().kind, StartKind::Unclean);
+    }
+
+    #[test]
+    fn force_refuses_while_a_valid_copy_says_dirty() {
+        let rig = Rig::new();
+        let st = rig.store();
+        let mut m = st.format().unwrap();
+        m.version = 2;
+        m.clean = false;
+        m.map[0] = Some(3);
+        m.map[4] = Some(6);
+        st.write(&m).unwrap();
+        // Contradicting copies make load refuse; the dirty copy still counts.
+        let mut other = m.clone();
+        other.map[4] = None;
+        rig.hdd.write_at(&other.encode(), st.offset(0, 1)).unwrap();
+        assert!(matches!(load(&st), Err(RecoverError::Inconsistent(_))));
+        let err = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("up to 2 cached segment(s) (16384 bytes)"), "{err}");
     }
 
     #[test]
     fn blank_is_not_formatted() {
         let rig = Rig::new();
-        let err = start(&rig.store(), &rig.ssd, &rig.hdd, false).unwrap_err();
+        let err = start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions::default()).unwrap_err();
         assert!(matches!(err, RecoverError::NotFormatted), "{err}");
-        assert_eq!(start(&rig.store(), &rig.ssd, &rig.hdd, true).unwrap().kind, StartKind::Forced);
+        assert_eq!(start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap().kind, StartKind::Forced);
     }
 
     #[test]
@@ -343,7 +578,7 @@ mod tests {
         m.version = u32::MAX;
         m.clean = true;
         st.write(&m).unwrap();
-        let s = start(&st, &rig.ssd, &rig.hdd, false).unwrap();
+        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions::default()).unwrap();
         assert_eq!(s.loaded_version, Some(u32::MAX));
         assert_eq!(s.kind, StartKind::Clean);
         assert_eq!(s.meta.version, 0);
@@ -379,7 +614,7 @@ mod tests {
             st.write(&m).unwrap();
             fill(&rig.ssd, 3 * SEG, 0xAA);
             fill(&rig.hdd, 7 * SEG, 0xBB);
-            let s = start(&st, &rig.ssd, &rig.hdd, false).unwrap();
+            let s = start(&st, &rig.ssd, &rig.hdd, StartOptions::default()).unwrap();
             assert_eq!(s.kind, kind);
             let (ssd_b, hdd_b) = (seg_of(&rig.ssd, 3 * SEG), seg_of(&rig.hdd, 7 * SEG));
             match kind {

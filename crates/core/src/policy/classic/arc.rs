@@ -42,7 +42,7 @@
 //! same for unit-size pages), and `REPLACE` falls back to `T1` when `T2` is
 //! empty. Both variants work at every capacity.
 
-use crate::policy::list::{Arena, List};
+use crate::policy::list::{reserve_for, upfront, Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
@@ -82,7 +82,7 @@ impl Arc {
         let tracked = 2 * capacity + 2;
         Arc {
             arena: Arena::with_capacity(tracked),
-            tag: Vec::with_capacity(tracked),
+            tag: upfront(tracked),
             t1: List::new(),
             t2: List::new(),
             b1: List::new(),
@@ -107,6 +107,7 @@ impl Arc {
             self.tag[i] = tag;
         } else {
             debug_assert_eq!(i, self.tag.len());
+            reserve_for(&mut self.tag, i + 1, self.arena.limit());
             self.tag.push(tag);
         }
     }

@@ -14,6 +14,7 @@
 //! keys. Which of several never-used-again pages leaves differs from
 //! libCacheSim's heap order, but cannot change any hit or miss.
 
+use crate::policy::list::{reserve_for, upfront, UPFRONT};
 use crate::policy::registry::{BuildCtx, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError, NEVER};
 use hashbrown::{DefaultHashBuilder, HashTable};
@@ -44,10 +45,11 @@ impl Belady {
     pub fn new(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         Belady {
-            slots: Vec::with_capacity(capacity),
-            pos: Vec::with_capacity(capacity),
-            heap: Vec::with_capacity(capacity),
-            index: HashTable::with_capacity(capacity),
+            // (room for the pages as they come: see `list::upfront`)
+            slots: upfront(capacity),
+            pos: upfront(capacity),
+            heap: upfront(capacity),
+            index: HashTable::with_capacity(capacity.min(UPFRONT)),
             hasher: DefaultHashBuilder::default(),
             free: Vec::new(),
             capacity,
@@ -180,12 +182,17 @@ impl Replacement for Belady {
                 slot
             }
             None => {
+                let n = self.slots.len() + 1;
+                reserve_for(&mut self.slots, n, self.capacity);
+                reserve_for(&mut self.pos, n, self.capacity);
                 self.slots.push(entry);
                 self.pos.push(0);
                 (self.slots.len() - 1) as u32
             }
         };
         self.index_insert(slot);
+        let n = self.heap.len() + 1;
+        reserve_for(&mut self.heap, n, self.capacity);
         self.heap.push(slot);
         self.pos[slot as usize] = (self.heap.len() - 1) as u32;
         self.sift_up(self.heap.len() - 1);

@@ -19,7 +19,7 @@
 //! Memory per resident page: a 16-byte arena node (key, links), the counter in
 //! a side array indexed by node (1 byte), and the arena's hash index.
 
-use crate::policy::list::{Arena, List};
+use crate::policy::list::{reserve_for, upfront, Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
@@ -47,7 +47,7 @@ impl Clock {
         assert!(init_freq <= max_freq, "init_freq above the counter maximum");
         Clock {
             arena: Arena::with_capacity(capacity),
-            freq: Vec::with_capacity(capacity),
+            freq: upfront(capacity),
             ring: List::new(),
             capacity: capacity.max(1),
             max_freq,
@@ -90,6 +90,7 @@ impl Replacement for Clock {
         // Node indices are dense (freed nodes are reused), so this grows only
         // until the arena has reached its largest size.
         if idx as usize >= self.freq.len() {
+            reserve_for(&mut self.freq, idx as usize + 1, self.arena.limit());
             self.freq.resize(idx as usize + 1, 0);
         }
         self.freq[idx as usize] = self.init_freq;

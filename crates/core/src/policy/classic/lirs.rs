@@ -57,7 +57,7 @@
 //! Each tracked key (an entry in `S` or `Q`) costs one 24-byte arena node, a
 //! flag byte and a hash slot; a hit or a miss is amortised `O(1)`.
 
-use crate::policy::list::{Arena, List, NIL};
+use crate::policy::list::{reserve_for, upfront, Arena, List, NIL};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
@@ -212,7 +212,7 @@ impl Lirs {
         let tracked = capacity.saturating_mul(2).min(s_max).max(capacity) + sizes.hir + 2;
         Lirs {
             arena: Arena::with_capacity(tracked),
-            flags: Vec::with_capacity(tracked),
+            flags: upfront(tracked),
             s: List::new(),
             q: XList::new(),
             nh: XList::new(),
@@ -246,6 +246,7 @@ impl Lirs {
             self.flags[i] = flags;
         } else {
             debug_assert_eq!(i, self.flags.len());
+            reserve_for(&mut self.flags, i + 1, self.arena.limit());
             self.flags.push(flags);
         }
         idx

@@ -53,7 +53,7 @@
 //! links), 2 bytes of queue tag and counter in a side array indexed by node,
 //! and the arena's hash index.
 
-use crate::policy::list::{Arena, List};
+use crate::policy::list::{reserve_for, upfront, Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
 use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
 
@@ -140,7 +140,7 @@ impl S3Fifo {
         let capacity = capacity.max(1);
         S3Fifo {
             arena: Arena::with_capacity(capacity + cfg.ghost),
-            meta: Vec::with_capacity(capacity + cfg.ghost),
+            meta: upfront(capacity + cfg.ghost),
             small: List::new(),
             main: List::new(),
             ghost: List::new(),
@@ -256,6 +256,7 @@ impl Replacement for S3Fifo {
         // Node indices are dense (freed nodes are reused), so this grows only
         // until the arena has reached its largest size.
         if idx as usize >= self.meta.len() {
+            reserve_for(&mut self.meta, idx as usize + 1, self.arena.limit());
             self.meta.resize(idx as usize + 1, m);
         }
         self.meta[idx as usize] = m;

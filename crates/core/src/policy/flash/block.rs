@@ -17,7 +17,7 @@
 //! missing pages ([`Io::PadRead`], one per run) and writes the whole block as
 //! one run.
 
-use crate::policy::list::{Arena, List};
+use crate::policy::list::{reserve_for, upfront, Arena, List};
 use crate::policy::registry::{BuildCtx, ParamInfo};
 use crate::policy::{Access, Effects, Io, Mode, PolicyStats, Spec, SpecError};
 
@@ -150,7 +150,8 @@ impl Blocks {
         let nodes = capacity.min(1 << 20);
         Blocks {
             arena: Arena::with_capacity(nodes),
-            bits: Vec::with_capacity(nodes * 2 * words),
+            // (grown by `block_for`: a big block times many nodes is too much up front)
+            bits: upfront(nodes * 2 * words),
             words,
             shift: block_pages.trailing_zeros(),
             block_pages,
@@ -250,6 +251,7 @@ impl Blocks {
         let idx = self.arena.insert(block, BlockMeta { stamp: now, seq_next: NOT_SEQUENTIAL, ..BlockMeta::default() });
         let need = (idx as usize + 1) * 2 * self.words;
         if self.bits.len() < need {
+            reserve_for(&mut self.bits, need, self.arena.limit().saturating_mul(2 * self.words));
             self.bits.resize(need, 0);
         }
         (idx, true)

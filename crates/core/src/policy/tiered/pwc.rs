@@ -99,7 +99,9 @@
 //!
 //! Cost: an access is one hash lookup (none when it stays in the previous
 //! access's segment); memory is 16 bytes plus a hash slot per touched segment,
-//! 8 bytes per SSD slot and one dirty bit per cached page. The procedure is
+//! 8 bytes per SSD slot filled so far and one dirty bit per cached page (slots
+//! are materialised as the evict clock first reaches them, so a huge cache on
+//! a small trace costs what the trace fills). The procedure is
 //! `O(touched segments)` per decay round, as in the paper.
 
 use hashbrown::HashMap;
@@ -169,7 +171,10 @@ pub struct Pwc {
     /// The segment referenced last and its row: consecutive references count
     /// once, and stay off the hash.
     last: Option<(u64, u32)>,
-    /// The address map: the row each SSD slot caches, or [`NONE`].
+    /// SSD segment slots.
+    nslots: usize,
+    /// The address map: the row each SSD slot caches, or [`NONE`]. Grown as
+    /// slots are first filled; slots past its end are empty.
     slots: Vec<u32>,
     /// Dirty bits, `words` per slot.
     dirty_bits: Vec<u64>,
@@ -201,10 +206,11 @@ impl Pwc {
             table: Vec::new(),
             index: HashMap::new(),
             last: None,
-            slots: vec![NONE; nslots],
-            dirty_bits: vec![0; nslots * words],
+            nslots,
+            slots: Vec::new(),
+            dirty_bits: Vec::new(),
             words,
-            slot_dirty: vec![0; nslots],
+            slot_dirty: Vec::new(),
             dirty: 0,
             cached: 0,
             evict_hand: nslots.saturating_sub(1),
@@ -218,7 +224,22 @@ impl Pwc {
 
     /// SSD segment slots.
     pub fn slots(&self) -> usize {
-        self.slots.len()
+        self.nslots
+    }
+
+    /// The row slot `s` caches, or [`NONE`].
+    #[inline]
+    fn slot_row(&self, s: usize) -> u32 {
+        self.slots.get(s).copied().unwrap_or(NONE)
+    }
+
+    /// Materialises slot `s` (and those before it) as empty, if not yet.
+    fn open_slot(&mut self, s: usize) {
+        if s >= self.slots.len() {
+            self.slots.resize(s + 1, NONE);
+            self.slot_dirty.resize(s + 1, 0);
+            self.dirty_bits.resize((s + 1) * self.words, 0);
+        }
     }
 
     /// The frequency of HDD segment `seg` (0 if never referenced).
@@ -234,7 +255,7 @@ impl Pwc {
 
     /// The HDD segment each SSD slot caches (the paper's address map).
     pub fn mapping(&self) -> Vec<Option<u64>> {
-        self.slots.iter().map(|&r| (r != NONE).then(|| self.table[r as usize].seg)).collect()
+        (0..self.nslots).map(|s| self.slot_row(s)).map(|r| (r != NONE).then(|| self.table[r as usize].seg)).collect()
     }
 
     /// The evict clock's position: the slot it stopped at last.
@@ -253,7 +274,7 @@ impl Pwc {
     /// touched segment, and the evict clock. Nothing is dirty afterwards and
     /// the procedure count is kept.
     pub fn restore(&mut self, map: &[Option<u64>], freq: impl IntoIterator<Item = (u64, u16)>, evict_clock: usize) {
-        assert_eq!(map.len(), self.slots.len(), "one map entry per slot");
+        assert_eq!(map.len(), self.nslots, "one map entry per slot");
         self.table.clear();
         self.index.clear();
         self.last = None;
@@ -267,6 +288,7 @@ impl Pwc {
             if let Some(seg) = *seg {
                 let row = self.row(seg);
                 assert_eq!(self.table[row as usize].slot, NONE, "segment {seg} mapped twice");
+                self.open_slot(slot);
                 self.table[row as usize].slot = slot as u32;
                 self.slots[slot] = row;
                 self.cached += 1;
@@ -275,7 +297,7 @@ impl Pwc {
         self.dirty_bits.fill(0);
         self.slot_dirty.fill(0);
         self.dirty = 0;
-        self.evict_hand = evict_clock.min(self.slots.len().saturating_sub(1));
+        self.evict_hand = evict_clock.min(self.nslots.saturating_sub(1));
     }
 
     /// The row of `seg`, added with frequency 0 if absent (no reference counted).
@@ -391,10 +413,10 @@ impl Pwc {
     /// Moves the evict clock to the next slot that is empty or holds a segment
     /// that is not hot, and returns it.
     fn next_victim(&mut self, first_fill: bool) -> Option<usize> {
-        let n = self.slots.len();
+        let n = self.nslots;
         for step in 1..=n {
             let s = (self.evict_hand + step) % n;
-            let row = self.slots[s];
+            let row = self.slot_row(s);
             if row == NONE || !self.is_hot(row, first_fill) {
                 self.evict_hand = s;
                 return Some(s);
@@ -407,7 +429,7 @@ impl Pwc {
     pub fn procedure(&mut self, fx: &mut Effects) {
         self.procedures += 1;
         self.write_back_all(fx);
-        let n = self.slots.len();
+        let n = self.nslots;
         if n == 0 {
             return;
         }
@@ -430,6 +452,7 @@ impl Pwc {
                 debug_assert!(false, "more hot segments than slots after decay");
                 break;
             };
+            self.open_slot(slot);
             let old = self.slots[slot];
             if old == NONE {
                 self.cached += 1;
@@ -793,6 +816,28 @@ mod tests {
         expect.extend(caching(10, 4));
         assert_eq!(procedure(&mut p), expect);
         assert_eq!(p.mapping(), vec![Some(10), Some(5), Some(9), Some(0)]);
+    }
+
+    #[test]
+    fn slots_are_materialised_as_they_are_filled() {
+        // 2^31 one-page slots (8 TiB of 4 KiB pages): nothing per slot up front.
+        let mut p = pwc(1 << 31, 1);
+        assert_eq!((p.slots(), p.slots.len(), p.dirty_bits.len()), (1 << 31, 0, 0));
+        for (i, s) in [7u64, 3].into_iter().enumerate() {
+            run(&mut p, write(s, i as u64));
+        }
+        assert_eq!(procedure(&mut p), [3u64, 7].iter().flat_map(|&s| caching(s, 1)).collect::<Vec<_>>());
+        assert_eq!((p.slots.len(), p.slot_row(2), p.evict_clock()), (2, NONE, 1));
+        run(&mut p, write(7, 2));
+        assert!(p.is_dirty(7) && !p.is_dirty(3));
+        // A restore seeds slots anywhere; those before stay empty.
+        let mut p = pwc(6, 1);
+        p.restore(&[None, None, None, Some(4), None, None], [(4, 30)], 3);
+        assert_eq!(p.slots.len(), 4);
+        assert_eq!(p.mapping(), vec![None, None, None, Some(4), None, None]);
+        run(&mut p, read(8, 0));
+        assert_eq!(procedure(&mut p), caching(8, 1));
+        assert_eq!(p.mapping(), vec![None, None, None, Some(4), Some(8), None]);
     }
 
     #[test]

@@ -147,10 +147,43 @@ pub const SNIFF_BYTES: usize = 64 * 1024;
 /// Guesses the format of `path` from its first decompressed bytes (never its name).
 pub fn sniff(path: &Path) -> Result<Format, TraceError> {
     let head = super::compress::peek(path, SNIFF_BYTES)?;
-    sniff_bytes(&head).ok_or_else(|| TraceError::Format {
-        path: path.into(),
-        msg: "cannot tell the trace format from its contents; name it with --format".into(),
-    })
+    sniff_bytes(&head).ok_or_else(|| TraceError::Format { path: path.into(), msg: unknown_format(&head) })
+}
+
+/// Why [`sniff_bytes`] found no format in `head`, as an error message.
+pub fn unknown_format(head: &[u8]) -> String {
+    match file_kind(head) {
+        Some(kind) => format!("this is {kind}, not a trace; if it really is one, name its format with --format"),
+        None => "cannot tell the trace format from its contents; name it with --format".into(),
+    }
+}
+
+/// Well-known file types by their signature, so that `auto` never reads one
+/// as binary keys and the error can say what the file is.
+pub fn file_kind(head: &[u8]) -> Option<&'static str> {
+    const SIGNATURES: &[(&[u8], &str)] = &[
+        (b"\x7fELF", "an ELF executable or library"),
+        (b"MZ", "a Windows (PE/DOS) executable"),
+        (b"\xfe\xed\xfa\xce", "a Mach-O executable"),
+        (b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
+        (b"\xce\xfa\xed\xfe", "a Mach-O executable"),
+        (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+        (b"\xca\xfe\xba\xbe", "a Mach-O universal binary or Java class"),
+        (b"\0asm", "a WebAssembly module"),
+        (b"!<arch>\n", "an ar archive (static library, .deb)"),
+        (b"PK\x03\x04", "a zip archive (or jar, docx, wheel)"),
+        (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+        (b"%PDF", "a PDF document"),
+        (b"\x89PNG", "a PNG image"),
+        (b"\xff\xd8\xff", "a JPEG image"),
+        (b"GIF8", "a GIF image"),
+        (b"RIFF", "a RIFF file (WAV, AVI, WebP)"),
+        (b"SQLite format 3\0", "an SQLite database"),
+    ];
+    if let Some((_, kind)) = SIGNATURES.iter().find(|(magic, _)| head.starts_with(magic)) {
+        return Some(kind);
+    }
+    (head.get(257..262) == Some(b"ustar")).then_some("a tar archive")
 }
 
 /// Format guess from a file's first bytes (at most [`SNIFF_BYTES`]; fewer means
@@ -161,8 +194,10 @@ pub fn sniff(path: &Path) -> Result<Format, TraceError> {
 ///   parse with one format's own parser (all but one in ten: a bad value here and
 ///   there should get a line-numbered error from the reader, not "unknown
 ///   format"), formats tried in the order of [`sniff_text`];
-/// - otherwise binary record formats: oracleGeneral if its records are plausible,
-///   else big-endian u32 keys if the length is a multiple of 4.
+/// - otherwise, unless it is a known kind of file ([`file_kind`]: an executable,
+///   an archive, an image…), binary record formats: oracleGeneral if its
+///   records are plausible, else big-endian u32 keys if they behave like page
+///   accesses ([`keys::sniff_u32be`]).
 ///
 /// `csv` is never guessed: it needs a column mapping.
 pub fn sniff_bytes(head: &[u8]) -> Option<Format> {
@@ -216,6 +251,9 @@ fn sniff_text(text: &str) -> Option<Format> {
 }
 
 fn sniff_binary(head: &[u8]) -> Option<Format> {
+    if file_kind(head).is_some() {
+        return None;
+    }
     oracle::sniff(head).or_else(|| keys::sniff_u32be(head))
 }
 
@@ -261,6 +299,37 @@ mod tests {
         assert_eq!(sniff_bytes(&og), Some(Format::OracleGeneral));
         let be: Vec<u8> = (0u32..1000).flat_map(|k| (k % 37).to_be_bytes()).collect();
         assert_eq!(sniff_bytes(&be), Some(Format::KeysU32be));
+    }
+
+    #[test]
+    fn executables_and_random_bytes_are_not_keys() {
+        // This test's own executable: an ELF file, a multiple of 4 bytes long
+        // or not; it used to sniff as keys-u32be (whole-file check aside).
+        let exe = std::env::current_exe().unwrap();
+        let head = crate::trace::compress::peek(&exe, SNIFF_BYTES).unwrap();
+        assert_eq!(file_kind(&head), Some("an ELF executable or library"));
+        assert_eq!(sniff_bytes(&head), None);
+        let e = sniff(&exe).unwrap_err().to_string();
+        assert!(e.contains("this is an ELF executable") && e.contains("--format"), "{e}");
+        // Without its signature, its zero words still give it away.
+        let mut body = head.clone();
+        body[..4].copy_from_slice(&[1, 2, 3, 4]);
+        assert_eq!(sniff_bytes(&body), None);
+        // Random bytes, a whole sniff window and a short file.
+        use rand::{RngCore, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for len in [SNIFF_BYTES, 4096] {
+            let mut bytes = vec![0u8; len];
+            rng.fill_bytes(&mut bytes);
+            assert_eq!(sniff_bytes(&bytes), None, "{len} random bytes");
+            let e = crate::trace::from_bytes(bytes, Format::Auto, &ReadOptions::default()).err().unwrap();
+            assert!(e.to_string().starts_with("<memory>: cannot tell") && e.to_string().contains("--format"), "{e}");
+        }
+        // A tar archive's signature is at byte 257.
+        let mut tar = vec![0u8; 1024];
+        tar[257..262].copy_from_slice(b"ustar");
+        assert_eq!(file_kind(&tar), Some("a tar archive"));
+        assert_eq!(file_kind(b"0 0 303567 7 0\n"), None);
     }
 
     #[test]

@@ -1,0 +1,220 @@
+//! `ssdcache sim` on hostile input, run as the built binary: bad values are
+//! one-line errors with exit status 2, and odd but valid input does not make
+//! memory or threads grow without bound.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A file in the temp directory that removes itself.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(name: &str, bytes: &[u8]) -> Temp {
+        let p = std::env::temp_dir().join(format!("ssdcache-hostile-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        Temp(p)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Runs `ssdcache sim ARGS` with heap statistics on.
+fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ssdcache"))
+        .arg("sim")
+        .args(args)
+        .env("SSDCACHE_HEAP_STATS", "1")
+        .output()
+        .expect("run ssdcache")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Standard error without the heap statistics line.
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| !l.starts_with("heap peak bytes:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The peak heap the run reported.
+fn heap_peak(o: &Output) -> u64 {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err.lines().find_map(|l| l.strip_prefix("heap peak bytes: ")).expect("heap statistics on stderr");
+    line.trim().parse().unwrap()
+}
+
+const MB: u64 = 1 << 20;
+
+/// Exit status 0; the JSON report(s).
+fn ok_json(o: &Output) -> Vec<serde_json::Value> {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
+    stdout(o).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Exit status 2 and a one-line error naming `what`.
+fn one_line_error(o: &Output, what: &str) -> String {
+    assert_eq!(o.status.code(), Some(2), "stdout: {}\nstderr: {}", stdout(o), stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "not one line: {err:?}");
+    assert!(err.starts_with("ssdcache: error: ") && err.contains(what), "{err:?} does not name {what}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// (interval number, start_ns) of each row of a report's series.
+fn rows(report: &serde_json::Value) -> Vec<(u64, u64)> {
+    report["series"]
+        .as_array()
+        .expect("a series")
+        .iter()
+        .map(|b| (b["interval"].as_u64().unwrap(), b["start_ns"].as_u64().unwrap()))
+        .collect()
+}
+
+const DAY_NS: u64 = 86_400_000_000_000;
+
+#[test]
+fn interval_1ns_over_a_day_keeps_only_the_busy_intervals() {
+    // SSDsim ascii: time_ns dev lba size op. Dense, this series had 8.6e13 rows.
+    let t = Temp::new("day", format!("0 0 100 8 1\n{DAY_NS} 0 200 8 0\n").as_bytes());
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--interval", "1ns", "--json"]);
+    let r = &ok_json(&o)[0];
+    assert_eq!(rows(r), vec![(0, 0), (DAY_NS, DAY_NS)]);
+    assert_eq!(r["series"][1]["requests"], 1);
+    assert!(heap_peak(&o) < 50 * MB, "heap peak {}", heap_peak(&o));
+    // The detail view numbers its rows by interval.
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--interval", "1ns"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let numbers: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("interval"))
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(numbers, vec!["0", &DAY_NS.to_string()]);
+}
+
+#[test]
+fn a_corrupt_far_future_timestamp_costs_one_row() {
+    let t = Temp::new("future", b"0 0 100 8 1\n1000000000 0 200 8 0\n18000000000000000000 0 300 8 1\n");
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--interval", "1s", "--json"]);
+    let r = &ok_json(&o)[0];
+    let far = 18_000_000_000_000_000_000u64;
+    assert_eq!(rows(r), vec![(0, 0), (1, 1_000_000_000), (far / 1_000_000_000, far)]);
+    assert!(heap_peak(&o) < 50 * MB, "heap peak {}", heap_peak(&o));
+}
+
+#[test]
+fn more_busy_intervals_than_kept_is_a_one_line_error() {
+    // 1,000,001 requests 1 µs apart, each in its own 1 ns interval.
+    let gen = "zipf(keys=1000,requests=1000001,iat=1us,seed=1)";
+    let o = sim(&["--gen", gen, "-p", "lru", "-c", "1MiB", "--interval", "1ns", "--json"]);
+    let e = one_line_error(&o, "--interval");
+    assert!(e.contains("more than 1000000") && e.contains("longer interval"), "{e}");
+    assert!(stdout(&o).is_empty());
+    assert!(heap_peak(&o) < 200 * MB, "heap peak {}", heap_peak(&o));
+}
+
+/// Every policy the binary lists, and variants with the largest per-slot state.
+fn every_policy() -> Vec<String> {
+    let o = Command::new(env!("CARGO_BIN_EXE_ssdcache")).arg("policies").output().unwrap();
+    let text = stdout(&o);
+    let mut names: Vec<String> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Modes"))
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert!(names.len() > 20 && names.contains(&"pwc".to_string()), "{names:?}");
+    names.extend(["pwc(segment=4KiB)", "bplru(block=65536)", "lirs(stack=0)"].map(String::from));
+    names
+}
+
+#[test]
+fn a_huge_cache_on_a_tiny_trace_allocates_what_the_trace_touches() {
+    // 8 TiB is 2^31 pages of 4 KiB: sized up front, it aborted ("memory
+    // allocation failed"); 1 TiB took 7 GB of heap for three requests.
+    let t = Temp::new("three", b"0 0 100 8 1\n1000000000 0 200 8 0\n2000000000 0 300 8 1\n");
+    for policy in every_policy() {
+        let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", &policy, "-c", "8TiB", "--json"]);
+        let r = &ok_json(&o)[0];
+        assert_eq!(r["capacity_pages"], 1u64 << 31, "{policy}");
+        assert!(heap_peak(&o) < 50 * MB, "{policy}: heap peak {}", heap_peak(&o));
+    }
+}
+
+#[test]
+fn auto_does_not_read_an_executable_or_random_bytes_as_keys() {
+    // The ssdcache executable itself used to run as a keys-u32be trace.
+    let exe = env!("CARGO_BIN_EXE_ssdcache");
+    let o = sim(&["-t", exe, "-p", "lru", "-c", "1MiB"]);
+    let e = one_line_error(&o, "--format");
+    assert!(e.contains(exe) && e.contains("ELF executable"), "{e}");
+    // Random bytes, a multiple of 4 long.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let random: Vec<u8> = (0..64 * 1024)
+        .map(|_| {
+            // xorshift64*
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect();
+    let t = Temp::new("random", &random);
+    let o = sim(&["-t", t.path(), "-p", "lru", "-c", "1MiB"]);
+    let e = one_line_error(&o, "--format");
+    assert!(e.contains("cannot tell the trace format"), "{e}");
+    // Named, the same bytes read as keys.
+    let o = sim(&["-t", t.path(), "-f", "keys-u32be", "-p", "lru", "-c", "1MiB", "--json"]);
+    assert_eq!(ok_json(&o)[0]["requests"], 16 * 1024);
+    // Keys that behave like page accesses are still recognised.
+    let keys: Vec<u8> = (0u32..4000).flat_map(|i| (1000 + (i * 7) % 500).to_be_bytes()).collect();
+    let t = Temp::new("keys", &keys);
+    let o = sim(&["-t", t.path(), "-p", "lru", "-c", "1MiB", "--json"]);
+    assert_eq!(ok_json(&o)[0]["format"], "keys-u32be");
+}
+
+#[test]
+fn repeat_zero_is_a_one_line_error() {
+    // It used to run the trace once without a word.
+    let t = Temp::new("repeat", b"0 0 100 8 1\n1000 0 200 8 0\n");
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--repeat", "0"]);
+    let e = one_line_error(&o, "--repeat");
+    assert!(e.contains("at least 1"), "{e}");
+    assert!(stdout(&o).is_empty());
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "--repeat", "3", "--json"]);
+    assert_eq!(ok_json(&o)[0]["requests"], 6);
+}
+
+#[test]
+fn jobs_5000_on_one_run_does_not_start_5000_threads() {
+    // Each rayon worker costs some heap: 5000 of them took 34 MB and 13 s.
+    let t = Temp::new("jobs", b"0 0 100 8 1\n1000 0 200 8 0\n");
+    let base = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "-j", "1", "--json"]);
+    let many = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru", "-c", "1MiB", "-j", "5000", "--json"]);
+    assert_eq!(ok_json(&many)[0]["requests"], 2);
+    assert_eq!(ok_json(&base)[0]["requests"], 2);
+    assert!(
+        heap_peak(&many) < heap_peak(&base) + MB,
+        "heap peak {} against {} with -j 1",
+        heap_peak(&many),
+        heap_peak(&base)
+    );
+    // A sweep still runs every combination.
+    let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru,fifo,arc", "-c", "1MiB,2MiB", "-j", "5000", "--json"]);
+    assert_eq!(ok_json(&o).len(), 6);
+}
