@@ -586,7 +586,7 @@ class Workload:
             by_meta = self.meta_fd is not None and self.rng.random() < 0.5
             if by_meta:
                 est = self.est("copy", 0.005)
-            delay = self.rng.uniform(0, 1.3 * est)
+            delay = self.rng.uniform(0, 1.3 * est * (a.meta_delay_scale if by_meta else 1.0))
             self.request_maint()
             t = time.monotonic()
             if by_meta:
@@ -934,6 +934,10 @@ def main():
     q.add_argument("--bin", required=True, help="the ssdcache binary (for `ssdcache flush CACHE`)")
     q.add_argument("--cache", required=True)
     q.add_argument("--meta-range", help="START:END of CACHE's metadata region (`check`: metadata at, data at)")
+    q.add_argument(
+        "--meta-delay-scale", type=float, default=1.0,
+        help="--kill maint timed from the update-bit save: scale the delay (e.g. 0.05 to aim at the gap between a save's copies)",
+    )
     q.add_argument("--connections", type=int, default=2)
     q.add_argument("--queue-depth", type=int, default=8, help="requests in flight per connection")
     q.add_argument("--hot-segments", type=int, default=40)
