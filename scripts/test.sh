@@ -3,8 +3,11 @@
 #   1. the Rust unit, property and integration tests (every trace in ../shared/traces),
 #   2. the NBD server against real clients (qemu-io, qemu-img, nbdinfo, nbdcopy,
 #      fio, python3-libnbd; installed with apt when missing), the persistent
-#      cache behind `ssdcache serve` with clean stops and kill -9, and many
-#      kill -9 trials under a verifying client (scripts/test_crash.sh),
+#      cache behind `ssdcache serve` with clean stops and kill -9, its faults
+#      (damaged metadata, failing devices, operator mistakes: test_faults.sh),
+#      kill -9 trials each followed by one damaged metadata or superblock copy
+#      (test_integrity.sh), and many kill -9 trials under a verifying client
+#      (scripts/test_crash.sh),
 #   3. the Python package (`pip install .`: the ssdcache._core extension, built in release),
 #   4. the Python-driven suites: agreement with libCacheSim's miss counts (tests/agreement)
 #      and the package's own tests (tests/python),
@@ -34,6 +37,9 @@ SERVE_PROFILE=release scripts/test_serve.sh
 
 step "integrity faults with a real client (damaged metadata, failing and truncated devices, operator mistakes)"
 SERVE_PROFILE=release scripts/test_faults.sh
+
+step "whole-system integrity: kill -9, then one damaged superblock or metadata copy, per trial"
+SERVE_PROFILE=release scripts/test_integrity.sh
 
 step "kill -9 crash trials under a verifying client (write-back, then write-through)"
 CRASH_STRICT=1 SERVE_PROFILE=release scripts/test_crash.sh

@@ -126,6 +126,10 @@ pub struct DrainArgs {
     cache: PathBuf,
     /// The backing file it was created for.
     backing: PathBuf,
+    /// When the newest metadata cannot be proven current (a slot unusable in both copies), drain
+    /// by the newest valid save anyway, assuming the unusable slot held a save torn by a crash.
+    #[arg(long)]
+    assume_torn: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -446,7 +450,7 @@ pub fn drain(a: DrainArgs) -> Result<()> {
     if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let r = ssdcache_serve::cache::drain::drain(&a.cache, &a.backing, |done, total| {
+    let r = ssdcache_serve::cache::drain::drain(&a.cache, &a.backing, a.assume_torn, |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })

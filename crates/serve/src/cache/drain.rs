@@ -52,9 +52,18 @@ fn newest_valid<D: BlockDevice>(store: &MetaStore<D>) -> Option<Meta> {
     store.read_all().into_iter().flatten().filter_map(Result::ok).reduce(|a, b| if newer(b.version, a.version) { b } else { a })
 }
 
-/// Drains `cache` into `backing` (see the module doc). `progress(done,
-/// total)` is called after each segment.
-pub fn drain(cache: &Path, backing: &Path, mut progress: impl FnMut(u64, u64)) -> io::Result<DrainReport> {
+/// Drains `cache` into `backing` (see the module doc). `assume_torn`: when
+/// the newest valid save cannot be proven current (a slot unusable in both
+/// copies, [`RecoverError::Ambiguous`]), drain by it anyway — right if that
+/// slot holds a save torn by a crash plus one damaged copy, wrong if it held
+/// a newer save damaged twice; without it such a cache is refused.
+/// `progress(done, total)` is called after each segment.
+pub fn drain(
+    cache: &Path,
+    backing: &Path,
+    assume_torn: bool,
+    mut progress: impl FnMut(u64, u64),
+) -> io::Result<DrainReport> {
     let (dev, hdd) = open_pair(cache, backing)?;
     let SuperRead { sb, damaged } = Superblock::read_either(&dev)?;
     let g = sb.geometry;
@@ -71,6 +80,15 @@ pub fn drain(cache: &Path, backing: &Path, mut progress: impl FnMut(u64, u64)) -
         Ok(l) => {
             let bad = l.bad_copies();
             (l.meta, bad)
+        }
+        Err(e @ RecoverError::Ambiguous { .. }) if !assume_torn => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{e}. `drain --assume-torn` drains by that save if you accept that the unusable slot \
+                     held a save torn by a crash (one damaged copy on top); keep a copy of the cache file first"
+                ),
+            ))
         }
         Err(e @ RecoverError::Ambiguous { .. }) => {
             report.assumption = Some(format!(

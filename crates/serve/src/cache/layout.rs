@@ -303,6 +303,10 @@ impl Superblock {
             ))
         } else if crc32c::crc32c(&b[..SUPER_CRC_AT]) != u32_at(SUPER_CRC_AT) {
             Err("superblock checksum mismatch".into())
+        } else if b[SUPER_CRC_AT + 4..].iter().any(|&x| x != 0) {
+            // Not covered by the checksum, but written as zeroes: damage here
+            // is still damage to this copy (and `serve` rewrites it).
+            Err("non-zero bytes after the superblock's checksummed header".into())
         } else if let Some(mode) = CacheMode::from_u16(mode) {
             let g = Geometry { segment_size: u32_at(12), ssd_segments: u32_at(16), hdd_segments: u64_at(24) };
             let sb = Superblock {

@@ -237,6 +237,9 @@ impl Meta {
         if stored != computed {
             return Err(SlotError::Checksum { stored, computed });
         }
+        if b[need as usize..].iter().any(|&x| x != 0) {
+            return Err(SlotError::Invalid("non-zero bytes in the padding after the payload".into()));
+        }
         if payload != g.payload_len() || g.segment_size == 0 || need > usize::MAX as u64 {
             return Err(SlotError::Invalid(format!("payload length {payload} does not match geometry {g:?}")));
         }

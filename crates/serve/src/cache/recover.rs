@@ -157,9 +157,9 @@ pub enum RecoverError {
         "cannot prove which cache metadata is current: the newest valid save is version {version} \
          (slot {slot}, {state}), but both copies of slot {other} are unusable ({}), which is either \
          a save torn by a crash plus a damaged copy (then version {version} is current) or a newer \
-         save damaged twice (then it is stale). Refusing to start. `ssdcache drain CACHE BACKING` \
-         writes back the SSD segments as version {version} maps them (right in the first case), \
-         after which the cache starts clean", .defects.join("; ")
+         save damaged twice (then it is stale). Refusing to start. `ssdcache drain --assume-torn CACHE \
+         BACKING` writes back the SSD segments as version {version} maps them (right in the first \
+         case), after which the cache starts clean", .defects.join("; ")
     )]
     Ambiguous {
         /// The newest valid version.
