@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
-use ssdcache_serve::cache::slow::ModelDevice;
+use ssdcache_serve::cache::model_device::ModelDevice;
 use ssdcache_serve::cache::{FileCache, FileDevice};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};

@@ -12,8 +12,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
-use ssdcache_serve::cache::layout::{self, CacheMode, Superblock};
-use ssdcache_serve::cache::slow::ModelDevice;
+use ssdcache_serve::cache::files;
+use ssdcache_serve::cache::{CacheMode, Superblock};
+use ssdcache_serve::cache::model_device::ModelDevice;
 use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice, StartOptions};
 use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
 use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
@@ -82,7 +83,7 @@ pub struct ServeArgs {
     #[arg(long)]
     control: Option<PathBuf>,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
-    /// (`hdd(model=rpm7200,scale=0.2)`; see `cache::slow`).
+    /// (`hdd(model=rpm7200,scale=0.2)`; see `cache::model_device`).
     #[arg(long, hide = true)]
     backing_model: Option<String>,
     /// Tests only: inject faults into the cache device's data region (`cache::inject` spec,
@@ -101,7 +102,7 @@ pub struct ServeArgs {
     discard_dirty: bool,
     /// Cache-device I/O errors before the cache goes degraded (writes go to BACKING, nothing new
     /// is cached, dirty segments are written back); a device that shrinks degrades it at once.
-    #[arg(long, default_value_t = ssdcache_serve::cache::map::DEFAULT_ERROR_LIMIT)]
+    #[arg(long, default_value_t = ssdcache_serve::cache::datapath::DEFAULT_ERROR_LIMIT)]
     max_cache_errors: u64,
     /// Clear a degraded cache's degraded state (after replacing or checking the cache device).
     #[arg(long)]
@@ -175,8 +176,8 @@ pub fn create(a: CreateArgs) -> Result<()> {
             .with_context(|| format!("creating {}", a.cache.display()))?;
         f.set_len(size).with_context(|| format!("sizing {}", a.cache.display()))?;
     }
-    let opts = layout::CreateOptions { force: a.force, discard_dirty: a.discard_dirty };
-    let sb = layout::create(&a.cache, &a.backing, seg, mode, opts)
+    let opts = files::CreateOptions { force: a.force, discard_dirty: a.discard_dirty };
+    let sb = files::create(&a.cache, &a.backing, seg, mode, opts)
         .with_context(|| format!("creating a cache in {}", a.cache.display()))?;
     let g = sb.geometry;
     println!(
@@ -254,7 +255,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         };
         let config = EngineConfig { policy: a.policy.clone(), error_limit: a.max_cache_errors };
         let opts = StartOptions { force: a.force, discard_dirty: a.discard_dirty, clear_degraded: a.clear_degraded };
-        let (backend, started, sb) = layout::open_files(&a.cache, &a.backing, &wrap, &config, opts)
+        let (backend, started, sb) = files::open_files(&a.cache, &a.backing, &wrap, &config, opts)
             .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
         let model = model.into_inner().unwrap_or_else(|e| e.into_inner());
         eprintln!(

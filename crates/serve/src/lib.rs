@@ -26,6 +26,7 @@ pub mod nbd;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod stderr_log;
+pub(crate) mod sync;
 
 pub use backend::{Backend, FileBackend, MemBackend};
 #[cfg(feature = "server")]

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
-use ssdcache_serve::cache::layout::{self, CacheMode, CreateOptions};
+use ssdcache_serve::cache::files::{self, CreateOptions};
+use ssdcache_serve::cache::CacheMode;
 use ssdcache_serve::cache::meta::{region_len, Geometry};
 use ssdcache_serve::cache::{BlockDevice, CacheMap, CachedBackend, EngineConfig, MemDevice, MetaStore, StartOptions};
 use ssdcache_serve::Backend;
@@ -217,9 +218,9 @@ fn a_cache_file_truncated_underneath_never_reaches_the_backing_store() {
     std::fs::File::create(&c).unwrap().set_len(8 << 20).unwrap();
     let pattern: Vec<u8> = (0..32u64 << 20).map(|i| (i >> 17) as u8 ^ 0x5A).collect();
     std::fs::write(&b, &pattern).unwrap();
-    layout::create(&c, &b, 128 << 10, CacheMode::WriteBack, CreateOptions::default()).unwrap();
+    files::create(&c, &b, 128 << 10, CacheMode::WriteBack, CreateOptions::default()).unwrap();
     let config = EngineConfig::default();
-    let (e, ..) = layout::open_files(&c, &b, &layout::no_wrap, &config, StartOptions::default()).unwrap();
+    let (e, ..) = files::open_files(&c, &b, &files::no_wrap, &config, StartOptions::default()).unwrap();
     let seg = 128u64 << 10;
     for _ in 0..5 {
         for h in 0..20u64 {

@@ -27,7 +27,7 @@ use ssdcache::policy::tiered::pwc::{Pwc, PwcConfig};
 use ssdcache::policy::{Access, Effects, Io, Mode, Policy, NEVER};
 use ssdcache::trace::Op;
 
-use super::layout::CacheMode;
+use super::mode::CacheMode;
 use super::meta::Meta;
 
 /// The policy behind a cache, with its effect buffer.

@@ -76,6 +76,39 @@ pub(crate) fn check_range(size: u64, offset: u64, len: usize) -> io::Result<()> 
     }
 }
 
+/// A window of another device: `len` bytes from `base`.
+#[derive(Debug)]
+pub struct Region<D> {
+    dev: D,
+    base: u64,
+    len: u64,
+}
+
+impl<D: BlockDevice> Region<D> {
+    /// The bytes `base..base+len` of `dev`.
+    pub fn new(dev: D, base: u64, len: u64) -> io::Result<Self> {
+        check_range(dev.len(), base, len as usize)?;
+        Ok(Region { dev, base, len })
+    }
+}
+
+impl<D: BlockDevice> BlockDevice for Region<D> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.dev.read_at(buf, self.base + offset)
+    }
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        check_range(self.len, offset, data.len())?;
+        self.dev.write_at(data, self.base + offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.dev.sync()
+    }
+}
+
 /// A regular file or a block device node. `sync` is `fdatasync`.
 ///
 /// Its size is fixed at open. A regular file that shrinks underneath (a

@@ -25,7 +25,9 @@ use std::io;
 use std::path::Path;
 
 use super::device::{BlockDevice, FileDevice};
-use super::layout::{open_pair, Region, SuperRead, Superblock};
+use super::device::Region;
+use super::files::open_pair;
+use super::superblock::{SuperRead, Superblock};
 use super::meta::{newer, Meta, MetaStore};
 use super::recover::{self, RecoverError};
 

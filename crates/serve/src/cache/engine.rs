@@ -33,7 +33,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -41,8 +41,9 @@ use ssdcache::trace::Op;
 
 use super::decide::Decider;
 use super::device::BlockDevice;
-use super::layout::CacheMode;
-use super::map::{CacheMap, MapStatus};
+use crate::sync::lock;
+use super::mode::CacheMode;
+use super::datapath::{CacheMap, MapStatus};
 use crate::Backend;
 
 /// What the engine is asked to run with besides what the cache file says.
@@ -58,7 +59,7 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { policy: "lru".into(), error_limit: super::map::DEFAULT_ERROR_LIMIT }
+        EngineConfig { policy: "lru".into(), error_limit: super::datapath::DEFAULT_ERROR_LIMIT }
     }
 }
 
@@ -95,9 +96,6 @@ pub struct EngineStatus {
     pub uptime: f64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn unix(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)

@@ -1,25 +1,33 @@
 //! The persistent write-back SSD cache of paper 000 (Baek & Park, "A
 //! Persistent Read/Write Cache using General Flash-based SSDs"): the parts
-//! that make it survive power loss.
+//! that make it survive power loss, device failures and operator mistakes.
 //!
 //! - [`device`]: the [`BlockDevice`] trait (read_at, write_at, sync) the
-//!   cache and backing devices implement, with [`FileDevice`] and [`MemDevice`].
+//!   cache and backing devices implement, with [`FileDevice`], [`MemDevice`]
+//!   and a window of another device ([`device::Region`]).
 //! - [`meta`]: the on-disk metadata (§3.2, Fig. 2): two alternating
-//!   CRC-32C-checked slots with version, clean and update bits, address map
-//!   and frequency table.
-//! - [`recover`]: the start procedure (Fig. 5 lines 30–48).
-//! - [`map`]: the concurrent data path through the map (write-back or
+//!   CRC-32C-checked slots, each saved in two copies, with version, clean,
+//!   update and degraded bits, address map and frequency table.
+//! - [`recover`]: the start procedure (Fig. 5 lines 30–48) and the rule that
+//!   proves which save is current.
+//! - [`datapath`]: the concurrent data path through the map (write-back or
 //!   write-through), the caching-and-eviction procedure with double writes,
-//!   real-time fills, and shutdown (Fig. 5 lines 1–28, 50–54), under
+//!   real-time fills, degraded mode and shutdown (Fig. 5 lines 1–28,
+//!   50–54), under
 //! - [`locks`]: per-segment locks.
+//! - [`mode`]: the cache modes; [`superblock`]: the cache file's header, in
+//!   two copies.
 //! - Feature `engine` (on by default): `decide` (which segments: the
 //!   simulator's PWC or a classic replacement policy), `engine`
 //!   (`CachedBackend`, the NBD backend, with scheduled maintenance and
-//!   status), `layout` (the cache file: superblock with the cache mode,
-//!   metadata, SSD slots; create and open), `drain` (offline write-back).
-//! - [`faulty`]: fault injection: devices sharing a power supply that can be
-//!   cut at any write, tearing it at sector granularity.
+//!   status), `files` (create and open a cache over files), `drain`
+//!   (offline write-back), `model_device` (the benchmark's slow HDD model).
+//! - [`inject`]: device errors and short I/O on demand (tests, and the
+//!   hidden `serve --inject-*` flags); `faulty` (tests and feature
+//!   `testing`): devices sharing a power supply that can be cut at any
+//!   write, tearing it at sector granularity.
 
+pub mod datapath;
 #[cfg(feature = "engine")]
 pub mod decide;
 pub mod device;
@@ -27,22 +35,28 @@ pub mod device;
 pub mod drain;
 #[cfg(feature = "engine")]
 pub mod engine;
+#[cfg(any(test, feature = "testing"))]
 pub mod faulty;
-pub mod inject;
 #[cfg(feature = "engine")]
-pub mod layout;
+pub mod files;
+pub mod inject;
 pub mod locks;
-pub mod map;
 pub mod meta;
+pub mod mode;
+#[cfg(feature = "engine")]
+pub mod model_device;
 pub mod recover;
-pub mod slow;
+pub mod superblock;
 
+pub use datapath::CacheMap;
 pub use device::{BlockDevice, FileDevice, MemDevice};
 #[cfg(feature = "engine")]
 pub use engine::{CachedBackend, EngineConfig, EngineStatus, MaintainReport};
+#[cfg(any(test, feature = "testing"))]
 pub use faulty::{CutMode, FaultyDevice, PowerDomain};
 #[cfg(feature = "engine")]
-pub use layout::{CacheMode, FileCache, Superblock};
-pub use map::CacheMap;
+pub use files::FileCache;
 pub use meta::{Geometry, Meta, MetaStore, SlotError};
+pub use mode::CacheMode;
 pub use recover::{RecoverError, StartKind, StartOptions, Started};
+pub use superblock::Superblock;

@@ -60,9 +60,10 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use super::device::BlockDevice;
+use crate::sync::lock;
 use super::locks::SegmentLocks;
 use super::meta::{Meta, MetaStore};
 use super::recover::{self, RecoverError, StartOptions, Started};
@@ -199,9 +200,6 @@ pub struct CacheMap<S, H, M> {
 /// Cache-device errors before the cache goes degraded, unless configured.
 pub const DEFAULT_ERROR_LIMIT: u64 = 8;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn closed() -> io::Error {
     io::Error::other("the cache has been shut down")
