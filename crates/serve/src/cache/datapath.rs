@@ -578,10 +578,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
 
     /// Copies dirty slot `s` to HDD segment `h`; the caller holds `h`.
     fn write_back_slot(&self, s: u32, h: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.ssd.read_at(buf, s as u64 * self.seg).map_err(|e| {
-            self.ssd_failed(&e);
-            e
-        })?;
+        self.ssd.read_at(buf, s as u64 * self.seg).inspect_err(|e| self.ssd_failed(e))?;
         self.hdd.write_at(buf, h * self.seg).map_err(|e| self.hdd_failed(e))?;
         lock(&self.state).dirty[s as usize] = false;
         self.counters.written_back.fetch_add(1, Relaxed);
@@ -634,10 +631,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         }
         // Line 20 (errors counted per device).
         self.hdd.read_at(buf, h * seg).map_err(|e| self.hdd_failed(e))?;
-        self.ssd.write_at(buf, slot as u64 * seg).map_err(|e| {
-            self.ssd_failed(&e);
-            e
-        })?;
+        self.ssd.write_at(buf, slot as u64 * seg).inspect_err(|e| self.ssd_failed(e))?;
         let mut st = lock(&self.state);
         st.meta.map[slot as usize] = Some(h); // line 18
         st.rev.insert(h, slot); // line 21
@@ -730,10 +724,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     pub fn settle_degraded(&self) -> io::Result<usize> {
         let _admin = lock(&self.admin);
         let failed = self.write_back_each(false)?;
-        self.ssd.sync().map_err(|e| {
-            self.ssd_failed(&e);
-            e
-        })?;
+        self.ssd.sync().inspect_err(|e| self.ssd_failed(e))?;
         self.hdd.sync().map_err(|e| self.hdd_failed(e))?;
         if !failed.is_empty() {
             return Ok(failed.len());

@@ -48,6 +48,9 @@ pub struct Superblock {
     pub device_len: u64,
 }
 
+/// A byte range of the cache file: `(offset, len)`.
+pub type Range = (u64, u64);
+
 /// What reading a cache file's superblock found.
 #[derive(Debug)]
 pub struct SuperRead {
@@ -238,10 +241,9 @@ impl Superblock {
                                  changed, or keep it for recovery"
                             )));
                         }
-                        return Err(bad(format!(
-                            "not an ssdcache cache file (no superblock in its first or last 4 KiB; make one \
-                             with `ssdcache create`)"
-                        )));
+                        return Err(bad("not an ssdcache cache file (no superblock in its first or last 4 KiB; \
+                             make one with `ssdcache create`)"
+                            .to_string()));
                     }
                 }
             }
@@ -267,7 +269,7 @@ impl Superblock {
 
     /// The byte ranges `(offset, len)` of both superblock copies and of the
     /// four metadata copies (slot 0 primary, mirror, slot 1 primary, mirror).
-    pub fn regions(&self) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    pub fn regions(&self) -> (Vec<Range>, Vec<Range>) {
         let l = slot_len(&self.geometry);
         let meta = [0, 1]
             .into_iter()
