@@ -12,7 +12,8 @@
 #  3. the first superblock copy zeroed: check names the damage and never says
 #     `create`; create refuses; serve starts from the other copy and rewrites it;
 #  4. create with swapped arguments, with CACHE = BACKING (also via a
-#     symlink), and --force over dirty data: refused, nothing written;
+#     symlink): refused, nothing written; serve over a copy of BACKING (another
+#     disk of the same size, as far as it can tell): refused until --backing-moved;
 #  5. serve --force over a cache whose metadata says dirty: refused without
 #     --discard-dirty;
 #  6. drain after kill -9: BACKING alone holds every flushed write, check clean;
@@ -179,7 +180,7 @@ if "$BIN" check "$CACHE" >"$WORK/check.out"; then die "check healthy without a s
 grep -q 'do NOT run `ssdcache create`' "$WORK/check.out" || { cat "$WORK/check.out"; die "check does not warn off create"; }
 echo "   check honest, create refused, serve repaired the copy, writes intact"
 
-step "4. create: swapped arguments, the same file, a symlink"
+step "4. create: swapped arguments, the same file, a symlink; serve: another BACKING"
 rm -f "$CACHE" "$BACKING"
 head -c $((64 << 20)) /dev/urandom >"$BACKING"
 truncate -s 16M "$CACHE"
@@ -193,7 +194,19 @@ for pair in "$CACHE $CACHE" "$CACHE $WORK/link"; do
   if "$BIN" create $pair --segment 128KiB --force 2>"$WORK/create.err"; then die "create accepted CACHE = BACKING ($pair)"; fi
   grep -q 'same file' "$WORK/create.err" || { cat "$WORK/create.err"; die "no clear refusal"; }
 done
-echo "   refused, nothing written"
+# serve over a copy of BACKING (same size, another file): refused unless --backing-moved.
+fresh
+serve
+hot 5
+write_segments 5 6
+crash
+cp "$BACKING" "$WORK/copy.img" && mv "$WORK/copy.img" "$BACKING"
+if "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 2>"$WORK/moved.err"; then die "served another BACKING"; fi
+grep -q 'backing-moved' "$WORK/moved.err" || { cat "$WORK/moved.err"; die "no clear refusal of another BACKING"; }
+serve --backing-moved
+export_has 5 6 "flushed writes lost after --backing-moved"
+stop
+echo "   refused, nothing written; another BACKING refused until --backing-moved"
 
 step "5. serve --force over metadata that says dirty"
 fresh

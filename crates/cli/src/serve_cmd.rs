@@ -107,6 +107,10 @@ pub struct ServeArgs {
     /// Clear a degraded cache's degraded state (after replacing or checking the cache device).
     #[arg(long)]
     clear_degraded: bool,
+    /// BACKING is the disk this cache was created for although it was copied or renumbered
+    /// (its inode or device number changed): accept it and record its new identity.
+    #[arg(long)]
+    backing_moved: bool,
     /// Log more (-v: info, -vv: debug) to stderr.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -131,6 +135,9 @@ pub struct DrainArgs {
     /// by the newest valid save anyway, assuming the unusable slot held a save torn by a crash.
     #[arg(long)]
     assume_torn: bool,
+    /// BACKING is this cache's disk although it was copied or renumbered (see `serve --backing-moved`).
+    #[arg(long)]
+    backing_moved: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -254,7 +261,12 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             Ok((inject(ssd, &inject_cache, "cache device"), inject(backing, &inject_backing, "backing device")))
         };
         let config = EngineConfig { policy: a.policy.clone(), error_limit: a.max_cache_errors };
-        let opts = StartOptions { force: a.force, discard_dirty: a.discard_dirty, clear_degraded: a.clear_degraded };
+        let opts = StartOptions {
+            force: a.force,
+            discard_dirty: a.discard_dirty,
+            clear_degraded: a.clear_degraded,
+            backing_moved: a.backing_moved,
+        };
         let (backend, started, sb) = files::open_files(&a.cache, &a.backing, &wrap, &config, opts)
             .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
         let model = model.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -451,7 +463,7 @@ pub fn drain(a: DrainArgs) -> Result<()> {
     if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let r = ssdcache_serve::cache::drain::drain(&a.cache, &a.backing, a.assume_torn, |done, total| {
+    let r = ssdcache_serve::cache::drain::drain(&a.cache, &a.backing, a.assume_torn, a.backing_moved, |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })

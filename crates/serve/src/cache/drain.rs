@@ -26,7 +26,7 @@ use std::path::Path;
 
 use super::device::{BlockDevice, FileDevice};
 use super::device::Region;
-use super::files::open_pair;
+use super::files::{check_backing, open_pair, BOTH_COPIES};
 use super::superblock::{SuperRead, Superblock};
 use super::meta::{newer, Meta, MetaStore};
 use super::recover::{self, RecoverError};
@@ -54,7 +54,8 @@ fn newest_valid<D: BlockDevice>(store: &MetaStore<D>) -> Option<Meta> {
     store.read_all().into_iter().flatten().filter_map(Result::ok).reduce(|a, b| if newer(b.version, a.version) { b } else { a })
 }
 
-/// Drains `cache` into `backing` (see the module doc). `assume_torn`: when
+/// Drains `cache` into `backing` (see the module doc). `backing_moved`: BACKING is
+/// the cache's own disk although its identity changed. `assume_torn`: when
 /// the newest valid save cannot be proven current (a slot unusable in both
 /// copies, [`RecoverError::Ambiguous`]), drain by it anyway — right if that
 /// slot holds a save torn by a crash plus one damaged copy, wrong if it held
@@ -64,10 +65,14 @@ pub fn drain(
     cache: &Path,
     backing: &Path,
     assume_torn: bool,
+    backing_moved: bool,
     mut progress: impl FnMut(u64, u64),
 ) -> io::Result<DrainReport> {
     let (dev, hdd) = open_pair(cache, backing)?;
-    let SuperRead { sb, damaged } = Superblock::read_either(&dev)?;
+    let SuperRead { mut sb, mut damaged } = Superblock::read_either(&dev)?;
+    if let Some(moved) = check_backing(&mut sb, &hdd, backing, backing_moved)? {
+        damaged = Some(moved);
+    }
     let g = sb.geometry;
     let seg = g.segment_size as u64;
     if hdd.len() != g.hdd_segments * seg {
@@ -153,9 +158,11 @@ pub fn drain(
         store.write(&meta)?;
     }
     if let Some((at, what)) = damaged {
-        dev.write_at(&sb.encode(), at)?;
+        for at in if at == BOTH_COPIES { vec![0, sb.backup_offset] } else { vec![at] } {
+            dev.write_at(&sb.encode(), at)?;
+            report.repaired.push(format!("superblock copy at offset {at} ({what})"));
+        }
         dev.sync()?;
-        report.repaired.push(format!("superblock copy at offset {at} ({what})"));
     }
     Ok(report)
 }

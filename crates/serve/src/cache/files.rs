@@ -23,7 +23,7 @@ use super::device::{BlockDevice, FileDevice, Region};
 use super::engine::{CachedBackend, EngineConfig};
 use super::mode::CacheMode;
 use super::recover::{RecoverError, StartOptions, Started};
-use super::superblock::{SuperRead, Superblock, SUPER_LEN};
+use super::superblock::{backing_identity, SuperRead, Superblock, SUPER_LEN};
 
 /// Takes an exclusive, non-blocking `flock` on `dev`'s file.
 fn lock_exclusive(dev: &FileDevice, path: &Path) -> io::Result<()> {
@@ -92,8 +92,9 @@ pub struct CreateOptions {
 /// metadata says it may hold dirty data unless `discard_dirty`.
 pub fn create(cache: &Path, backing: &Path, segment: u32, mode: CacheMode, opts: CreateOptions) -> io::Result<Superblock> {
     let (dev, hdd) = open_pair(cache, backing)?;
-    let sb = Superblock::plan(dev.len(), hdd.len(), segment, mode)
+    let mut sb = Superblock::plan(dev.len(), hdd.len(), segment, mode)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    sb.backing_id = backing_identity(&hdd.metadata()?);
     let refuse = |kind, msg: String| Err(io::Error::new(kind, msg));
     match Superblock::read_either(&dev) {
         Ok(old) if !opts.discard_dirty => {
@@ -155,6 +156,39 @@ pub fn create(cache: &Path, backing: &Path, segment: u32, mode: CacheMode, opts:
     Ok(sb)
 }
 
+/// Says "rewrite both superblock copies" in a [`SuperRead::damaged`] slot.
+pub(crate) const BOTH_COPIES: u64 = u64::MAX;
+
+/// Refuses a BACKING that is not the one the cache was created for, unless
+/// `moved` (the operator says it is the same disk, copied or renumbered):
+/// then `sb` takes its identity, and both copies are to be rewritten.
+pub(crate) fn check_backing(
+    sb: &mut Superblock,
+    hdd: &FileDevice,
+    path: &Path,
+    moved: bool,
+) -> io::Result<Option<(u64, String)>> {
+    let id = backing_identity(&hdd.metadata()?);
+    if sb.backing_id == id {
+        return Ok(None);
+    }
+    if !moved {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not the backing store this cache was created for (identity {:#x}, this one {id:#x}: \
+                 another file, or a disk renumbered). Serving or draining it would put the cache's segments \
+                 on the wrong disk. If it is the same disk, copied or renumbered, pass --backing-moved",
+                path.display(),
+                sb.backing_id
+            ),
+        ));
+    }
+    log::warn!("--backing-moved: the cache now belongs to {} (identity {id:#x})", path.display());
+    sb.backing_id = id;
+    Ok(Some((BOTH_COPIES, "--backing-moved".into())))
+}
+
 /// The offset of the first non-zero byte of `dev[at..at+len]`.
 fn first_nonzero(dev: &dyn BlockDevice, at: u64, len: u64) -> io::Result<Option<u64>> {
     let mut buf = vec![0u8; 1 << 20];
@@ -210,7 +244,10 @@ pub fn open_files(
     opts: StartOptions,
 ) -> Result<(FileCache, Started, Superblock), OpenError> {
     let (meta_dev, hdd) = open_pair(cache, backing)?;
-    let SuperRead { sb, damaged } = Superblock::read_either(&meta_dev)?;
+    let SuperRead { mut sb, mut damaged } = Superblock::read_either(&meta_dev)?;
+    if let Some(moved) = check_backing(&mut sb, &hdd, backing, opts.backing_moved)? {
+        damaged = Some(moved);
+    }
     let g = sb.geometry;
     let want = g.hdd_segments * g.segment_size as u64;
     if hdd.len() != want {
@@ -228,9 +265,11 @@ pub fn open_files(
     let (map, started) = super::datapath::CacheMap::open_with(ssd, hdd, sb.store(meta_dev)?, opts, sb.mode.write_mode())?;
     if let Some((at, what)) = damaged {
         // The start procedure accepted the cache: make both copies good again.
-        log::warn!("superblock copy at offset {at} was damaged ({what}); rewritten");
+        log::warn!("superblock copy at offset {at} rewritten ({what})");
         let dev = FileDevice::open(cache)?;
-        dev.write_at(&sb.encode(), at)?;
+        for at in if at == BOTH_COPIES { vec![0, sb.backup_offset] } else { vec![at] } {
+            dev.write_at(&sb.encode(), at)?;
+        }
         dev.sync()?;
     }
     let engine = CachedBackend::new(map, sb.mode, config).map_err(OpenError::Config)?;
@@ -314,6 +353,29 @@ mod tests {
         File::create(&b).unwrap().set_len(8 << 20).unwrap();
         let other = open(&c, &b);
         assert!(other.is_err(), "a backing store of another size is refused");
+    }
+
+    #[test]
+    fn another_backing_store_of_the_same_size_is_refused_unless_moved() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, b) = files(dir.path(), 4 << 20, 16 << 20);
+        create(&c, &b, 1 << 20, CacheMode::WriteBack, NO).unwrap();
+        let (e, ..) = open(&c, &b).unwrap();
+        e.write_at(b"dirty", 1 << 20, true).unwrap();
+        drop(e); // a crash: the cache may hold dirty segments
+        // Another disk of the same size (a copy has a new inode).
+        let other = dir.path().join("other");
+        std::fs::copy(&b, &other).unwrap();
+        let err = open(&c, &other).err().unwrap().to_string();
+        assert!(err.contains("not the backing store this cache was created for"), "{err}");
+        assert!(crate::cache::drain::drain(&c, &other, false, false, |_, _| {}).is_err());
+        let moved = StartOptions { backing_moved: true, ..Default::default() };
+        let (e, ..) = open_files(&c, &other, &no_wrap, &EngineConfig::default(), moved).unwrap();
+        e.shutdown().unwrap();
+        drop(e);
+        // Recorded: the copy is now the cache's disk, the original is not.
+        open(&c, &other).unwrap().0.shutdown().unwrap();
+        assert!(open(&c, &b).is_err());
     }
 
     #[test]

@@ -325,6 +325,9 @@ pub struct StartOptions {
     pub discard_dirty: bool,
     /// Clear the degraded bit: the operator replaced or checked the device.
     pub clear_degraded: bool,
+    /// BACKING is the disk the cache was created for, though its identity
+    /// changed (copied, or a renumbered device): accept and record it.
+    pub backing_moved: bool,
 }
 
 /// The start procedure (Fig. 5 lines 30–48); see the module doc.

@@ -15,7 +15,7 @@ pub const SUPER_LEN: u64 = 4096;
 /// Where the metadata primaries start in a cache file (after the superblock).
 pub const META_OFFSET: u64 = SUPER_LEN;
 /// Bytes of the superblock covered by its checksum.
-const SUPER_CRC_AT: usize = 72;
+const SUPER_CRC_AT: usize = 80;
 
 /// The fixed header of a cache file, kept twice: at the start of the file
 /// and in its last 4 KiB (where a tool that clobbers the first megabytes of
@@ -23,8 +23,9 @@ const SUPER_CRC_AT: usize = 72;
 /// copy is gone). Layout (little-endian): magic (8), format u16, cache mode
 /// u16 ([`CacheMode`]), segment size u32, SSD segments u32, reserved u32,
 /// HDD segments u64, then the offsets of the metadata primaries, the data,
-/// the metadata mirrors and the second superblock copy, and the file's size
-/// at `create` (u64 each), CRC-32C of bytes 0..72 (u32); zero to 4096.
+/// the metadata mirrors and the second superblock copy, the file's size at
+/// `create`, and BACKING's identity (u64 each), CRC-32C of bytes 0..80
+/// (u32); zero to 4096.
 ///
 /// The file: superblock | metadata primaries | SSD slots | … | metadata
 /// mirrors | superblock copy. The mirrors sit far from the primaries so one
@@ -46,6 +47,21 @@ pub struct Superblock {
     pub backup_offset: u64,
     /// The cache file's size when it was created.
     pub device_len: u64,
+    /// Which BACKING the cache was created for ([`backing_identity`]): a
+    /// cache opened over another disk of the same size would write its dirty
+    /// segments, and serve its cached ones, as if they belonged there.
+    pub backing_id: u64,
+}
+
+/// A BACKING's identity: its inode for a regular file, its device number
+/// for a block device (a renumbered disk is a different disk to us).
+pub fn backing_identity(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    if meta.file_type().is_block_device() {
+        meta.rdev()
+    } else {
+        meta.ino()
+    }
 }
 
 /// A byte range of the cache file: `(offset, len)`.
@@ -86,6 +102,7 @@ impl Superblock {
                 mirror_offset: backup_offset.saturating_sub(copy_len(&g)),
                 backup_offset,
                 device_len: cache_len,
+                backing_id: 0,
             }
         };
         let mut s = (cache_len.saturating_sub(META_OFFSET) / seg).min(u32::MAX as u64) as u32;
@@ -146,7 +163,9 @@ impl Superblock {
         b[12..16].copy_from_slice(&g.segment_size.to_le_bytes());
         b[16..20].copy_from_slice(&g.ssd_segments.to_le_bytes());
         b[24..32].copy_from_slice(&g.hdd_segments.to_le_bytes());
-        for (i, v) in [self.meta_offset, self.data_offset, self.mirror_offset, self.backup_offset, self.device_len]
+        let fields =
+            [self.meta_offset, self.data_offset, self.mirror_offset, self.backup_offset, self.device_len, self.backing_id];
+        for (i, v) in fields
             .iter()
             .enumerate()
         {
@@ -187,6 +206,7 @@ impl Superblock {
                 mirror_offset: u64_at(48),
                 backup_offset: u64_at(56),
                 device_len: u64_at(64),
+                backing_id: u64_at(72),
             };
             sb.check().map(|()| sb)
         } else {
