@@ -9,8 +9,8 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -126,9 +126,10 @@ def _progress(total: int, enabled: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="run", leave=False)
 
 
-def sweep(traces: TraceLike | list[TraceLike], policies: str | list[str], caches: Size | list[Size],
-          pages: Size | list[Size] = "4KiB", modes: str | list[str] = "write-back",
-          devices: str | None | list[str | None] = None, *, executor: str = "local", jobs: int | None = None,
+def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str], caches: Size | Sequence[Size],
+          pages: Size | Sequence[Size] = "4KiB", modes: str | Sequence[str] = "write-back",
+          devices: str | None | Sequence[str | None] = None, *, executor: Literal["local", "ray"] = "local",
+          jobs: int | None = None,
           progress: bool = True, **common: Any) -> pandas.DataFrame:
     """Runs every combination of traces × policies × caches × pages × modes × devices and
     returns a pandas DataFrame, one row per run, in that order.
