@@ -16,6 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The sample traces ($SSDCACHE_TRACES, default ../shared/traces): tests that read them skip
+# without them on a bare clone; here their absence is a failure, not a skip.
+export SSDCACHE_REQUIRE_TRACES=1
+
 step() { printf '\n== %s  (%ds in)\n' "$*" "$SECONDS"; }
 
 pip_install() { PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check "$@"; }
