@@ -45,6 +45,9 @@ SERVE_PROFILE=release scripts/test_faults.sh
 step "whole-system integrity: kill -9, then one damaged superblock or metadata copy, per trial"
 SERVE_PROFILE=release scripts/test_integrity.sh
 
+step "the crash tests' oracle (scripts/crashlib: the journal and the sector records, unit tests)"
+python3 -m pytest -q scripts/crashlib
+
 step "kill -9 crash trials under a verifying client (write-back, then write-through)"
 CRASH_STRICT=1 SERVE_PROFILE=release scripts/test_crash.sh
 CRASH_STRICT=1 CRASH_MODE=write-through CRASH_TRIALS=6 SERVE_PROFILE=release scripts/test_crash.sh
