@@ -105,22 +105,25 @@ def _end_group(pgid: int) -> None:
 
 # First, before the cluster fixture: these need Ray not initialised in this process.
 
+GEN = "zipf(alpha=0.9,keys=1000,requests=1000)"  # no sample traces needed
+
+
 def _closed_port() -> int:
     return _free_port()  # nothing listens there once the probe socket is closed
 
 
-def test_ray_fails_fast_when_ray_address_does_not_answer(monkeypatch, fin1):
+def test_ray_fails_fast_when_ray_address_does_not_answer(monkeypatch):
     if ray.is_initialized():
         pytest.skip("Ray is initialised already in this process")
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{_closed_port()}")
     t = time.monotonic()
     with pytest.raises(ConnectionError, match="RAY_ADDRESS.*does not answer.*unset RAY_ADDRESS"):
-        ssdcache.sweep(fin1, ["lru"], "1MiB", executor="ray", progress=False)
+        ssdcache.sweep(GEN, ["lru"], "1MiB", executor="ray", progress=False)
     assert time.monotonic() - t < 30
     assert not ray.is_initialized()
 
 
-def test_ray_fails_fast_when_the_last_ray_start_is_dead(monkeypatch, tmp_path, fin1):
+def test_ray_fails_fast_when_the_last_ray_start_is_dead(monkeypatch, tmp_path):
     """A `ray_current_cluster` file left by a head that is gone (what a SIGTERM'd test cluster
     in Ray's default temp directory used to leave behind)."""
     if ray.is_initialized():
@@ -133,7 +136,7 @@ def test_ray_fails_fast_when_the_last_ray_start_is_dead(monkeypatch, tmp_path, f
     monkeypatch.setattr(_sweep, "_ray_address_file", lambda: str(stale))
     t = time.monotonic()
     with pytest.raises(ConnectionError, match=re.escape(str(stale)) + ".*does not answer.*delete that file"):
-        ssdcache.sweep(fin1, ["lru"], "1MiB", executor="ray", progress=False)
+        ssdcache.sweep(GEN, ["lru"], "1MiB", executor="ray", progress=False)
     assert time.monotonic() - t < 30
     assert not ray.is_initialized()
 
