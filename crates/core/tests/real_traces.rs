@@ -36,8 +36,11 @@ fn traces_dir() -> Option<PathBuf> {
         dir.display()
     );
     assert!(std::env::var_os("SSDCACHE_REQUIRE_TRACES").is_none_or(|v| v != "1"), "{msg}");
-    // straight to stderr: the test harness captures eprintln!
-    let _ = writeln!(std::io::stderr(), "{msg}");
+    // once, and straight to stderr: the test harness captures eprintln!
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        let _ = writeln!(std::io::stderr(), "{msg}");
+    });
     None
 }
 
