@@ -1,22 +1,33 @@
-"""Shared helpers for the reproduction experiments: run `ssdcache sim --json`,
-write Markdown/CSV tables, draw charts.
+"""Shared helpers for the reproduction experiments: traces, tables, charts.
 
-Every experiment runs the release binary (built by scripts/reproduce.sh, or set
-SSDCACHE_BIN) and writes into docs/reproductions/<paper>/, which
-docs/REPRODUCTIONS.md shows next to the paper's numbers.
+The experiments run their simulations the way a user of the Python package
+would: ``ssdcache.sweep`` (the ``ssdcache._core`` extension, the same engine
+and numbers as ``ssdcache sim``) and draw with ``ssdcache.plot`` where it has
+the chart. ``scripts/reproduce.sh`` installs the package (``pip install .``)
+and writes into docs/reproductions/<paper>/, which docs/REPRODUCTIONS.md shows
+next to the paper's numbers.
+
+The one direct use of the CLI binary is ``trace_info`` (``ssdcache trace info
+--json``): a trace's footprint and duration size the caches and PWC's period,
+and neither ``ssdcache.load`` nor ``ssdcache.sweep`` reports them.
 """
 
 import csv
 import json
+import math
 import os
 import pathlib
 import subprocess
 import sys
 
+try:
+    import ssdcache
+except ImportError:
+    sys.exit("the ssdcache Python package is missing: pip install . (scripts/reproduce.sh does)")
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = pathlib.Path(os.environ.get("SSDCACHE_BIN", ROOT / "target" / "release" / "ssdcache"))
-SHARED = pathlib.Path(os.environ.get("SSDCACHE_SHARED", ROOT.parent / "shared"))
-TRACES = SHARED / "traces"
+TRACES = pathlib.Path(os.environ.get("SSDCACHE_TRACES", ROOT.parent / "shared" / "traces"))
 OUT = ROOT / "docs" / "reproductions"
 
 
@@ -24,26 +35,36 @@ def trace(rel: str) -> str:
     """Path of a shared trace; exits with a clear message if it is missing."""
     p = TRACES / rel
     if not p.exists():
-        sys.exit(f"missing trace {p} (the experiments read ../shared/traces; set SSDCACHE_SHARED)")
+        sys.exit(f"missing trace {p} (the experiments read ../shared/traces; set SSDCACHE_TRACES)")
     return str(p)
 
 
-def sim(*, policies, caches, page="4KiB", modes="write-back", device=None, trace_path=None, gen=None,
-        extra=()):
-    """Runs one `ssdcache sim` sweep; returns its reports (dicts)."""
+def sweep(traces, policies, caches, **kwargs):
+    """``ssdcache.sweep`` without a progress bar (the scripts print their tables)."""
+    return ssdcache.sweep(traces, policies, caches, progress=False, **kwargs)
+
+
+def reports(df) -> list[dict]:
+    """A sweep's rows as the report dicts ``ssdcache sim --json`` prints: plain Python
+    numbers, the fields a run does not have left out, its series (``interval=``) under
+    ``"series"``."""
+    series = df.attrs.get("series")
+    out = []
+    for i, row in enumerate(df.to_dict("records")):
+        r = {k: v for k, v in row.items() if not (v is None or (isinstance(v, float) and math.isnan(v)))}
+        if series is not None:
+            r["series"] = series[i]
+        out.append(r)
+    return out
+
+
+def trace_info(what: list[str]) -> dict:
+    """``ssdcache trace info --json`` of a trace file (``[path]``) or a generator (``["--gen", spec]``)."""
     if not BIN.exists():
-        sys.exit(f"{BIN} not built: run scripts/reproduce.sh, or cargo build --release")
-    cmd = [str(BIN), "sim", "--json", "--policy", ",".join(policies), "--cache", ",".join(caches),
-           "--page", page, "--mode", modes if isinstance(modes, str) else ",".join(modes)]
-    if device:
-        cmd += ["--device", device]
-    if trace_path:
-        cmd += ["--trace", trace_path]
-    if gen:
-        cmd += ["--gen", gen]
-    cmd += list(extra)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+        sys.exit(f"{BIN} not built: run scripts/reproduce.sh, or cargo build --release -p ssdcache-cli")
+    out = subprocess.run([str(BIN), "trace", "info", *what, "--json"], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)
 
 
 def outdir(name: str) -> pathlib.Path:
@@ -80,10 +101,8 @@ def markdown(header: list[str], rows: list[list]) -> str:
 
 def pyplot():
     """matplotlib with a file-only backend."""
-    try:
-        import matplotlib
-    except ImportError:
-        sys.exit("matplotlib is missing: pip install -r experiments/requirements.txt")
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     plt.rcParams.update({"figure.dpi": 110, "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})

@@ -21,14 +21,12 @@ analogue of the paper's measured MB/s.
 Writes docs/reproductions/000/{results.csv, summary.md, days_*.png}.
 """
 
-import json
-import subprocess
-
-from common import BIN, markdown, outdir, pyplot, sim, trace, write_csv
+import ssdcache
+from common import markdown, outdir, pyplot, reports, sweep, trace, trace_info, write_csv
 
 DESKTOP = "desktop(days=10,seed=1)"
 SYSTEMS = {"HDD only": "none", "LRU SSD (read-only)": "lru(mode=read-only)", "PWC": "pwc(period=24h,idle=1h)"}
-DEV = ["--device", "hdd(model=rpm7200)", "--cache-device", "ssd"]
+DEV = dict(devices="hdd(model=rpm7200)", cache_device="ssd")
 REAL = {
     "Financial1": "umass-fin1-ssdsim10k/Financial1-first10k.ssdsim.ascii.gz",
     "MSR rw 40:60": "msr-cuts-heimdall/msr.cut.per_10k.rw_40_60.1370.trace.gz",
@@ -38,63 +36,52 @@ REAL = {
 
 def run_desktop(cache):
     rows, series = [], {}
-    reports = sim(policies=list(SYSTEMS.values()), caches=[cache], gen=DESKTOP, extra=DEV + ["--interval", "1d"])
-    for name, r in zip(SYSTEMS, reports):
+    df = sweep(DESKTOP, list(SYSTEMS.values()), cache, interval="1d", **DEV)
+    for name, r in zip(SYSTEMS, reports(df)):
         series[name] = r["series"]
         busy = r["execution_time_ns"] + r.get("cache_device_time_ns", 0)
         rows.append({"workload": "desktop 10 d", "cache": cache, "system": name, "hit_pct": 100 * r["hit_ratio"],
                      "read_hit_pct": 100 * r["read_hit_ratio"], "hdd_s": r["execution_time_ns"] / 1e9,
                      "ssd_s": r.get("cache_device_time_ns", 0) / 1e9, "maintenance_s": r["maintenance_ns"] / 1e9,
                      "throughput_mb_s": (r["read_bytes"] + r["write_bytes"]) / 1e6 / (busy / 1e9)})
-    return rows, series
+    return rows, series, df
 
 
 def run_real(label, rel, cache):
     path = trace(rel)
     # One replay's span plus a mean gap is the repeat period (see TraceSource::repeat):
     # PWC's procedure runs once per replay and the series has one interval per replay.
-    info = json.loads(subprocess.run([str(BIN), "trace", "info", path, "--json"], check=True, capture_output=True,
-                                     text=True).stdout)
+    info = trace_info([path])
     dur = max(int(info["duration_ns"]), 1)
     period = dur + max(dur // max(int(info["requests"]), 1), 1)
     rows, series = [], {}
     policies = ["none", "lru(mode=read-only)", f"pwc(period={period}ns,segment=128KiB)"]
-    reports = sim(policies=policies, caches=[cache], trace_path=path,
-                  extra=DEV + ["--repeat", "10", "--interval", f"{period}ns"])
-    for name, r in zip(SYSTEMS, reports):
+    df = sweep(path, policies, cache, repeat=10, interval=f"{period}ns", **DEV)
+    for name, r in zip(SYSTEMS, reports(df)):
         series[name] = r["series"]
         busy = r["execution_time_ns"] + r.get("cache_device_time_ns", 0)
         rows.append({"workload": f"{label} x10", "cache": cache, "system": name, "hit_pct": 100 * r["hit_ratio"],
                      "read_hit_pct": 100 * r["read_hit_ratio"], "hdd_s": r["execution_time_ns"] / 1e9,
                      "ssd_s": r.get("cache_device_time_ns", 0) / 1e9, "maintenance_s": r["maintenance_ns"] / 1e9,
                      "throughput_mb_s": (r["read_bytes"] + r["write_bytes"]) / 1e6 / (busy / 1e9)})
-    return rows, series
+    return rows, series, df
 
 
-def plot(plt, out, title, fname, series):
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
-    for name, s in series.items():
-        days = list(range(1, len(s) + 1))
-        axes[0].plot(days, [b["throughput_mb_s"] for b in s], marker="o", label=name)
-        axes[1].plot(days, [b["mean_latency_ns"] / 1e6 for b in s], marker="o", label=name)
-        axes[2].plot(days, [100 * b["hit_ratio"] for b in s], marker="o", label=name)
-    for ax, label in zip(axes, ["throughput (MB/s)", "mean latency (ms)", "hit ratio (%)"]):
-        ax.set_xlabel("interval")
-        ax.set_ylabel(label)
-        ax.legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
+def plot(out, title, fname, df, policies):
+    """Throughput, mean latency and hit ratio per interval (day or replay), one line per system."""
+    names = dict(zip(policies, SYSTEMS))
+    fig = ssdcache.plot.series(df, labels=names, title=title)
     fig.savefig(out / fname)
 
 
 def main():
     out = outdir("000")
-    plt = pyplot()
+    pyplot()
     rows, md = [], ""
     for cache in ["2GiB", "8GiB"]:
-        r, series = run_desktop(cache)
+        r, series, df = run_desktop(cache)
         rows += r
-        plot(plt, out, f"desktop, 10 days, SSD cache {cache}", f"days_desktop_{cache}.png", series)
+        plot(out, f"desktop, 10 days, SSD cache {cache}", f"days_desktop_{cache}.png", df, list(SYSTEMS.values()))
         md += f"\nDesktop, 10 days, SSD cache {cache}: per day throughput MB/s (HDD only / LRU / PWC)\n\n"
         md += markdown(["day", "HDD only", "LRU SSD", "PWC", "PWC / LRU", "LRU hit %", "PWC hit %"],
                        [[d + 1] + [series[s][d]["throughput_mb_s"] for s in SYSTEMS]
@@ -102,9 +89,9 @@ def main():
                            100 * series["LRU SSD (read-only)"][d]["hit_ratio"], 100 * series["PWC"][d]["hit_ratio"]]
                         for d in range(len(series["PWC"]))])
     for label, rel in REAL.items():
-        r, series = run_real(label, rel, "16MiB" if label != "CloudPhysics" else "256MiB")
+        r, series, df = run_real(label, rel, "16MiB" if label != "CloudPhysics" else "256MiB")
         rows += r
-        plot(plt, out, f"{label}, replayed 10 times", f"days_{label.split()[0].lower()}.png", series)
+        plot(out, f"{label}, replayed 10 times", f"days_{label.split()[0].lower()}.png", df, list(df["policy"]))
     md += "\nTotals\n\n" + markdown(["workload", "cache", "system", "hit %", "HDD s", "SSD s", "maintenance s", "MB/s"],
                                     [[r["workload"], r["cache"], r["system"], r["hit_pct"], r["hdd_s"], r["ssd_s"],
                                       r["maintenance_s"], r["throughput_mb_s"]] for r in rows])

@@ -17,7 +17,7 @@ counters; GC copies and erases are reported apart.
 Writes docs/reproductions/001/{results.csv, table5.md, fig6_write_reduction.png, fig7_latency.png}.
 """
 
-from common import grouped_bars, markdown, outdir, pyplot, sim, trace, write_csv
+from common import grouped_bars, markdown, outdir, pyplot, reports, sweep, trace, write_csv
 
 POLICIES = ["lru", "cflru", "dpw-lru"]
 MODES = {"write-back": "RW", "write-only": "WO"}
@@ -39,9 +39,9 @@ def runs():
     rows = []
     for label, path, gen, cache in WORKLOADS:
         for nand_label, nand in NANDS.items():
-            reports = sim(policies=POLICIES, caches=[cache], page="8KiB", modes=list(MODES),
-                          device=DEVICE.format(nand=nand), trace_path=trace(path) if path else None, gen=gen)
-            for r in reports:
+            df = sweep(trace(path) if path else gen, POLICIES, cache, pages="8KiB", modes=list(MODES),
+                       devices=DEVICE.format(nand=nand))
+            for r in reports(df):
                 rows.append({
                     "workload": label, "nand": nand_label, "policy": r["policy"], "cache": MODES[r["mode"]],
                     "cache_bytes": r["cache_bytes"],

@@ -20,7 +20,8 @@ Runs 200 k requests per workload (the paper: 500 k) to keep the script quick.
 Writes docs/reproductions/002/{results.csv, summary.md, fig5.png, fig6.png, fig7_10.png}.
 """
 
-from common import grouped_bars, markdown, outdir, pyplot, sim, write_csv
+import ssdcache
+from common import grouped_bars, markdown, outdir, pyplot, reports, sweep, write_csv
 
 DEVICE = "ftl(nand=flashsim)"
 REQUESTS = "200k"
@@ -32,8 +33,8 @@ def workload(name, iat=BASE_IAT):
 
 
 def run(gen, caches, depths, scales=("1",)):
-    return sim(policies=["lru", "qlru"], caches=caches, modes="write-only", device=DEVICE, gen=gen,
-               extra=["--queue-depth", ",".join(map(str, depths)), "--iat-scale", ",".join(scales)])
+    return sweep(gen, ["lru", "qlru"], caches, modes="write-only", devices=DEVICE, queue_depth=list(depths),
+                 iat_scale=list(scales))
 
 
 def row(r, **extra):
@@ -50,17 +51,19 @@ def main():
     # Fig. 5
     fig5 = {}
     for w in "abc":
-        for r in run(workload(w), ["32MiB"], [512]):
+        for r in reports(run(workload(w), ["32MiB"], [512])):
             rows.append(row(r, figure="5", workload=w.upper()))
             fig5.setdefault(r["policy"], []).append(100 * r["hit_ratio"])
     # Fig. 6
     caches = ["32MiB", "64MiB", "128MiB", "256MiB", "512MiB"]
     depths = [32, 64, 128, 256, 512]
-    fig6 = [row(r, figure="6", workload="A") for r in run(workload("a"), caches, depths)]
+    fig6_df = run(workload("a"), caches, depths)
+    fig6 = [row(r, figure="6", workload="A") for r in reports(fig6_df)]
     rows += fig6
     # Figs. 7–10
     scales = ["1", "2", "4", "8", "16", "32"]
-    fig7 = [row(r, figure="7-10", workload="A") for r in run(workload("a"), ["32MiB"], [512], scales)]
+    fig7_df = run(workload("a"), ["32MiB"], [512], scales)
+    fig7 = [row(r, figure="7-10", workload="A") for r in reports(fig7_df)]
     rows += fig7
     write_csv(out / "results.csv", rows)
 
@@ -84,31 +87,15 @@ def main():
     fig.tight_layout()
     fig.savefig(out / "fig5.png")
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-    for ax, pol in zip(axes, ["lru", "qlru"]):
-        for c in caches:
-            ys = [next(r["hit_pct"] for r in fig6 if r["policy"] == pol and r["cache_mib"] == int(c[:-3]) and r["depth"] == d)
-                  for d in depths]
-            ax.plot(depths, ys, marker="o", label=c)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("NCQ length")
-        ax.set_ylabel("hit ratio (%)")
-        ax.set_title(pol.upper())
-        ax.legend(fontsize=7)
-    fig.suptitle("Fig. 6: workload A, buffer size and NCQ length")
-    fig.tight_layout()
+    # hit ratio against NCQ length, a panel per buffer size
+    fig = ssdcache.plot.hit_ratio_curve(fig6_df, x="queue_depth", belady=False,
+                                        title="Fig. 6: workload A, buffer size and NCQ length")
     fig.savefig(out / "fig6.png")
 
     fig, axes = plt.subplots(1, 4, figsize=(13, 3))
-    for ax, (key, label) in zip(axes, [("avg_queue", "avg queue length"), ("hit_pct", "hit ratio (%)"),
-                                       ("write_mb_s", "write MB/s"), ("iops", "IOPS")]):
-        for pol in ["lru", "qlru"]:
-            pts = sorted((r["scale"], r[key]) for r in fig7 if r["policy"] == pol)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=pol.upper())
-        ax.set_xscale("log", base=2)
+    for ax, metric in zip(axes, ["avg_queue_length", "hit_ratio", "write_bandwidth_mb_s", "iops"]):
+        ssdcache.plot.miss_ratio_curve(fig7_df, metric, x="iat_scale", belady=False, ax=ax)
         ax.set_xlabel("scaling factor")
-        ax.set_ylabel(label)
-        ax.legend(fontsize=7)
     fig.suptitle("Figs. 7–10: workload A, 32 MiB buffer, NCQ 512")
     fig.tight_layout()
     fig.savefig(out / "fig7_10.png")

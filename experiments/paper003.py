@@ -29,11 +29,9 @@ fig1_response_time.png, fig2_hits.png, fig3_disk_accesses.png,
 fig_tracking.png}.
 """
 
-import json
 import math
-import subprocess
 
-from common import BIN, markdown, outdir, pyplot, sim, trace, write_csv
+from common import markdown, outdir, pyplot, reports, sweep, trace, trace_info, write_csv
 
 SHARES = [10, 20, 30, 40, 50, 60, 70, 80, 90]
 POLICIES = {"read-volatile": "Read Volatile", "read-global": "Read Global"}
@@ -65,27 +63,24 @@ PAPER_TABLE2 = {
 }
 
 
-def source(label: str) -> dict:
-    """`sim` arguments for a workload: a shared trace or a generator spec."""
+def source(label: str) -> str:
+    """A workload: a shared trace's path or a generator spec (both are traces to ssdcache.sweep)."""
     t = TRACES[label]
-    return {"gen": t[1]} if isinstance(t, tuple) else {"trace_path": trace(t)}
+    return t[1] if isinstance(t, tuple) else trace(t)
 
 
-def footprint_pages(src: dict) -> int:
-    what = ["--gen", src["gen"]] if "gen" in src else [src["trace_path"]]
-    out = subprocess.run([str(BIN), "trace", "info", *what, "--json"], check=True, capture_output=True,
-                         text=True).stdout
-    return json.loads(out)["footprint_pages"]
+def footprint_pages(label: str) -> int:
+    t = TRACES[label]
+    return trace_info(["--gen", t[1]] if isinstance(t, tuple) else [trace(t)])["footprint_pages"]
 
 
 def runs():
     rows = []
     for label in TRACES:
-        src = source(label)
-        pages = max(10, round(footprint_pages(src) / 10))
+        pages = max(10, round(footprint_pages(label) / 10))
         specs = [f"{p}(nvram={s}%)" for p in POLICIES for s in SHARES] + ["lru"]
-        reports = sim(policies=specs, caches=[f"{pages * PAGE}B"], device=DEVICE, extra=["--queue-depth", "1"], **src)
-        for r in reports:
+        df = sweep(source(label), specs, f"{pages * PAGE}B", devices=DEVICE, queue_depth=1)
+        for r in reports(df):
             name = r["policy"].split("(")[0]
             share = int(r["policy"].split("nvram=")[1].rstrip("%)")) if "nvram=" in r["policy"] else 0
             rows.append({

@@ -18,7 +18,10 @@ Writes docs/reproductions/004/{results.csv, summary.md, fig6_normalised.png,
 fig7_9_cost.png, fig10_12_time.png}.
 """
 
-from common import markdown, outdir, pyplot, sim, trace, write_csv
+import pandas as pd
+
+import ssdcache
+from common import markdown, outdir, pyplot, reports, sweep, trace, trace_info, write_csv
 
 DEVICE = "ftl(type=hybrid,nand=mlc1,page=4KiB,block=256KiB)"
 BASELINES = ["lru", "cflru", "lru-wsr", "fab", "clc", "arc", "lirs"]
@@ -44,23 +47,21 @@ def short(policy: str) -> str:
 
 
 def footprint_pages(path: str) -> int:
-    import json
-    import subprocess
-    from common import BIN
-    out = subprocess.run([str(BIN), "trace", "info", path, "--json"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["footprint_pages"]
+    return trace_info([path])["footprint_pages"]
 
 
 def main():
     out = outdir("004")
-    rows = []
+    rows, frames = [], {}
     for label, rel in TRACES.items():
         path = trace(rel)
         fp = footprint_pages(path)
         for share_label, share in SHARES.items():
             # whole blocks of 64 pages, at least 4
             pages = max(4, round(fp * share / 64)) * 64
-            for r in sim(policies=POLICIES, caches=[f"{pages * PAGE}B"], device=DEVICE, trace_path=path):
+            df = sweep(path, POLICIES, f"{pages * PAGE}B", devices=DEVICE)
+            frames[label, share_label] = df
+            for r in reports(df):
                 rows.append({
                     "trace": label, "share": share_label, "cache_pages": r["capacity_pages"], "policy": short(r["policy"]),
                     "hit_pct": 100 * r["hit_ratio"], "read_hit_pct": 100 * r["read_hit_ratio"],
@@ -95,7 +96,7 @@ def main():
     variants = ["lru", "clc", "abm(read=lru,write=clc)"] + [
         f"abm(read=lru,write=clc,{off})" for off in ("delay=false", "dynamic=false", "borrow=false",
                                                      "delay=false,dynamic=false,borrow=false")]
-    abl = sim(policies=variants, caches=[f"{pages * PAGE}B"], device=DEVICE, trace_path=path)
+    abl = reports(sweep(path, variants, f"{pages * PAGE}B", devices=DEVICE))
     lru_s = abl[0]["execution_time_ns"]
     md += f"\nABM-LRU-CLC with features switched off ({label}, buffer 25% of footprint)\n\n"
     md += markdown(["spec", "hit %", "read hit %", "flash writes", "extra writes", "erases", "time / LRU"],
@@ -103,41 +104,17 @@ def main():
                      r["extra_page_writes"], r["erases"], r["execution_time_ns"] / lru_s] for r in abl])
     (out / "summary.md").write_text(md)
 
-    plt = pyplot()
+    pyplot()
     share = "25%"
-    fig, axes = plt.subplots(1, len(TRACES), figsize=(3.2 * len(TRACES), 3.4), sharey=True)
-    for ax, t in zip(axes, TRACES):
-        lru = get(t, share, "LRU")
-        xs = range(len(names))
-        ax.bar([x - 0.2 for x in xs], [get(t, share, n)["hit_pct"] / max(lru["hit_pct"], 1e-9) for n in names], 0.4, label="hit ratio")
-        ax.bar([x + 0.2 for x in xs], [get(t, share, n)["exec_s"] / lru["exec_s"] for n in names], 0.4, label="execution time")
-        ax.axhline(1.0, color="k", lw=0.6)
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels(names, rotation=90, fontsize=6)
-        ax.set_title(t, fontsize=8)
-    axes[0].set_ylabel(f"normalised to LRU (buffer {share})")
-    axes[0].legend(fontsize=7)
-    fig.suptitle("Paper 004 Fig. 6: hit ratio does not predict execution time")
-    fig.tight_layout()
+    df = pd.concat([frames[t, share] for t in TRACES], ignore_index=True)
+    fig = ssdcache.plot.normalised_bars(df, "lru", ("hit_ratio", "execution_time_ns"), labels=short,
+                                        title="Paper 004 Fig. 6: hit ratio does not predict execution time "
+                                              f"(normalised to LRU, buffer {share} of footprint)")
     fig.savefig(out / "fig6_normalised.png")
-
-    for fname, parts, title in [("fig7_9_cost.png", [("write_s", "write"), ("extra_write_s", "extra write"), ("erase_s", "erase")],
-                                 "Figs. 7–9: write, extra-write and erase cost (s)"),
-                                ("fig10_12_time.png", [("read_s", "read"), ("write_s", "write"), ("extra_write_s", "extra write"), ("erase_s", "erase")],
-                                 "Figs. 10–12: execution time (s)")]:
-        fig, axes = plt.subplots(1, len(TRACES), figsize=(3.2 * len(TRACES), 3.4))
-        for ax, t in zip(axes, TRACES):
-            bottom = [0.0] * len(names)
-            for key, label in parts:
-                vals = [get(t, share, n)[key] for n in names]
-                ax.bar(range(len(names)), vals, 0.7, bottom=bottom, label=label)
-                bottom = [b + v for b, v in zip(bottom, vals)]
-            ax.set_xticks(range(len(names)))
-            ax.set_xticklabels(names, rotation=90, fontsize=6)
-            ax.set_title(t, fontsize=8)
-        axes[0].legend(fontsize=7)
-        fig.suptitle(f"Paper 004 {title}, buffer {share} of footprint")
-        fig.tight_layout()
+    for fname, read, title in [("fig7_9_cost.png", False, "Figs. 7–9: write, extra-write and erase cost"),
+                               ("fig10_12_time.png", True, "Figs. 10–12: execution time")]:
+        fig = ssdcache.plot.device_cost_bars(df, read=read, labels=short,
+                                             title=f"Paper 004 {title}, buffer {share} of footprint")
         fig.savefig(out / fname)
     print(md)
 

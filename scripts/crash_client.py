@@ -7,7 +7,7 @@ Every 512-byte sector of the export holds a self-describing record:
     magic "CRSHSECT" | block u32 | sector u16 | 0 u16 | generation u64 |
     run nonce u64 | 476 payload bytes (from the generation) | CRC-32 of the rest
 
-A write of generation G to blocks b..b+k writes such records into each of
+(built and parsed by crashlib/records.py). A write of generation G to blocks b..b+k writes such records into each of
 their sectors; generations are unique across the whole run, so a sector names
 exactly the write that produced it. `prep` fills the whole image with
 generation 0 before the cache is created, so even a never-written block is a
@@ -32,21 +32,10 @@ Subcommands (all state is in files the harness names):
             become the new baseline.
   summary   totals of the stats lines the other subcommands appended.
 
-The journal model. For each block written in the trial:
-  - sent:    every generation sent to it, recorded *before* the request is
-             issued (a write not acknowledged may or may not have landed);
-  - durable: the newest generation covered by a completed FLUSH (a flush
-             covers the writes acknowledged before it was sent; the export
-             advertises multi-conn, so a flush on either connection covers
-             both) or by the acknowledgement of a FUA write. Promoted only on
-             the reply, never before;
-  - acked:   the newest acknowledged generation.
-No two requests touching one block are in flight at once, so a block's
-generations are acknowledged in the order sent. After a crash, sector s of
-block b may hold: the durable generation (or the baseline's, if none was made
-durable in the trial) or any generation sent after it. Anything else (older,
-foreign, torn inside a sector, bad CRC) is a FAIL. After a clean stop
-(`--acked-durable`), every acknowledged write must be there.
+The journal model (what was sent, what is durable, what a sector may legally
+hold) is the oracle of the test, kept pure and unit-tested apart from this
+workload: crashlib/journal.py (tests: crashlib/test_journal.py). The sector
+records are built and parsed by crashlib/records.py.
 
 kill -9 kills a process, not the machine: writes the server had already
 handed to the kernel survive it even without a flush. So the test also counts
@@ -67,18 +56,11 @@ import struct
 import subprocess
 import sys
 import time
-import zlib
 from array import array
 
-BLOCK = 4096
-SECTOR = 512
-SPB = BLOCK // SECTOR
-MAGIC = b"CRSHSECT"
-HDR = struct.Struct("<8sIHHQQ")  # 32 bytes
-CRC = struct.Struct("<I")
-PAYLOAD = SECTOR - HDR.size - CRC.size  # 476
-GEN_AT = 16  # offset of the generation in a sector
-POOL_LEN = 8192
+from crashlib.journal import Journal, Oracle
+from crashlib.records import BLOCK, GEN_AT, MAGIC, SECTOR, SPB, Records
+
 CHUNK = 1 << 20  # verify reads
 HIST = 20
 
@@ -115,50 +97,6 @@ def append_stats(path, kind, **kv):
     if path:
         with open(path, "a") as f:
             f.write(json.dumps({"kind": kind, **kv}) + "\n")
-
-
-class Records:
-    """Builds and parses the sector records of one run (one nonce)."""
-
-    def __init__(self, nonce):
-        self.nonce = nonce
-        self.pool = random.Random(nonce).randbytes(POOL_LEN)
-
-    def fill(self, buf, at, block, gen):
-        """Writes the 8 sector records of `block` at generation `gen` into buf[at:at+4096]."""
-        mv = memoryview(buf)
-        for s in range(SPB):
-            o = at + s * SECTOR
-            HDR.pack_into(buf, o, MAGIC, block, s, 0, gen, self.nonce)
-            p = ((gen * SPB + s) * 67) % (POOL_LEN - PAYLOAD)
-            buf[o + HDR.size : o + HDR.size + PAYLOAD] = self.pool[p : p + PAYLOAD]
-            CRC.pack_into(buf, o + SECTOR - 4, zlib.crc32(mv[o : o + SECTOR - 4]))
-
-    def blocks(self, first, count, gen):
-        buf = bytearray(count * BLOCK)
-        for i in range(count):
-            self.fill(buf, i * BLOCK, first + i, gen)
-        return buf
-
-    def parse(self, mv, o, block, s):
-        """The generation of the sector at mv[o:o+512], expected to be sector
-        `s` of `block`; a string saying what is wrong if it is not a valid
-        record of that sector."""
-        magic, b, si, z, gen, nonce = HDR.unpack_from(mv, o)
-        if magic != MAGIC:
-            if not any(mv[o : o + SECTOR]):
-                return "all zeroes"
-            return f"no record (starts {bytes(mv[o : o + 16]).hex()})"
-        if CRC.unpack_from(mv, o + SECTOR - 4)[0] != zlib.crc32(mv[o : o + SECTOR - 4]):
-            return f"CRC mismatch (header says block {b} sector {si} gen {gen})"
-        if nonce != self.nonce:
-            return f"record of another run (nonce {nonce:#x})"
-        if b != block or si != s or z != 0:
-            return f"record of block {b} sector {si} gen {gen} (misplaced)"
-        p = ((gen * SPB + s) * 67) % (POOL_LEN - PAYLOAD)
-        if mv[o + HDR.size : o + HDR.size + PAYLOAD] != self.pool[p : p + PAYLOAD]:
-            return f"payload does not match gen {gen} (CRC ok)"
-        return gen
 
 
 # ----------------------------------------------------------------------------
@@ -236,12 +174,7 @@ class Workload:
             die("the export does not advertise FLUSH and FUA")
         if self.conns[0].h.get_size() != self.nblocks * BLOCK:
             die(f"export size {self.conns[0].h.get_size()} != {self.nblocks * BLOCK}")
-        # The journal.
-        self.sent = {}  # block -> [gen, ...] (recorded before sending)
-        self.acked = {}  # block -> newest acknowledged gen
-        self.durable = {}  # block -> newest gen covered by a completed flush / FUA
-        self.ack_log = []  # (block, gen) in acknowledgement order
-        self.promoted = 0  # ack_log[:promoted] are durable
+        self.journal = Journal()  # the oracle's record of this trial (crashlib/journal.py)
         self.busy = set()  # blocks with a request in flight
         self.excluded = set()  # blocks the sabotage must not touch again
         self.violations = []  # live read-back mismatches
@@ -372,8 +305,8 @@ class Workload:
         self.gen += 1
         fua = self.rng.random() < self.a.fua_fraction
         data = self.rec.blocks(blocks[0], len(blocks), gen)
-        for b in blocks:  # the journal first
-            self.sent.setdefault(b, []).append(gen)
+        self.journal.write_sent(blocks, gen)  # the journal first
+        for b in blocks:
             self.busy.add(b)
         self.st["writes_sent"] += 1
         if len(blocks) > 1:
@@ -386,8 +319,7 @@ class Workload:
             for b in blocks:
                 self.busy.discard(b)
                 self.excluded.add(b)
-                self.acked[b] = gen
-                self.durable[b] = gen
+            self.journal.sabotage_lose_write(blocks, gen)
             print(f"SABOTAGE: write of gen {gen} to block(s) {list(blocks)} not sent, journaled as FUA-durable", flush=True)
             return True
         buf = self.nbd.Buffer.from_bytearray(data)
@@ -397,12 +329,11 @@ class Workload:
         if self.a.sabotage == "early-durable":
             # Checker self-test: journal the write durable when it is sent, not
             # when a flush reply covers it.
-            for b in blocks:
-                self.durable[b] = gen
+            self.journal.sabotage_early_durable(blocks, gen)
         return True
 
     def issue_flush(self, c):
-        mark = len(self.ack_log)
+        mark = self.journal.flush_sent()
         cookie = c.h.aio_flush()
         c.inflight[cookie] = ("f", mark, time.monotonic())
         self.st["flushes_sent"] += 1
@@ -452,11 +383,7 @@ class Workload:
                 self.busy.discard(b)
             if ok:
                 self.st["writes_acked"] += 1
-                for b in blocks:
-                    self.acked[b] = gen
-                    self.ack_log.append((b, gen))
-                    if fua:
-                        self.durable[b] = max(self.durable.get(b, 0), gen)
+                self.journal.write_acked(blocks, gen, fua)
                 if fua:
                     self.st["fua_acked"] += 1
         elif kind == "f":
@@ -464,10 +391,7 @@ class Workload:
             if ok:
                 self.st["flushes_acked"] += 1
                 self.flush_times.append(time.monotonic() - t0)
-                for b, g in self.ack_log[self.promoted : mark]:
-                    if g > self.durable.get(b, 0):
-                        self.durable[b] = g
-                self.promoted = max(self.promoted, mark)
+                self.journal.flush_acked(mark)
         elif kind == "r":
             _, b, buf = op
             self.busy.discard(b)
@@ -479,7 +403,7 @@ class Workload:
         self.st["reads_checked"] += 1
         mv = memoryview(data)
         for s in range(SPB):
-            want = self.acked[b] if b in self.acked else self.base[b * SPB + s]
+            want = self.journal.expected_read(b, self.base[b * SPB + s])
             got = self.rec.parse(mv, s * SECTOR, b, s)
             if got != want:
                 self.violations.append(f"live read of block {b} sector {s}: found {got}, expected gen {want} (its newest acknowledged write)")
@@ -668,9 +592,9 @@ class Workload:
             if now > a.duration + 60:
                 die(f"trial {a.trial}: the server neither died nor stopped 60 s after it was told to")
         self.poll_err()
-        return self.journal()
+        return self.result()
 
-    def journal(self):
+    def result(self):
         hist = self.state["hist"]
         for k, new in (("maint", self.maint_times), ("copy", self.copy_times), ("wb", self.wb_times)):
             hist[k] = (hist[k] + new)[-HIST:]
@@ -679,9 +603,9 @@ class Workload:
             "trial": self.a.trial,
             "nonce": self.state["nonce"],
             "next_gen": self.gen,
-            "sent": self.sent,
-            "acked": self.acked,
-            "durable": self.durable,
+            "sent": self.journal.sent,
+            "acked": self.journal.acked,
+            "durable": self.journal.durable,
             "stats": self.st,
             "kill": self.kill_info,
             "violations": self.violations,
@@ -765,12 +689,8 @@ def cmd_verify(a):
     j = load(a.journal) if a.journal else None
     if j and j["nonce"] != state["nonce"]:
         die("journal and state are of different runs")
-    sent = j["sent"] if j else {}
-    durable = dict(j["durable"]) if j else {}
-    acked = j["acked"] if j else {}
-    if a.acked_durable:
-        for b, g in acked.items():
-            durable[b] = max(durable.get(b, 0), g)
+    oracle = Oracle(base, SPB, j["sent"] if j else {}, j["acked"] if j else {}, j["durable"] if j else {},
+                    acked_durable=a.acked_durable)
     pre = None
     if a.pre:
         with open(a.pre, "rb") as f:
@@ -786,45 +706,29 @@ def cmd_verify(a):
         for i in range(len(data) // BLOCK):
             b = off // BLOCK + i
             st["blocks"] += 1
-            gens = sent.get(b)
-            d = durable.get(b)
             found = []
             for s in range(SPB):
                 o = i * BLOCK + s * SECTOR
                 g = rec.parse(mv, o, b, s)
-                k = b * SPB + s
-                floor = d if d is not None else base[k]
-                if isinstance(g, str):
-                    ok = False
-                elif g == floor:
-                    ok = True
-                else:
-                    ok = gens is not None and g > floor and g in gens
-                if not ok:
-                    allowed = [floor] + ([x for x in gens if x > floor] if gens else [])
-                    if len(allowed) > 12:
-                        allowed = allowed[:6] + ["..."] + allowed[-5:]
-                    what = "durable" if d is not None else "baseline"
+                if not oracle.sector_ok(b, s, g):
+                    floor, what = oracle.floor(b, s)
                     bad.append(
                         f"block {b} (byte {b * BLOCK}, segment {b // seg_blocks}) sector {s}: found "
-                        f"{'gen ' + str(g) if isinstance(g, int) else g}; allowed gens {allowed} "
+                        f"{'gen ' + str(g) if isinstance(g, int) else g}; allowed gens {oracle.allowed(b, s)} "
                         f"({what} {floor}, then sent after it)"
                     )
                     g = -1
                 else:
-                    new_base[k] = g
+                    new_base[b * SPB + s] = g
                 found.append(g)
-            if gens is not None:
+            facts = oracle.block_facts(b, found)
+            if facts is not None:
                 st["written_blocks"] += 1
-                if len(set(found)) > 1:
-                    st["torn"] += 1
-                top = max(found)
-                if d is not None and top > d:
-                    st["newer_than_durable"] += 1
-                ack = acked.get(b)
-                if ack is not None and min(found) != -1 and min(found) < ack:
+                st["torn"] += facts["torn"]
+                st["newer_than_durable"] += facts["newer_than_durable"]
+                if facts["unflushed_lost"]:
                     st["unflushed_lost"] += 1
-                    lost.append(f"block {b} (segment {b // seg_blocks}): acknowledged gen {ack}, found {found}")
+                    lost.append(f"block {b} (segment {b // seg_blocks}): acknowledged gen {oracle.acked[b]}, found {found}")
                 if pre is not None:
                     pg = struct.unpack_from("<Q", pre, b * BLOCK + GEN_AT)[0] if pre[b * BLOCK : b * BLOCK + 8] == MAGIC else None
                     if pg is None or found[0] > pg:

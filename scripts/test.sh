@@ -16,6 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The sample traces ($SSDCACHE_TRACES, default ../shared/traces): tests that read them skip
+# without them on a bare clone; here their absence is a failure, not a skip.
+export SSDCACHE_REQUIRE_TRACES=1
+
 step() { printf '\n== %s  (%ds in)\n' "$*" "$SECONDS"; }
 
 pip_install() { PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check "$@"; }
@@ -40,6 +44,9 @@ SERVE_PROFILE=release scripts/test_faults.sh
 
 step "whole-system integrity: kill -9, then one damaged superblock or metadata copy, per trial"
 SERVE_PROFILE=release scripts/test_integrity.sh
+
+step "the crash tests' oracle (scripts/crashlib: the journal and the sector records, unit tests)"
+python3 -m pytest -q scripts/crashlib
 
 step "kill -9 crash trials under a verifying client (write-back, then write-through)"
 CRASH_STRICT=1 SERVE_PROFILE=release scripts/test_crash.sh

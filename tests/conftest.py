@@ -8,7 +8,20 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# The sample traces: $SSDCACHE_TRACES, else ../shared/traces beside the repository.
 TRACES = pathlib.Path(os.environ.get("SSDCACHE_TRACES", ROOT.parent / "shared" / "traces"))
+TRACES_MISSING = (f"sample traces not found at {TRACES}: put the shared traces folder beside the repository "
+                  "(../shared/traces) or set SSDCACHE_TRACES to it")
+
+
+def have_traces() -> bool:
+    """Whether the sample traces are there; with SSDCACHE_REQUIRE_TRACES=1 (scripts/test.sh) their
+    absence is an error rather than a reason to skip."""
+    if (TRACES / "umass-fin1-ssdsim10k").is_dir():
+        return True
+    if os.environ.get("SSDCACHE_REQUIRE_TRACES") == "1":
+        raise RuntimeError(TRACES_MISSING)
+    return False
 
 
 def binary() -> pathlib.Path:

@@ -23,6 +23,9 @@ Example
 >>> ssdcache.plot.miss_ratio_curve(df).savefig("mrc.png")              # doctest: +SKIP
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 try:
@@ -37,6 +40,9 @@ from ._result import Result
 from ._run import simulate
 from ._sweep import sweep
 from ._trace import Trace, load
+
+if _TYPE_CHECKING:
+    from . import plot as plot  # imported on first use at run time (see __getattr__)
 
 __version__: str = getattr(_core, "__version__", "0")
 
@@ -55,7 +61,7 @@ __all__ = [
 ]
 
 
-def policies() -> list[dict[str, _Any]]:
+def policies() -> list[_core.CatalogueEntry]:
     """Every policy: ``{"name", "about", "params": [{"name", "default", "about"}]}``.
 
     A spec is ``NAME`` or ``NAME(key=value,…)``; ``params`` lists the keys and defaults.
@@ -68,7 +74,7 @@ def policies() -> list[dict[str, _Any]]:
     return list(_core.policies())
 
 
-def devices() -> list[dict[str, _Any]]:
+def devices() -> list[_core.CatalogueEntry]:
     """Every backing device model (``device=``): ``{"name", "about", "params": [...]}``.
 
     Example
@@ -79,7 +85,7 @@ def devices() -> list[dict[str, _Any]]:
     return list(_core.devices())
 
 
-def generators() -> list[dict[str, _Any]]:
+def generators() -> list[_core.GeneratorInfo]:
     """Every synthetic workload generator: ``{"name", "about", "defaults"}``.
 
     A generator spec such as ``"zipf(alpha=0.9,keys=1M,requests=1M)"`` is a trace

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["Result"]
 
@@ -36,7 +39,102 @@ class Result:
 
     __slots__ = ("_data",)
 
-    def __init__(self, report: dict[str, Any]):
+    # The report's fields, for type checkers and editors (read through __getattr__).
+    # Device fields (host_page_reads … execution_time_ns) exist with device=, queue
+    # fields (queue_depth … max_host_wait_ns) with queue_depth=/iat_scale=,
+    # cache_device fields with cache_device=.
+    policy: str
+    mode: str
+    trace: str
+    format: str
+    cache_bytes: int
+    page_bytes: int
+    capacity_pages: int
+    requests: int
+    read_requests: int
+    write_requests: int
+    trim_requests: int
+    request_hits: int
+    read_bytes: int
+    write_bytes: int
+    pages: int
+    read_pages: int
+    write_pages: int
+    trim_pages: int
+    hits: int
+    read_hits: int
+    write_hits: int
+    backing_reads: int
+    backing_writes: int
+    read_for_write: int
+    padding_reads: int
+    dirty_writebacks: int
+    evictions: int
+    cache_writes: int
+    invalidations: int
+    dirty_discarded: int
+    read_replace_dirty: int
+    read_overwrite_clean: int
+    write_replace_dirty: int
+    write_overwrite_clean: int
+    read_hits_dram: int
+    read_hits_nvram: int
+    write_hits_dram: int
+    write_hits_nvram: int
+    migrations_to_nvram: int
+    migrations_to_dram: int
+    drain_writes: int
+    maintenance_reads: int
+    maintenance_writes: int
+    maintenance_cache_writes: int
+    maintenance_ns: int
+    misses: int
+    hit_ratio: float
+    read_hit_ratio: float
+    write_hit_ratio: float
+    request_hit_ratio: float
+    backing_accesses: int
+    skipped: int
+    device: str
+    host_page_reads: int
+    host_page_writes: int
+    extra_page_writes: int
+    erases: int
+    switch_merges: int
+    partial_merges: int
+    full_merges: int
+    write_amplification: float
+    out_of_range_pages: int
+    read_time_ns: int
+    write_time_ns: int
+    extra_write_time_ns: int
+    erase_time_ns: int
+    execution_time_ns: int
+    queue_depth: int
+    iat_scale: float
+    all_at_once: bool
+    completed_requests: int
+    makespan_ns: int
+    device_busy_ns: int
+    utilization: float
+    iops: float
+    bandwidth_mb_s: float
+    write_bandwidth_mb_s: float
+    latency_mean_ns: float
+    latency_p50_ns: int
+    latency_p99_ns: int
+    latency_max_ns: int
+    avg_queue_length: float
+    mean_host_wait_ns: float
+    max_host_wait_ns: int
+    cache_device: str
+    cache_device_page_reads: int
+    cache_device_page_writes: int
+    cache_device_extra_page_writes: int
+    cache_device_erases: int
+    cache_device_time_ns: int
+
+    def __init__(self, report: dict[str, Any]) -> None:
         if not isinstance(report, dict):
             raise TypeError(f"Result takes a report dict, not {type(report).__name__}")
         object.__setattr__(self, "_data", report)
@@ -73,7 +171,7 @@ class Result:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Result], tuple[dict[str, Any]]]:
         return (Result, (self._data,))
 
     def keys(self) -> list[str]:
@@ -85,7 +183,7 @@ class Result:
         return copy.deepcopy(self._data)
 
     @property
-    def series(self):
+    def series(self) -> pandas.DataFrame | None:
         """The per-interval time series (``interval=``) as a pandas DataFrame, else None.
 
         Rows are the intervals that had requests, indexed by their number

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import _core
 from ._result import Result
-from ._trace import TraceLike, to_source
+from ._trace import Mode, Size, TraceLike, to_source
 
 __all__ = ["simulate", "run_spec", "run_json", "SPEC_KEYS"]
 
@@ -92,8 +92,8 @@ def run_json(source: Any, spec: dict[str, Any]) -> str:
         raise ValueError(str(e)) from e
 
 
-def simulate(trace: TraceLike, policy: str = "lru", cache: int | str = "64MiB", page: int | str = "4KiB",
-             mode: str = "write-back", device: str | None = None, cache_device: str | None = None,
+def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page: Size = "4KiB",
+             mode: Mode | str = "write-back", device: str | None = None, cache_device: str | None = None,
              interval: str | int | None = None, queue_depth: int | None = None, iat_scale: float | None = None,
              repeat: int = 1) -> Result:
     """Runs one simulation and returns its report: the numbers ``ssdcache sim --json`` prints.

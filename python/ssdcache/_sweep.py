@@ -7,10 +7,11 @@ import concurrent.futures
 import itertools
 import json
 import os
+import socket
 import threading
 import uuid
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -126,9 +127,10 @@ def _progress(total: int, enabled: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="run", leave=False)
 
 
-def sweep(traces: TraceLike | list[TraceLike], policies: str | list[str], caches: Size | list[Size],
-          pages: Size | list[Size] = "4KiB", modes: str | list[str] = "write-back",
-          devices: str | None | list[str | None] = None, *, executor: str = "local", jobs: int | None = None,
+def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str], caches: Size | Sequence[Size],
+          pages: Size | Sequence[Size] = "4KiB", modes: str | Sequence[str] = "write-back",
+          devices: str | None | Sequence[str | None] = None, *, executor: Literal["local", "ray"] = "local",
+          jobs: int | None = None,
           progress: bool = True, **common: Any) -> pandas.DataFrame:
     """Runs every combination of traces × policies × caches × pages × modes × devices and
     returns a pandas DataFrame, one row per run, in that order.
@@ -157,7 +159,9 @@ def sweep(traces: TraceLike | list[TraceLike], policies: str | list[str], caches
     executor:
         ``"local"``: a thread per core (the simulations run without the GIL);
         ``"ray"``: each run a Ray task (``ray.init(address=…)`` first for a
-        cluster; a local Ray is started if none is initialised). Trace files
+        cluster; otherwise ``ray.init()`` joins the cluster of ``RAY_ADDRESS`` or
+        of the last ``ray start``, or starts a local Ray; a ConnectionError says so
+        at once if that cluster does not answer). Trace files
         must exist at the same path on every worker; arrays travel through the
         object store. Both give identical results.
     jobs:
@@ -292,12 +296,53 @@ def _ray_cell(trace_id: str, source: Any, spec: dict) -> str:
     return run_json(trace, spec)
 
 
+def _ray_address_file() -> str:
+    """Where `ray start` leaves the address of the cluster a plain `ray.init()` joins."""
+    try:
+        from ray._common.utils import get_ray_address_file
+
+        return str(get_ray_address_file(None))
+    except Exception:  # pragma: no cover - Ray's layout moved
+        return os.path.join(os.environ.get("RAY_TMPDIR", "/tmp"), "ray", "ray_current_cluster")
+
+
+def _check_ray_cluster(timeout: float = 3.0) -> None:
+    """Fails fast, with a message that says what to do, when the cluster `ray.init()` would
+    join (``RAY_ADDRESS``, else the address the last `ray start` left in Ray's temp directory)
+    does not answer: Ray itself would retry for minutes before giving up."""
+    env = os.environ.get("RAY_ADDRESS", "")
+    if env:
+        address, source = env, "RAY_ADDRESS"
+    else:
+        path = _ray_address_file()
+        try:
+            with open(path, encoding="utf-8") as f:
+                address = f.read().strip()
+        except OSError:
+            return  # no cluster recorded: ray.init() starts a local one
+        source = f"{path}, left by the last `ray start`"
+    if not address or address in ("auto", "local") or "://" in address:
+        return  # Ray's own lookup, a fresh local instance, or a Ray Client address
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+            return
+    except (OSError, ValueError) as e:
+        reason = str(e) or type(e).__name__
+    raise ConnectionError(
+        f"executor='ray': the Ray cluster at {address} (from {source}) does not answer ({reason}). "
+        "Start it again, join another with ray.init(address=...) before sweeping, or "
+        + ("unset RAY_ADDRESS" if source == "RAY_ADDRESS" else "delete that file")
+        + " to run on a new local Ray instance.")
+
+
 def _run_ray(sources: list[Any], cells: list[tuple[int, dict]], progress: bool) -> list[str]:
     try:
         import ray
     except ImportError:
         raise ImportError("executor='ray' needs Ray: pip install 'ssdcache[ray]' (or pip install ray)") from None
     if not ray.is_initialized():
+        _check_ray_cluster()
         ray.init()
     remote = ray.remote(_ray_cell)
     ids = [uuid.uuid4().hex for _ in sources]

@@ -11,18 +11,32 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _core
 
+if TYPE_CHECKING:
+    import pandas
+
 __all__ = ["Trace", "load", "to_source", "spec_of"]
 
-# For signatures: a file path, a generator spec, a Trace, or numpy arrays.
-TraceLike = Any
+# Numpy arrays: {"pages": …, "ops": …, "sizes"?: …, "times"?: …} or (pages, ops[, sizes[, times]]).
+ArrayTrace = Union[
+    Mapping[str, Union[ArrayLike, str]],
+    tuple[ArrayLike, ArrayLike],
+    tuple[ArrayLike, ArrayLike, ArrayLike],
+    tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike],
+    "pandas.DataFrame",
+]
+# For signatures: a file path, a generator spec, a loaded Trace, or numpy arrays.
+TraceLike = Union[str, os.PathLike[str], "Trace", ArrayTrace]
 # Bytes, or a size with a unit such as "64MiB".
 Size = Union[int, str]
+# The cache write modes (`ssdcache.modes()`).
+Mode = Literal["write-back", "write-through", "write-around", "write-only", "read-only"]
 
 # the loaded-trace class of `_core`, if it exposes one by name
 _CoreTrace = getattr(_core, "Trace", ())
@@ -60,7 +74,7 @@ class Trace:
 
     __slots__ = ("_trace", "_source")
 
-    def __init__(self, trace: Any, source: dict | None):
+    def __init__(self, trace: Any, source: dict[str, Any] | None) -> None:
         self._trace = trace
         self._source = source
 
@@ -77,7 +91,7 @@ class Trace:
         return int(self._trace.requests)
 
     @property
-    def unit(self) -> str:
+    def unit(self) -> Literal["bytes", "pages"]:
         return self._trace.unit
 
     @property
@@ -86,7 +100,7 @@ class Trace:
         return int(getattr(self._trace, "skipped", 0))
 
     @property
-    def source(self) -> dict | None:
+    def source(self) -> dict[str, Any] | None:
         return self._source
 
     def __len__(self) -> int:
@@ -307,7 +321,7 @@ def spec_of(trace: Any) -> Any:
     return trace
 
 
-def load(trace: Any, *, format: str = "auto", skip_bad: bool = False, csv_columns: str | None = None,
+def load(trace: TraceLike, *, format: str = "auto", skip_bad: bool = False, csv_columns: str | None = None,
          name: str | None = None) -> Trace:
     """Parses a trace once into memory, so that many runs can share it.
 

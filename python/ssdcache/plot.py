@@ -32,7 +32,19 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Union, cast
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ._result import Result
+
+    # A sweep DataFrame, Results, or report dicts as `ssdcache sim --json` prints them.
+    Runs = Union[pd.DataFrame, Result, Sequence[Result], Mapping[str, Any], Sequence[Mapping[str, Any]]]
+    # `{run label: new label}` or a function, for legends.
+    Labels = Union[Mapping[str, str], Callable[[str], str], None]
 
 __all__ = [
     "miss_ratio_curve",
@@ -66,7 +78,7 @@ def _plt():
     return plt
 
 
-def _frame(data: Any):
+def _frame(data: Any) -> pd.DataFrame:
     """A DataFrame of runs from a DataFrame, Results, report dicts or one of those."""
     pd = _pd()
     if isinstance(data, pd.DataFrame):
@@ -87,7 +99,7 @@ def _frame(data: Any):
     return frame(rows)
 
 
-def read_results(path: str | os.PathLike | io.TextIOBase):
+def read_results(path: str | os.PathLike[str] | io.TextIOBase) -> pd.DataFrame:
     """Reads runs from a file: the CSV of ``ssdcache sim --csv`` (or a saved sweep
     DataFrame), or the JSON lines of ``ssdcache sim --json`` (series kept in
     ``df.attrs["series"]``). ``"-"`` reads standard input.
@@ -222,7 +234,7 @@ def _panels(df, inner: Sequence[str]) -> list[tuple[str, Any]]:
     return out
 
 
-def _grid(n: int, width: float, height: float, sharey: bool = False):
+def _grid(n: int, width: float, height: float, sharey: bool = False) -> tuple[Figure, list[Axes]]:
     plt = _plt()
     cols = min(n, 3)
     rows = math.ceil(n / cols)
@@ -234,7 +246,7 @@ def _grid(n: int, width: float, height: float, sharey: bool = False):
     return fig, flat[:n]
 
 
-def _finish(fig, title: str | None) -> Any:
+def _finish(fig: Figure, title: str | None) -> Figure:
     if title:
         import textwrap
 
@@ -278,8 +290,9 @@ def _size_ticks(a, xs: Sequence[float]) -> None:
 
 # --- curves --------------------------------------------------------------------------------
 
-def miss_ratio_curve(df: Any, metric: str = "miss_ratio", *, x: str = "cache_bytes", belady: bool = True,
-                     logx: bool = True, labels: Any = None, title: str | None = None, ax: Any = None) -> Any:
+def miss_ratio_curve(df: Runs, metric: str = "miss_ratio", *, x: str = "cache_bytes", belady: bool = True,
+                     logx: bool = True, labels: Labels = None, title: str | None = None,
+                     ax: Axes | None = None) -> Figure:
     """Miss-ratio curves: a metric against cache size, one line per policy, a panel per trace.
 
     Rows whose policy is ``belady`` are drawn as a dashed black line; for hit
@@ -326,7 +339,8 @@ def miss_ratio_curve(df: Any, metric: str = "miss_ratio", *, x: str = "cache_byt
     inner = ["policy", x] + (["trace"] if ax is not None else [])
     panels = _panels(df, inner)
     if ax is not None:
-        fig, axes = ax.figure, [ax] * len(panels)
+        # the figure `ax` is drawn in (a SubFigure if `ax` is in one)
+        fig, axes = cast("Figure", ax.figure), [ax] * len(panels)
     else:
         fig, axes = _grid(len(panels), 4.6, 3.4)
     line_keys = ["trace"] if ax is not None and _varying(df, ["trace"]) else []
@@ -375,14 +389,16 @@ def miss_ratio_curve(df: Any, metric: str = "miss_ratio", *, x: str = "cache_byt
     return fig
 
 
-def hit_ratio_curve(df: Any, metric: str = "hit_ratio", **kwargs: Any) -> Any:
+def hit_ratio_curve(df: Runs, metric: str = "hit_ratio", *, x: str = "cache_bytes", belady: bool = True,
+                    logx: bool = True, labels: Labels = None, title: str | None = None,
+                    ax: Axes | None = None) -> Figure:
     """Hit-ratio curves against cache size, Belady as the upper bound; see :func:`miss_ratio_curve`.
 
     Example
     -------
     >>> ssdcache.plot.hit_ratio_curve(df, title="Financial1").savefig("hrc.svg")   # doctest: +SKIP
     """
-    return miss_ratio_curve(df, metric, **kwargs)
+    return miss_ratio_curve(df, metric, x=x, belady=belady, logx=logx, labels=labels, title=title, ax=ax)
 
 
 # --- bars ----------------------------------------------------------------------------------
@@ -401,8 +417,8 @@ def _baseline_row(rows, baseline: str, where: str):
 _BAR_METRICS = ("hit_ratio", "execution_time_ns")
 
 
-def normalised_bars(df: Any, baseline: str = "lru", metrics: Sequence[str] = _BAR_METRICS, *,
-                    labels: Any = None, title: str | None = None) -> Any:
+def normalised_bars(df: Runs, baseline: str = "lru", metrics: Sequence[str] = _BAR_METRICS, *,
+                    labels: Labels = None, title: str | None = None) -> Figure:
     """Bars of each policy's metrics divided by the baseline policy's (paper 004 Fig. 6 style).
 
     One panel per trace (and per cache size, mode, device, … where they vary);
@@ -470,8 +486,8 @@ def normalised_bars(df: Any, baseline: str = "lru", metrics: Sequence[str] = _BA
     return _finish(fig, title)
 
 
-def device_cost_bars(df: Any, parts: Sequence[str] | None = None, *, read: bool = False, labels: Any = None,
-                     title: str | None = None) -> Any:
+def device_cost_bars(df: Runs, parts: Sequence[str] | None = None, *, read: bool = False, labels: Labels = None,
+                     title: str | None = None) -> Figure:
     """Stacked bars of device time per policy: write, extra (GC/merge) write and erase
     time (paper 004 Figs. 7–9); with ``read=True`` read time too (Figs. 10–12).
 
@@ -574,8 +590,8 @@ def _series_runs(data: Any, name: Callable[[str], str]) -> list[tuple[str, list[
     return list(zip(labels, [r["series"] for r in reports]))
 
 
-def series(data: Any, metrics: Sequence[str] = ("throughput_mb_s", "mean_latency_ns", "hit_ratio"), *,
-           x: str = "interval", labels: Any = None, title: str | None = None) -> Any:
+def series(data: Runs | Mapping[str, Result], metrics: Sequence[str] = ("throughput_mb_s", "mean_latency_ns", "hit_ratio"),
+           *, x: Literal["interval", "time"] = "interval", labels: Labels = None, title: str | None = None) -> Figure:
     """Per-interval lines, one panel per metric, one line per run (paper 000 style: days on x).
 
     Parameters

@@ -18,7 +18,7 @@ import pytest
 from libcachesim.cache import CacheBase, _create_common_params
 from libcachesim.libcachesim_python import S3FIFOv0_init
 
-from conftest import TRACES, shared_traces, sim_json, ssdcache
+from conftest import TRACES_MISSING, have_traces, shared_traces, sim_json, ssdcache
 
 
 def s3fifo_v0(size: int):
@@ -107,10 +107,11 @@ def compare(keys_file: pathlib.Path, tmp: pathlib.Path) -> list[str]:
     return mismatches
 
 
-REAL = shared_traces() if TRACES.is_dir() else []
+REAL = ([pytest.param(p, id=p.name) for p in shared_traces()] if have_traces()
+        else [pytest.param(None, id="no-traces", marks=pytest.mark.skip(reason=TRACES_MISSING))])
 
 
-@pytest.mark.parametrize("trace", REAL, ids=[p.name for p in REAL])
+@pytest.mark.parametrize("trace", REAL)
 def test_real_trace_page_streams_agree(trace: pathlib.Path, tmp_path: pathlib.Path):
     keys_file = tmp_path / "stream.keys"
     ssdcache("trace", "convert", trace, keys_file, "--to", "keys", "--page", f"{PAGE}B")

@@ -5,13 +5,24 @@ The cluster is a separate `ray start --head --block` process that the driver joi
 stops. With a plain `ray.init()` the node lives and dies with the driver, and `ray.shutdown()`
 in this fixture's teardown once ended a CI run with exit status 1 and no report, after every
 test had passed (most likely the driver seeing its own raylet die first).
+
+The node runs in a temporary directory of its own (`ray start --temp-dir`), so the address
+file `ray start` writes (`ray_current_cluster`) lives there and not in Ray's default temp
+directory, where a later plain `ray.init()` — `ssdcache.sweep(executor="ray")` without an
+address — would find it pointing at a dead head. The node stops as `ray start --block` is
+made to stop, SIGTERM, then whatever is left of its process group is ended and the directory
+removed. (Not `ray stop`: it stops every Ray process on the machine, other users' clusters
+included.)
 """
 
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -38,10 +49,14 @@ def local_ray(tmp_path_factory):
     address = f"127.0.0.1:{port}"
     log = open(tmp_path_factory.mktemp("ray") / "ray-start.log", "w+")
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    # short: Ray's socket paths under it must fit in 107 bytes
+    temp_dir = tempfile.mkdtemp(prefix="ssdcache-ray-")
     # its own session, so that a head that will not stop is killed with the node's processes
     head = subprocess.Popen(
         [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-         f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+         f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
+         f"--temp-dir={temp_dir}"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -67,7 +82,77 @@ def local_ray(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait()
+        _end_group(head.pid)
         log.close()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _end_group(pgid: int) -> None:
+    """Ends what is left of the node's process group (its own session: nothing else is in it)."""
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+# First, before the cluster fixture: these need Ray not initialised in this process.
+
+GEN = "zipf(alpha=0.9,keys=1000,requests=1000)"  # no sample traces needed
+
+
+def _closed_port() -> int:
+    return _free_port()  # nothing listens there once the probe socket is closed
+
+
+def test_ray_fails_fast_when_ray_address_does_not_answer(monkeypatch):
+    if ray.is_initialized():
+        pytest.skip("Ray is initialised already in this process")
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{_closed_port()}")
+    t = time.monotonic()
+    with pytest.raises(ConnectionError, match="RAY_ADDRESS.*does not answer.*unset RAY_ADDRESS"):
+        ssdcache.sweep(GEN, ["lru"], "1MiB", executor="ray", progress=False)
+    assert time.monotonic() - t < 30
+    assert not ray.is_initialized()
+
+
+def test_ray_fails_fast_when_the_last_ray_start_is_dead(monkeypatch, tmp_path):
+    """A `ray_current_cluster` file left by a head that is gone (what a SIGTERM'd test cluster
+    in Ray's default temp directory used to leave behind)."""
+    if ray.is_initialized():
+        pytest.skip("Ray is initialised already in this process")
+    from ssdcache import _sweep
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    stale = tmp_path / "ray_current_cluster"
+    stale.write_text(f"127.0.0.1:{_closed_port()}")
+    monkeypatch.setattr(_sweep, "_ray_address_file", lambda: str(stale))
+    t = time.monotonic()
+    with pytest.raises(ConnectionError, match=re.escape(str(stale)) + ".*does not answer.*delete that file"):
+        ssdcache.sweep(GEN, ["lru"], "1MiB", executor="ray", progress=False)
+    assert time.monotonic() - t < 30
+    assert not ray.is_initialized()
+
+
+def test_the_address_file_is_where_ray_reads_it():
+    from ray._private.services import find_bootstrap_address
+
+    from ssdcache import _sweep
+
+    path = _sweep._ray_address_file()
+    expected = find_bootstrap_address(None)
+    if os.path.exists(path):
+        with open(path) as f:
+            assert f.read().strip() == expected
+    else:
+        assert expected is None
 
 
 def test_ray_equals_local(local_ray, fin1, msr):

@@ -1,8 +1,10 @@
-//! Every real trace in `../shared/traces/` (beside the repository) is sniffed as
-//! the right format and reads to exactly the statistics its SOURCE.txt gives.
+//! Every real trace in `../shared/traces/` (beside the repository; `$SSDCACHE_TRACES`
+//! elsewhere) is sniffed as the right format and reads to exactly the statistics
+//! its SOURCE.txt gives.
 //!
-//! The folder must exist: CI always has it, and a missing folder fails loudly
-//! rather than letting these tests pass without reading anything.
+//! Without the folder these tests skip, saying so on stderr, so that a bare clone
+//! runs the rest of the suite; `SSDCACHE_REQUIRE_TRACES=1` (scripts/test.sh sets
+//! it) makes a missing folder fail loudly instead.
 //!
 //! How SOURCE.txt counts, as its numbers show (checked against the files):
 //! - `read_pct` is reads / requests over all requests, discards included
@@ -19,16 +21,27 @@
 
 use ssdcache::trace::{self, Format, Op, ReadOptions, Request, Unit};
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::PathBuf;
 
-fn traces_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    assert!(
-        dir.is_dir(),
-        "the shared traces folder {} is missing: these tests read every real trace and must not pass without them",
+fn traces_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("SSDCACHE_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"));
+    if dir.join("umass-fin1-ssdsim10k").is_dir() {
+        return Some(dir);
+    }
+    let msg = format!(
+        "sample traces not found at {}: skipped; put the shared traces folder beside the repository (../shared/traces) or set SSDCACHE_TRACES to it",
         dir.display()
     );
-    dir
+    assert!(std::env::var_os("SSDCACHE_REQUIRE_TRACES").is_none_or(|v| v != "1"), "{msg}");
+    // once, and straight to stderr: the test harness captures eprintln!
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        let _ = writeln!(std::io::stderr(), "{msg}");
+    });
+    None
 }
 
 struct Trace {
@@ -38,7 +51,7 @@ struct Trace {
 }
 
 fn load(rel: &str) -> Trace {
-    let path = traces_dir().join(rel);
+    let path = traces_dir().expect("sample traces").join(rel);
     let (mut reader, format) =
         trace::open(&path, Format::Auto, &ReadOptions::default()).unwrap_or_else(|e| panic!("{rel}: {e}"));
     let reqs = trace::read_all(reader.as_mut()).unwrap_or_else(|e| panic!("{rel}: {e}"));
@@ -98,6 +111,9 @@ fn check(rel: &str, format: Format, requests: usize, read_pct: &str, blocks: usi
 
 #[test]
 fn umass_financial1_ssdsim() {
+    if traces_dir().is_none() {
+        return;
+    }
     let t = check("umass-fin1-ssdsim10k/Financial1-first10k.ssdsim.ascii.gz", Format::Ssdsim, 10_000, "40.77", 7142);
     assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (25_437_696, 29_841_408));
     assert_eq!(t.span(), (67_584, 513_235_456));
@@ -108,6 +124,9 @@ fn umass_financial1_ssdsim() {
 
 #[test]
 fn tpcc_mqsim() {
+    if traces_dir().is_none() {
+        return;
+    }
     // MQSim's columns are SSDsim's: the sniffer cannot tell them apart, and the same parser reads both.
     let t = check("tpcc-mqsim/tpcc-small.trace.gz", Format::Ssdsim, 6_999, "62.59", 20_422);
     assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (36_315_136, 23_403_520));
@@ -119,6 +138,9 @@ fn tpcc_mqsim() {
 
 #[test]
 fn cloudphysics_vscsi_csv() {
+    if traces_dir().is_none() {
+        return;
+    }
     let t = check("cloudphysics-io-libcachesim/cloudPhysicsIO.csv.gz", Format::VscsiCsv, 113_872, "41.25", 269_210);
     assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (1_797_412_352, 2_408_565_760));
     assert_eq!(t.span(), (8_162_816, 33_584_938_496));
@@ -127,6 +149,9 @@ fn cloudphysics_vscsi_csv() {
 
 #[test]
 fn msr_cuts_heimdall() {
+    if traces_dir().is_none() {
+        return;
+    }
     let dir = "msr-cuts-heimdall/msr.cut.per_10k.";
     for (name, read_pct, span, blocks, duration) in [
         ("most_thpt_rand_iops.1006", "83.16", "11.77", 29_025, "1.02"),
@@ -143,6 +168,9 @@ fn msr_cuts_heimdall() {
 
 #[test]
 fn msr_hm0_csv() {
+    if traces_dir().is_none() {
+        return;
+    }
     let t = check("msr-hm0-1k-caffeine/msr-cambridge1-sample.csv.gz", Format::Msr, 1_000, "50.80", 1_917);
     assert_eq!((t.bytes(Op::Read), t.bytes(Op::Write)), (6_108_672, 3_580_928));
     assert_eq!(t.span(), (17_625_088, 13_575_029_248));
@@ -152,6 +180,9 @@ fn msr_hm0_csv() {
 
 #[test]
 fn systor17_samples() {
+    if traces_dir().is_none() {
+        return;
+    }
     for (name, read_pct, span, blocks) in
         [("traces", "82.68", "4503.6", 9_831), ("additional", "70.07", "4510.7", 5_460)]
     {
@@ -167,6 +198,9 @@ fn systor17_samples() {
 
 #[test]
 fn sqlite_wal_wiscsee() {
+    if traces_dir().is_none() {
+        return;
+    }
     let t = check("sqlite-wal-wiscsee/sqlitewal-update.blkevents.txt.gz", Format::Blkparse, 5_008, "0.08", 2_174);
     assert_eq!(t.reqs.iter().filter(|r| r.op == Op::Trim).count(), 1, "one discard");
     assert_eq!(format!("{:.1}", t.bytes(Op::Write) as f64 / (1 << 20) as f64), "65.9");
@@ -185,6 +219,9 @@ fn sqlite_wal_wiscsee() {
 
 #[test]
 fn lirs_key_traces() {
+    if traces_dir().is_none() {
+        return;
+    }
     for (name, requests, unique) in [
         ("cpp", 9_047, 1_223),
         ("cs", 6_781, 1_409),
@@ -209,7 +246,8 @@ fn lirs_key_traces() {
 #[test]
 fn no_trace_is_left_out() {
     let mut files = Vec::new();
-    for set in std::fs::read_dir(traces_dir()).unwrap() {
+    let Some(dir) = traces_dir() else { return };
+    for set in std::fs::read_dir(dir).unwrap() {
         let set = set.unwrap().path();
         if !set.is_dir() {
             continue;
