@@ -15,7 +15,7 @@ use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
 use ssdcache_serve::cache::layout::{self, CacheMode, Superblock};
 use ssdcache_serve::cache::slow::ModelDevice;
 use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice};
-use ssdcache_serve::{Backend, Export, Server, ServerConfig};
+use ssdcache_serve::{Backend, Export, Server};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -74,6 +74,8 @@ pub struct ServeArgs {
     /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl).
     #[arg(long)]
     control: Option<PathBuf>,
+    #[command(flatten)]
+    limits: crate::serve_limits::LimitArgs,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
     /// (`hdd(model=rpm7200,scale=0.2)`; see `cache::slow`).
     #[arg(long, hide = true)]
@@ -162,6 +164,7 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
 pub fn serve(a: ServeArgs) -> Result<()> {
     let period = duration("--period", &a.period)?;
     let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
+    let server_config = a.limits.server_config()?;
     ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
 
     let backing_file =
@@ -194,7 +197,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     }
     let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
         .with_description(format!("ssdcache {} cache", sb.mode.name()));
-    let server = Server::new(vec![export], ServerConfig::default())?;
+    let server = Server::new(vec![export], server_config)?;
     let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
 
     let rt = tokio::runtime::Runtime::new()?;

@@ -1,21 +1,29 @@
 //! The tokio NBD server: accepts connections, negotiates with
 //! [`Negotiation`], then serves requests concurrently.
 //!
-//! Accepting, negotiating and shutting down are async (tokio). A connection
-//! in transmission is served by its own pool of blocking worker threads
-//! (`server/conn.rs`, nbdkit's model): each worker reads one request under a reader
-//! lock (buffered), runs the backend call itself, and writes the whole reply
-//! under a writer lock, so a request costs no thread hop and the backend's
-//! blocking calls never block the async runtime. Several workers run at once,
-//! so replies may overtake each other (the cookie tells the client which is
-//! which). Memory per connection is bounded: at most
-//! [`ServerConfig::max_inflight_requests`] requests in flight (workers are
-//! started on demand up to that number) and
-//! [`ServerConfig::max_inflight_bytes`] bytes of payload/read data, taken
-//! before a request's payload is read or its read buffer allocated. When
-//! either is exhausted the connection stops reading from its socket until
-//! replies go out, which pushes back on the client through TCP. Replies are
-//! written whole under a per-connection lock.
+//! Accepting, negotiating and shutting down are async (tokio). Requests are
+//! read and run by a server-wide pool of blocking worker threads
+//! (`server/conn.rs`, nbdkit's model): a thread reads one request, runs the
+//! backend call itself and writes the whole reply, so a request costs no
+//! thread hop and the backend's blocking calls never block the async
+//! runtime. Several threads serve a connection at once, so replies may
+//! overtake each other (the cookie tells the client which is which).
+//!
+//! Limits (all with back-pressure: a connection at a limit stops reading its
+//! socket, which pushes back on the client through TCP, rather than fail):
+//! - per connection, at most [`ServerConfig::max_inflight_requests`]
+//!   requests in flight and [`ServerConfig::max_inflight_bytes`] bytes of
+//!   write payloads and read buffers;
+//! - across the server, at most [`ServerConfig::buffer_memory`] bytes of
+//!   them (first come first served, at least `max_block`, so any single
+//!   request fits) and [`ServerConfig::max_threads`] worker threads. An idle
+//!   connection holds no thread (the async side watches its socket), and a
+//!   busy one gives its thread back when others wait for one.
+//! - A transfer (the rest of a request, or a reply) slower than 256 KiB/s
+//!   over [`ServerConfig::stall_timeout`] while another connection waits for
+//!   memory or a thread ends its connection, so clients that stop reading
+//!   replies (or trickle a request's payload) hold memory and threads only
+//!   until someone else needs them.
 //!
 //! A connection that breaks the protocol (bad magic, a WRITE payload larger
 //! than the maximum block size, bad handshake) is closed; the others carry
@@ -37,6 +45,8 @@ use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
 use crate::nbd::request::ExportParams;
+use conn::Negotiated;
+use limits::{Budget, Pool};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +59,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::task::TaskTracker;
 
 mod conn;
+mod limits;
 
 /// One export: a name clients ask for and the backend behind it.
 #[derive(Clone)]
@@ -84,16 +95,27 @@ impl std::fmt::Debug for Export {
 pub struct ServerConfig {
     /// Largest READ/WRITE payload (advertised maximum block size). Default 32 MiB.
     pub max_block: u32,
-    /// Requests in flight per connection, which is also the most worker
-    /// threads a connection starts (on demand). Default 64.
+    /// Requests in flight per connection. Default 64.
     pub max_inflight_requests: usize,
     /// Bytes of write payloads and read buffers in flight per connection; at
     /// least `max_block`. Default 64 MiB.
     pub max_inflight_bytes: usize,
+    /// Bytes of write payloads and read buffers in flight across all
+    /// connections (requests received and replies not yet sent); at least
+    /// `max_block`. Default 256 MiB.
+    pub buffer_memory: usize,
+    /// Worker threads across all connections (started on demand; an idle
+    /// connection holds none). Default 128.
+    pub max_threads: usize,
     /// Connections served at once; more are closed on accept. Default 256.
     pub max_connections: usize,
     /// Time a client has to finish negotiating. Default 30 s.
     pub handshake_timeout: Duration,
+    /// While another connection waits for memory or a worker thread, a
+    /// connection whose request or reply transfer has moved less than
+    /// 256 KiB/s over this long is closed (a client that stops reading its
+    /// replies, or sends a request's payload a byte at a time). Default 30 s.
+    pub stall_timeout: Duration,
     /// On shutdown, time connections get to finish in-flight requests. Default 30 s.
     pub drain_timeout: Duration,
 }
@@ -104,8 +126,11 @@ impl Default for ServerConfig {
             max_block: DEFAULT_MAX_BLOCK,
             max_inflight_requests: 64,
             max_inflight_bytes: 64 << 20,
+            buffer_memory: 256 << 20,
+            max_threads: 128,
             max_connections: 256,
             handshake_timeout: Duration::from_secs(30),
+            stall_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
         }
     }
@@ -141,12 +166,54 @@ pub struct ShutdownReport {
     pub backends_shut_down: usize,
 }
 
+/// What a running server holds now (for tests and monitoring).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Bytes of the server-wide buffer budget taken now.
+    pub buffered: usize,
+    /// Most bytes of it taken at once so far.
+    pub buffered_peak: usize,
+    /// Worker threads alive.
+    pub threads: usize,
+    /// Most worker threads alive at once so far.
+    pub threads_peak: usize,
+}
+
+/// The server-wide resources connections draw from.
+pub(crate) struct Global {
+    budget: Budget,
+    pool: Pool,
+    stall_timeout: Duration,
+    /// Bytes a transfer must move per `stall_timeout` while others wait.
+    stall_bytes: usize,
+}
+
+impl Global {
+    /// Whether a connection other than `id` waits for memory or a thread.
+    fn contended(&self, id: u64) -> bool {
+        self.budget.others_waiting(id) || self.pool.pressure(id)
+    }
+}
+
 struct Shared {
     exports: Vec<Export>,
     infos: Vec<ExportInfo>,
     params: Vec<ExportParams>,
     config: ServerConfig,
     connections: AtomicU64,
+    global: Arc<Global>,
+}
+
+impl Shared {
+    fn stats(&self) -> ServerStats {
+        let (threads, threads_peak) = self.global.pool.threads();
+        ServerStats {
+            buffered: self.global.budget.in_use(),
+            buffered_peak: self.global.budget.peak(),
+            threads,
+            threads_peak,
+        }
+    }
 }
 
 /// A configured server, not yet listening.
@@ -173,13 +240,19 @@ impl Server {
         if exports.is_empty() {
             return Err(ServerError::NoExports);
         }
-        if config.max_block == 0 || config.max_inflight_requests == 0 || config.max_connections == 0 {
+        if config.max_block == 0
+            || config.max_inflight_requests == 0
+            || config.max_connections == 0
+            || config.max_threads == 0
+        {
             return Err(ServerError::Config("limits must be positive"));
         }
-        if config.max_inflight_bytes < config.max_block as usize || config.max_inflight_bytes > usize::MAX >> 3
-        /* tokio's Semaphore::MAX_PERMITS, the limit so far */
-        {
+        if config.max_inflight_bytes < config.max_block as usize {
             return Err(ServerError::Config("max_inflight_bytes must be at least max_block"));
+        }
+        // Any single request must fit, or its connection would wait for ever.
+        if config.buffer_memory < config.max_block as usize {
+            return Err(ServerError::Config("buffer_memory must be at least max_block"));
         }
         for (i, e) in exports.iter().enumerate() {
             if e.name.len() > MAX_STRING_LEN {
@@ -208,15 +281,22 @@ impl Server {
                 read_only: e.backend.read_only(),
             })
             .collect();
-        Ok(Server { shared: Arc::new(Shared { exports, infos, params, config, connections: AtomicU64::new(0) }) })
+        let global = Arc::new(Global {
+            budget: Budget::new(config.buffer_memory),
+            pool: Pool::new(config.max_threads),
+            stall_timeout: config.stall_timeout,
+            stall_bytes: (conn::STALL_MIN_RATE as f64 * config.stall_timeout.as_secs_f64()).max(1.0) as usize,
+        });
+        let shared = Shared { exports, infos, params, config, connections: AtomicU64::new(0), global };
+        Ok(Server { shared: Arc::new(shared) })
     }
 
     /// Starts serving on `listener` (call from inside a tokio runtime).
     pub fn start(self, listener: TcpListener) -> io::Result<ServerHandle> {
         let addr = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(run(self.shared, listener, stop_rx));
-        Ok(ServerHandle { addr, stop: Arc::new(stop_tx), task })
+        let task = tokio::spawn(run(self.shared.clone(), listener, stop_rx));
+        Ok(ServerHandle { addr, stop: Arc::new(stop_tx), task, shared: self.shared })
     }
 }
 
@@ -234,6 +314,7 @@ pub struct ServerHandle {
     addr: SocketAddr,
     stop: Arc<watch::Sender<bool>>,
     task: JoinHandle<Result<ShutdownReport, ServerError>>,
+    shared: Arc<Shared>,
 }
 
 /// Asks a server to stop; cheap to clone (e.g. into a signal handler).
@@ -250,6 +331,11 @@ impl ServerHandle {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Connections, buffered bytes and worker threads now.
+    pub fn stats(&self) -> ServerStats {
+        self.shared.stats()
     }
 
     /// A trigger that starts the shutdown from elsewhere.
@@ -291,8 +377,8 @@ async fn run(
                         log::warn!("{peer}: refused, {} connections already", conns.len());
                         continue;
                     }
-                    shared.connections.fetch_add(1, Ordering::Relaxed);
-                    conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone()));
+                    let id = shared.connections.fetch_add(1, Ordering::Relaxed);
+                    conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone(), id));
                 }
                 Err(e) => {
                     // e.g. EMFILE: back off instead of spinning
@@ -321,6 +407,7 @@ async fn run(
     // Backend calls of aborted connections may still run on their workers.
     tracker.close();
     tracker.wait().await;
+    shared.global.pool.close();
     let mut done: Vec<usize> = Vec::new(); // backend addresses, to shut each down once
     let mut first_err = None;
     for e in &shared.exports {
@@ -361,6 +448,7 @@ async fn connection(
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
     tracker: TaskTracker,
+    id: u64,
 ) {
     let _ = sock.set_nodelay(true);
     let negotiated = tokio::select! {
@@ -383,8 +471,9 @@ async fn connection(
         }
     };
     log::debug!("{peer}: serving export {:?}", shared.exports[export].name);
-    let backend = shared.exports[export].backend.clone();
-    conn::transmission(sock, peer, backend, shared.params[export], &shared.config, stop, tracker).await;
+    let n =
+        Negotiated { sock, peer, id, backend: shared.exports[export].backend.clone(), params: shared.params[export] };
+    conn::transmission(n, &shared.config, shared.global.clone(), stop, tracker).await;
 }
 
 /// Runs the negotiation; `Some(export)` to enter transmission, `None` on abort.

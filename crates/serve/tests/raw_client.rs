@@ -570,5 +570,12 @@ fn config_is_checked() {
     assert!(Server::new(long, ServerConfig::default()).is_err());
     let small = ServerConfig { max_inflight_bytes: 1024, ..ServerConfig::default() };
     assert!(Server::new(vec![Export::new("x", mem.clone())], small).is_err());
+    // the server-wide budget must hold one request of the maximum block size
+    let small = ServerConfig { buffer_memory: DEFAULT_MAX_BLOCK as usize - 1, ..ServerConfig::default() };
+    assert!(Server::new(vec![Export::new("x", mem.clone())], small).is_err());
+    let fits = ServerConfig { buffer_memory: DEFAULT_MAX_BLOCK as usize, ..ServerConfig::default() };
+    assert!(Server::new(vec![Export::new("x", mem.clone())], fits).is_ok());
+    let none = ServerConfig { max_threads: 0, ..ServerConfig::default() };
+    assert!(Server::new(vec![Export::new("x", mem.clone())], none).is_err());
     assert!(Server::new(vec![Export::new("x", mem)], ServerConfig::default()).is_ok());
 }
