@@ -25,10 +25,17 @@
 //!   replies (or trickle a request's payload) hold memory and threads only
 //!   until someone else needs them.
 //!
+//! Connections: at most [`ServerConfig::max_connections`]. A connection still
+//! negotiating after [`ServerConfig::handshake_timeout`] is closed. When the
+//! server is full, a new connection is admitted by closing the connection
+//! that has been negotiating longest, else the negotiated connection idle
+//! longest (no request in flight, none read or answered) if it has been
+//! idle for [`ServerConfig::idle_timeout`]; else the new one is refused.
+//! An idle connection is not otherwise closed (clients keep them).
+//!
 //! A connection that breaks the protocol (bad magic, a WRITE payload larger
 //! than the maximum block size, bad handshake) is closed; the others carry
-//! on. A connection still negotiating after [`ServerConfig::handshake_timeout`]
-//! is closed; an idle connection in transmission is not (clients keep them).
+//! on.
 //!
 //! Shutdown ([`ServerHandle::shutdown`]): stop accepting; connections still
 //! negotiating are closed; connections in transmission stop reading new
@@ -45,17 +52,19 @@ use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
 use crate::nbd::request::ExportParams;
-use conn::Negotiated;
-use limits::{Budget, Pool};
+use conn::{Activity, Negotiated};
+use limits::{lock, Budget, Pool};
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 mod conn;
@@ -107,10 +116,16 @@ pub struct ServerConfig {
     /// Worker threads across all connections (started on demand; an idle
     /// connection holds none). Default 128.
     pub max_threads: usize,
-    /// Connections served at once; more are closed on accept. Default 256.
+    /// Connections served at once. When full, a new connection closes the
+    /// one negotiating longest, else one idle for `idle_timeout`, else it is
+    /// refused. Default 256.
     pub max_connections: usize,
     /// Time a client has to finish negotiating. Default 30 s.
     pub handshake_timeout: Duration,
+    /// When the server is full, a negotiated connection with no request in
+    /// flight and none for this long may be closed to admit a new one.
+    /// Default 60 s.
+    pub idle_timeout: Duration,
     /// While another connection waits for memory or a worker thread, a
     /// connection whose request or reply transfer has moved less than
     /// 256 KiB/s over this long is closed (a client that stops reading its
@@ -130,6 +145,7 @@ impl Default for ServerConfig {
             max_threads: 128,
             max_connections: 256,
             handshake_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
             stall_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
         }
@@ -169,6 +185,10 @@ pub struct ShutdownReport {
 /// What a running server holds now (for tests and monitoring).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerStats {
+    /// Connections open (negotiating or in transmission).
+    pub connections: usize,
+    /// Of them, still negotiating.
+    pub negotiating: usize,
     /// Bytes of the server-wide buffer budget taken now.
     pub buffered: usize,
     /// Most bytes of it taken at once so far.
@@ -186,12 +206,64 @@ pub(crate) struct Global {
     stall_timeout: Duration,
     /// Bytes a transfer must move per `stall_timeout` while others wait.
     stall_bytes: usize,
+    epoch: Instant,
 }
 
 impl Global {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
     /// Whether a connection other than `id` waits for memory or a thread.
     fn contended(&self, id: u64) -> bool {
         self.budget.others_waiting(id) || self.pool.pressure(id)
+    }
+}
+
+/// The open connections, for admission when the server is full.
+#[derive(Default)]
+struct Table {
+    next_id: u64,
+    entries: HashMap<u64, Entry>,
+}
+
+struct Entry {
+    peer: SocketAddr,
+    accepted: Instant,
+    /// Set once negotiated.
+    activity: Option<Arc<Activity>>,
+    /// Cancelled to close the connection (gracefully once negotiated).
+    kick: CancellationToken,
+}
+
+impl Table {
+    /// The connection to close to admit a new one into a full server: the
+    /// one negotiating longest, else the one idle longest if idle for at
+    /// least `idle_ms`.
+    fn victim(&self, now_ms: u64, idle_ms: u64) -> Option<(u64, &'static str)> {
+        let negotiating = self.entries.iter().filter(|(_, e)| e.activity.is_none()).min_by_key(|(_, e)| e.accepted);
+        if let Some((id, _)) = negotiating {
+            return Some((*id, "still negotiating"));
+        }
+        self.entries
+            .iter()
+            .filter_map(|(id, e)| Some((*id, e.activity.as_ref()?.idle_ms(now_ms)?)))
+            .filter(|(_, idle)| *idle >= idle_ms)
+            .max_by_key(|(_, idle)| *idle)
+            .map(|(id, _)| (id, "idle"))
+    }
+}
+
+/// Takes a connection out of the table when its task ends.
+struct Registered {
+    shared: Arc<Shared>,
+    id: u64,
+    kick: CancellationToken,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock(&self.shared.table).entries.remove(&self.id);
     }
 }
 
@@ -202,12 +274,40 @@ struct Shared {
     config: ServerConfig,
     connections: AtomicU64,
     global: Arc<Global>,
+    table: Mutex<Table>,
 }
 
 impl Shared {
+    /// Admits a new connection, closing another if the server is full
+    /// (see the module docs); `None` if it is refused.
+    fn admit(self: &Arc<Self>, peer: SocketAddr) -> Option<Registered> {
+        let mut t = lock(&self.table);
+        if t.entries.len() >= self.config.max_connections {
+            let idle_ms = self.config.idle_timeout.as_millis() as u64;
+            let Some((victim, why)) = t.victim(self.global.now_ms(), idle_ms) else {
+                log::warn!("{peer}: refused: {} connections, none negotiating or idle", t.entries.len());
+                return None;
+            };
+            let e = t.entries.remove(&victim).expect("victim in the table");
+            log::info!("{}: closing a connection {why} to admit {peer}", e.peer);
+            e.kick.cancel();
+        }
+        let id = t.next_id;
+        t.next_id += 1;
+        let kick = CancellationToken::new();
+        t.entries.insert(id, Entry { peer, accepted: Instant::now(), activity: None, kick: kick.clone() });
+        Some(Registered { shared: self.clone(), id, kick })
+    }
+
     fn stats(&self) -> ServerStats {
+        let (connections, negotiating) = {
+            let t = lock(&self.table);
+            (t.entries.len(), t.entries.values().filter(|e| e.activity.is_none()).count())
+        };
         let (threads, threads_peak) = self.global.pool.threads();
         ServerStats {
+            connections,
+            negotiating,
             buffered: self.global.budget.in_use(),
             buffered_peak: self.global.budget.peak(),
             threads,
@@ -286,8 +386,17 @@ impl Server {
             pool: Pool::new(config.max_threads),
             stall_timeout: config.stall_timeout,
             stall_bytes: (conn::STALL_MIN_RATE as f64 * config.stall_timeout.as_secs_f64()).max(1.0) as usize,
+            epoch: Instant::now(),
         });
-        let shared = Shared { exports, infos, params, config, connections: AtomicU64::new(0), global };
+        let shared = Shared {
+            exports,
+            infos,
+            params,
+            config,
+            connections: AtomicU64::new(0),
+            global,
+            table: Mutex::new(Table::default()),
+        };
         Ok(Server { shared: Arc::new(shared) })
     }
 
@@ -373,12 +482,9 @@ async fn run(
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((sock, peer)) => {
-                    if conns.len() >= shared.config.max_connections {
-                        log::warn!("{peer}: refused, {} connections already", conns.len());
-                        continue;
-                    }
-                    let id = shared.connections.fetch_add(1, Ordering::Relaxed);
-                    conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone(), id));
+                    let Some(reg) = shared.admit(peer) else { continue };
+                    shared.connections.fetch_add(1, Ordering::Relaxed);
+                    conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone(), reg));
                 }
                 Err(e) => {
                     // e.g. EMFILE: back off instead of spinning
@@ -448,12 +554,13 @@ async fn connection(
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
     tracker: TaskTracker,
-    id: u64,
+    reg: Registered,
 ) {
     let _ = sock.set_nodelay(true);
     let negotiated = tokio::select! {
         r = tokio::time::timeout(shared.config.handshake_timeout, negotiate(&mut sock, &shared.infos)) => r,
         _ = stopped(&mut stop) => return,
+        _ = reg.kick.cancelled() => return,
     };
     let export = match negotiated {
         Ok(Ok(Some(i))) => i,
@@ -471,9 +578,21 @@ async fn connection(
         }
     };
     log::debug!("{peer}: serving export {:?}", shared.exports[export].name);
-    let n =
-        Negotiated { sock, peer, id, backend: shared.exports[export].backend.clone(), params: shared.params[export] };
+    let activity = Arc::new(Activity::new(shared.global.now_ms()));
+    if let Some(e) = lock(&shared.table).entries.get_mut(&reg.id) {
+        e.activity = Some(activity.clone());
+    }
+    let n = Negotiated {
+        sock,
+        peer,
+        id: reg.id,
+        backend: shared.exports[export].backend.clone(),
+        params: shared.params[export],
+        activity,
+        kick: reg.kick.clone(),
+    };
     conn::transmission(n, &shared.config, shared.global.clone(), stop, tracker).await;
+    drop(reg);
 }
 
 /// Runs the negotiation; `Some(export)` to enter transmission, `None` on abort.

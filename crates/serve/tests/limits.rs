@@ -1,7 +1,8 @@
 //! The server under hostile load: server-wide memory and thread limits
 //! (floods of large unread READs, many connections with requests stuck in
-//! the backend, a client that stops reading its replies or trickles a
-//! payload).
+//! the backend, a client that stops reading its replies) and admission when
+//! the server is full (connections that never negotiate, idle negotiated
+//! connections).
 //!
 //! The tests measure this process's resident memory and thread count, so
 //! they run one at a time (`SERIAL`).
@@ -445,5 +446,92 @@ async fn a_client_that_trickles_a_payload_cannot_hold_memory() {
     let mut b = [0u8; 16];
     assert!(matches!(timeout(T, trd.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_))), "the trickler got an answer?");
     assert!(timeout(T, trickle).await.unwrap().unwrap(), "the trickler was not cut off");
+    timeout(T, h.shutdown()).await.unwrap().unwrap();
+}
+
+/// Audit item 2: connections that never negotiate filled the server
+/// (max_connections) until the handshake timeout (30 s). A new client now
+/// takes the place of the one negotiating longest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_negotiate_cannot_lock_new_clients_out() {
+    let _serial = serial().await;
+    let config = ServerConfig { max_connections: 8, ..ServerConfig::default() };
+    assert_eq!(config.handshake_timeout, Duration::from_secs(30));
+    let h = start(Arc::new(Pattern::new(MIB as u64, true)), config).await;
+    let mut squatters = Vec::new();
+    for _ in 0..8 {
+        let mut s = TcpStream::connect(h.local_addr()).await.unwrap();
+        let mut g = [0u8; 18];
+        s.read_exact(&mut g).await.unwrap(); // greeted, then silent
+        squatters.push(s);
+    }
+    let t = Instant::now();
+    let mut c = timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(c) = ready(h.local_addr()).await {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("a new client is served within 5 s");
+    assert_eq!(read_once(&mut c, 8).await.unwrap(), vec![byte_at(0); 8]);
+    eprintln!("served after {:?} with 8 connections that never negotiate", t.elapsed());
+    // the oldest squatter made room
+    assert!(drained_and_closed(&mut squatters[0], T).await);
+    timeout(T, h.shutdown()).await.unwrap().unwrap();
+}
+
+/// Audit item 2: negotiated idle connections filled the server for ever.
+/// Full of them, the server closes the one idle longest once it has been
+/// idle for the idle timeout; not while there is room, and not a connection
+/// that is busy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_server_closes_the_connection_idle_longest() {
+    let _serial = serial().await;
+    const MAX: usize = 256;
+    let config = ServerConfig { idle_timeout: Duration::from_secs(3), ..ServerConfig::default() };
+    assert_eq!(config.max_connections, MAX);
+    let h = start(Arc::new(Pattern::new(MIB as u64, true)), config).await;
+    let mut idle = Vec::new();
+    for _ in 0..MAX {
+        let mut c = ready(h.local_addr()).await.unwrap();
+        read_once(&mut c, 8).await.unwrap();
+        idle.push(c);
+    }
+    assert_eq!(h.stats().connections, MAX);
+    // full, but nobody idle for 3 s yet: a new client is refused
+    let mut refused = TcpStream::connect(h.local_addr()).await.unwrap();
+    let mut b = [0u8; 18];
+    assert!(matches!(timeout(T, refused.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_))));
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    // the first one was busy just now: not closed
+    read_once(&mut idle[0], 8).await.unwrap();
+    assert!(h.stats().threads <= ServerConfig::default().max_threads);
+    let t = Instant::now();
+    let mut c = timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(c) = ready(h.local_addr()).await {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("a new client is served within 5 s");
+    assert_eq!(read_once(&mut c, 8).await.unwrap(), vec![byte_at(0); 8]);
+    eprintln!("served after {:?} on a server full of idle connections", t.elapsed());
+    read_once(&mut idle[0], 8).await.unwrap();
+    // exactly one of the idle ones was closed
+    let mut closed = 0;
+    for c in idle.iter_mut().skip(1) {
+        let mut b = [0u8; 1];
+        if let Ok(Ok(0) | Err(_)) = timeout(Duration::from_millis(5), c.read(&mut b)).await {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 1);
+    assert_eq!(h.stats().connections, MAX);
     timeout(T, h.shutdown()).await.unwrap().unwrap();
 }

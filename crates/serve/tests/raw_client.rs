@@ -546,16 +546,20 @@ async fn handshake_timeout_and_connection_limit() {
     let config =
         ServerConfig { handshake_timeout: Duration::from_secs(1), max_connections: 1, ..ServerConfig::default() };
     let h = start(vec![Export::new("", mem)], config).await;
+    // a lone connection that never negotiates is dropped after the handshake timeout
     let mut idle = Client::connect(&h, FLAG_C_FIXED_NEWSTYLE).await;
-    // while the idle one holds the only slot, a second is closed at once
-    let mut second = TcpStream::connect(h.local_addr()).await.unwrap();
-    let mut b = [0u8; 18];
-    assert!(matches!(timeout(T, second.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_))));
-    // the idle one is dropped after the handshake timeout
     assert!(idle.closed().await);
     tokio::time::sleep(Duration::from_millis(50)).await;
+    // while one still negotiates in the only slot, a new connection takes its place
+    let mut first = Client::connect(&h, FLAG_C_FIXED_NEWSTYLE).await;
     let mut c = Client::connect(&h, FLAG_C_FIXED_NEWSTYLE).await;
+    assert!(first.closed().await);
     c.go("").await;
+    assert_eq!(c.call(CMD_READ, 0, 0, 8, &[]).await, (0, vec![0; 8]));
+    // a negotiated connection idle for less than the idle timeout keeps its slot: a new one is closed at once
+    let mut refused = TcpStream::connect(h.local_addr()).await.unwrap();
+    let mut b = [0u8; 18];
+    assert!(matches!(timeout(T, refused.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_))));
     assert_eq!(c.call(CMD_READ, 0, 0, 8, &[]).await, (0, vec![0; 8]));
     stop(h).await;
 }

@@ -38,7 +38,7 @@
 //! starve the others for ever. Without contention nobody is hurried.
 //!
 //! Reading ends on EOF, a read error, `NBD_CMD_DISC`, a protocol error, a
-//! stall or the server's shutdown ([`Conn::stop_reading`]: a flag
+//! stall, the server's shutdown or an eviction ([`Conn::stop_reading`]: a flag
 //! checked before every read and after every slice, plus `shutdown(SHUT_RD)`).
 //! Requests already read are answered; the last thread to leave shuts the
 //! socket down, logs the connection's stats line and tells the async side.
@@ -56,12 +56,13 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::unix::io::AsRawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::{oneshot, watch, Notify};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 use tokio_util::task::TaskTracker;
 
@@ -158,6 +159,30 @@ impl Progress {
     }
 }
 
+/// What the server's connection table sees of a connection in transmission:
+/// whether it is idle, and since when.
+#[derive(Debug, Default)]
+pub(super) struct Activity {
+    /// Milliseconds since [`Global::epoch`] of the last request read or reply sent.
+    last_ms: AtomicU64,
+    /// Requests read and not yet answered.
+    inflight: AtomicUsize,
+}
+
+impl Activity {
+    pub(super) fn new(now_ms: u64) -> Self {
+        Activity { last_ms: AtomicU64::new(now_ms), inflight: AtomicUsize::new(0) }
+    }
+
+    /// How long the connection has had nothing to do (`None`: requests in flight).
+    pub(super) fn idle_ms(&self, now_ms: u64) -> Option<u64> {
+        if self.inflight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        Some(now_ms.saturating_sub(self.last_ms.load(Ordering::Acquire)))
+    }
+}
+
 /// Who reads the connection's next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Slot {
@@ -230,11 +255,12 @@ pub(super) struct Conn {
     writer: Mutex<()>,
     /// This connection's own byte budget.
     bytes: Budget,
-    /// The server is stopping (or aborting) this connection: read no more.
+    /// The server is stopping (or evicting, or aborting) this connection: read no more.
     stopping: AtomicBool,
     sched: Mutex<Sched>,
     /// A reader parked the connection: the async side should watch the socket.
     parked: Notify,
+    activity: Arc<Activity>,
     /// Fired when the connection is done (every request read was answered).
     done: Mutex<Option<oneshot::Sender<()>>>,
     tracker: TaskTracker,
@@ -390,6 +416,8 @@ impl Conn {
                 return Next::End;
             }
         };
+        // Not idle while it waits for the budget.
+        self.activity.last_ms.store(self.global.now_ms(), Ordering::Release);
         match request::decide(&hdr, &self.params) {
             Decision::Execute(cmd) => {
                 rd.stats.count(&cmd);
@@ -578,7 +606,7 @@ impl Conn {
         lock(&self.sched).slot == Slot::Watching
     }
 
-    /// Read no new request (the server stops): a
+    /// Read no new request (the server stops, or evicts this connection): a
     /// reader blocked in `recv` wakes up with EOF; a partly read request is
     /// dropped; requests already read are answered.
     fn stop_reading(&self) {
@@ -658,7 +686,11 @@ fn turn(conn: Arc<Conn>, buf: &mut Vec<u8>, _token: TaskTrackerToken) {
         if another {
             conn.submit_turn();
         }
+        conn.activity.inflight.fetch_add(1, Ordering::AcqRel);
+        conn.activity.last_ms.store(conn.global.now_ms(), Ordering::Release);
         conn.execute(job, buf);
+        conn.activity.last_ms.store(conn.global.now_ms(), Ordering::Release);
+        conn.activity.inflight.fetch_sub(1, Ordering::AcqRel);
         s = lock(&conn.sched);
         s.inflight -= 1;
         if s.slot != Slot::Free {
@@ -716,6 +748,9 @@ pub(super) struct Negotiated {
     pub id: u64,
     pub backend: Arc<dyn Backend>,
     pub params: ExportParams,
+    pub activity: Arc<Activity>,
+    /// Cancelled to evict the connection (stop reading, answer, close).
+    pub kick: CancellationToken,
 }
 
 /// Serves a negotiated connection until it closes or the server stops it.
@@ -760,6 +795,7 @@ pub(super) async fn transmission(
         stopping: AtomicBool::new(false),
         sched: Mutex::new(Sched { slot: Slot::Watching, inflight: 0, turns: 0, queued: false }),
         parked: Notify::new(),
+        activity: n.activity,
         done: Mutex::new(Some(done_tx)),
         tracker,
     });
@@ -815,6 +851,10 @@ pub(super) async fn transmission(
                 stopping = true;
                 conn.stop_reading();
             }
+            _ = n.kick.cancelled(), if !stopping => {
+                stopping = true;
+                conn.stop_reading();
+            }
             _ = conn.parked.notified(), if watch.is_none() => {}
             r = readable => match r {
                 Ok(()) => conn.dispatch(),
@@ -830,4 +870,17 @@ pub(super) async fn transmission(
         }
     }
     guard.0 = None; // finished on its own: nothing to abort
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_only_without_requests_in_flight() {
+        let a = Activity::new(1000);
+        assert_eq!(a.idle_ms(1500), Some(500));
+        a.inflight.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(a.idle_ms(99_999), None);
+    }
 }
