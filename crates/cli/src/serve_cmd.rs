@@ -105,6 +105,9 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Give up on a running server that does not answer within this long.
+    #[arg(long, default_value = "10s")]
+    timeout: String,
 }
 
 #[derive(Args)]
@@ -114,6 +117,10 @@ pub struct ControlArgs {
     /// The server's control socket (default: CACHE.ctl).
     #[arg(long)]
     control: Option<PathBuf>,
+    /// Give up if the server has not finished within this long (writing back or copying
+    /// segments can take minutes).
+    #[arg(long, default_value = "30min")]
+    timeout: String,
 }
 
 pub fn create(a: CreateArgs) -> Result<()> {
@@ -302,7 +309,8 @@ fn control_path(cache: &Path, given: &Option<PathBuf>) -> PathBuf {
 /// `ssdcache flush` / `ssdcache maintain`: a command the running server must execute.
 fn server_command(a: &ControlArgs, cmd: &str) -> Result<Value> {
     let path = control_path(&a.cache, &a.control);
-    match control::request(&path, cmd)? {
+    let timeout = duration("--timeout", &a.timeout)?;
+    match control::request(&path, cmd, timeout)? {
         Reply::Ok(v) => Ok(v),
         Reply::NotRunning(e) => bail!(
             "no server is running for {} (control socket {}: {e}); `{cmd}` needs one \
@@ -334,7 +342,8 @@ pub fn maintain(a: ControlArgs) -> Result<()> {
 /// `ssdcache status`: from the running server, else from the files.
 pub fn status(a: StatusArgs) -> Result<()> {
     let path = control_path(&a.cache, &a.control);
-    match control::request(&path, "status")? {
+    let timeout = duration("--timeout", &a.timeout)?;
+    match control::request(&path, "status", timeout)? {
         Reply::Ok(v) => {
             if a.json {
                 println!("{}", serde_json::json!({"running": true, "pid": v["pid"], "status": v["status"]}));

@@ -1,11 +1,12 @@
 //! `ssdcache serve | status | flush` as a user runs them, against hostile
-//! surroundings: a server full of idle connections. Loopback only; every wait is bounded.
+//! surroundings: a server that is stopped (SIGSTOP), a control client that
+//! never sends its command, a server full of idle connections. Loopback only; every wait is bounded.
 
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,12 @@ impl Fixture {
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         Fixture { dir, cache, backing }
+    }
+
+    fn ctl(&self) -> PathBuf {
+        let mut p = self.cache.as_os_str().to_owned();
+        p.push(".ctl");
+        PathBuf::from(p)
     }
 
     fn serve_cmd(&self, extra: &[&str]) -> Command {
@@ -72,10 +79,14 @@ struct Server {
 }
 
 impl Server {
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success());
+    }
+
     /// SIGTERM; the exit status.
     fn stop(mut self) -> i32 {
-        let ok = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
-        assert!(ok.success());
+        self.signal("TERM");
         let t = Instant::now();
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -118,6 +129,12 @@ fn run(mut cmd: Command, limit: Duration) -> (i32, String, Duration) {
     }
 }
 
+fn cli(args: &[&str], paths: &[&Path]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(&args[..1]).args(paths).args(&args[1..]);
+    c
+}
+
 /// A one-line CLI error: `ssdcache: error: ...`, exit status 2.
 fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
     assert_eq!(code, 2, "{stderr}");
@@ -126,6 +143,45 @@ fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
     for w in want {
         assert!(stderr.contains(w), "{stderr:?} lacks {w:?}");
     }
+}
+
+/// Audit item 3: `status` and `flush` hung for ever on a stopped server.
+/// Now they give up after `--timeout` with a one-line error naming the socket.
+#[test]
+fn status_and_flush_give_up_on_a_stopped_server() {
+    let f = Fixture::new();
+    let s = f.serve(&[]);
+    let ctl = f.ctl().display().to_string();
+    s.signal("STOP");
+    let (code, err, took) = run(cli(&["status", "--timeout", "1s"], &[&f.cache]), Duration::from_secs(15));
+    assert_one_line_error(code, &err, &[&format!("the server behind {ctl} did not answer `status` within 1 s")]);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let (code, err, _) = run(cli(&["flush", "--timeout", "1s"], &[&f.cache]), Duration::from_secs(15));
+    assert_one_line_error(code, &err, &["did not answer `flush` within 1 s", "--timeout"]);
+    s.signal("CONT");
+    let (code, err, _) = run(cli(&["status"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    let (code, err, _) = run(cli(&["flush"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(s.stop(), 0);
+}
+
+/// Audit item 3: a control client that never sent its line was held for
+/// ever. Now the server closes it within a few seconds and carries on.
+#[test]
+fn a_control_client_that_sends_nothing_is_cut_off() {
+    let f = Fixture::new();
+    let s = f.serve(&[]);
+    let mut silent = std::os::unix::net::UnixStream::connect(f.ctl()).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let t = Instant::now();
+    let mut b = [0u8; 64];
+    let n = silent.read(&mut b).expect("closed by the server within 15 s");
+    assert_eq!(n, 0);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let (code, err, _) = run(cli(&["status"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(s.stop(), 0);
 }
 
 /// Connects and negotiates the default export.
@@ -218,4 +274,6 @@ fn bad_limit_flags_are_one_line_errors() {
         let (code, err, _) = run(f.serve_cmd(flags), Duration::from_secs(20));
         assert_one_line_error(code, &err, &[want]);
     }
+    let (code, err, _) = run(cli(&["status", "--timeout", "0s"], &[&f.cache]), Duration::from_secs(20));
+    assert_one_line_error(code, &err, &["--timeout must be positive"]);
 }
