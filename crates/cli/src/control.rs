@@ -11,9 +11,14 @@
 //! server closes the connection; the CLI gives up on a server that does not
 //! answer within its `--timeout` (a stopped or stuck server) with a one-line
 //! error.
+//!
+//! The socket path: only a stale socket (one nobody listens on) is replaced.
+//! Anything else there (a regular file, a symbolic link, a directory) is
+//! refused, never followed or deleted; at stop the server removes the socket
+//! only if it is still the one it bound.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,18 +48,79 @@ pub fn default_path(cache: &Path) -> PathBuf {
     PathBuf::from(format!("{dir}/ssdcache-{name}.ctl"))
 }
 
-/// Binds the socket, replacing a stale one; refuses if a server answers.
-pub async fn bind(path: &Path) -> Result<UnixListener> {
-    if path.exists() {
-        if UnixStream::connect(path).await.is_ok() {
-            bail!("{} is the control socket of a running server", path.display());
+/// Whether `path` exists and is a socket (`None`: nothing there), without
+/// following a symbolic link; anything but a socket is an error.
+fn existing_socket(path: &Path) -> Result<Option<std::fs::Metadata>> {
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("control socket path {}: {e}", path.display()),
+    };
+    let t = m.file_type();
+    if t.is_socket() {
+        return Ok(Some(m));
+    }
+    let what = if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "not a socket"
+    };
+    bail!(
+        "control socket path {} exists and is {what}, not a socket: refusing to replace it \
+         (remove it, or choose another path with --control)",
+        path.display()
+    )
+}
+
+/// Refuses early (before the cache is opened) a control path that holds
+/// something other than a socket.
+pub fn check_path(path: &Path) -> Result<()> {
+    existing_socket(path).map(drop)
+}
+
+/// The socket file a server bound, removed at stop only if still the same.
+pub struct SocketFile {
+    path: PathBuf,
+    id: (u64, u64),
+}
+
+impl SocketFile {
+    /// Removes the socket unless something else has taken its path.
+    pub fn remove(&self) {
+        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
+            if m.file_type().is_socket() && (m.dev(), m.ino()) == self.id {
+                let _ = std::fs::remove_file(&self.path);
+            }
         }
-        std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
+    }
+}
+
+/// Binds the socket, replacing a stale one (nobody listens); refuses if a
+/// server answers or may still listen, and refuses anything that is not a
+/// socket.
+pub async fn bind(path: &Path) -> Result<(UnixListener, SocketFile)> {
+    if existing_socket(path)?.is_some() {
+        match tokio::time::timeout(Duration::from_secs(2), UnixStream::connect(path)).await {
+            Ok(Ok(_)) => bail!("{} is the control socket of a running server", path.display()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?
+            }
+            Ok(Err(e)) => bail!(
+                "{}: cannot tell whether a server still listens on this control socket ({e}); remove it if none does",
+                path.display()
+            ),
+            Err(_) => bail!("{} is the control socket of a server that does not answer", path.display()),
+        }
     }
     let listener =
         UnixListener::bind(path).with_context(|| format!("binding the control socket {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
+    let m = std::fs::symlink_metadata(path).with_context(|| format!("control socket {}", path.display()))?;
+    Ok((listener, SocketFile { path: path.to_owned(), id: (m.dev(), m.ino()) }))
 }
 
 /// The benchmark's slow backing (`serve --backing-model`), whose modelled
@@ -260,5 +326,50 @@ mod tests {
         // nobody listening: not running, no error
         drop(_listener);
         assert!(matches!(request(&path, "status", Duration::from_secs(1)).unwrap(), Reply::NotRunning(_)));
+    }
+
+    #[tokio::test]
+    async fn only_a_stale_socket_is_replaced() {
+        let dir = tmp();
+        // a regular file is refused and kept
+        let file = dir.path().join("file.ctl");
+        std::fs::write(&file, b"precious").unwrap();
+        let e = bind(&file).await.err().expect("refused").to_string();
+        assert!(e.contains("is a regular file, not a socket"), "{e}");
+        assert!(e.contains(&file.display().to_string()), "{e}");
+        assert!(check_path(&file).is_err());
+        assert_eq!(std::fs::read(&file).unwrap(), b"precious");
+        // a symbolic link (to a file, or dangling) is refused, not followed
+        let link = dir.path().join("link.ctl");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let e = bind(&link).await.err().expect("refused").to_string();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        let dangling = dir.path().join("dangling.ctl");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert!(bind(&dangling).await.is_err());
+        assert!(!dir.path().join("nowhere").exists());
+        // a directory is refused
+        let sub = dir.path().join("dir.ctl");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(bind(&sub).await.is_err());
+        // a stale socket is replaced; a live one is refused
+        let sock = dir.path().join("sock.ctl");
+        drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+        assert!(check_path(&sock).is_ok());
+        let (listener, file_of) = bind(&sock).await.unwrap();
+        let e = bind(&sock).await.err().expect("refused").to_string();
+        assert!(e.contains("running server"), "{e}");
+        // at stop, the socket is removed only if it is still ours
+        drop(listener);
+        std::fs::remove_file(&sock).unwrap();
+        std::fs::write(&sock, b"someone else's").unwrap();
+        file_of.remove();
+        assert_eq!(std::fs::read(&sock).unwrap(), b"someone else's");
+        std::fs::remove_file(&sock).unwrap();
+        let (_l, file_of) = bind(&sock).await.unwrap();
+        file_of.remove();
+        assert!(!sock.exists());
     }
 }

@@ -71,7 +71,8 @@ pub struct ServeArgs {
     /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
     #[arg(long, default_value = "lru")]
     policy: String,
-    /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl).
+    /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl). Only a
+    /// stale socket there is replaced; anything else is refused.
     #[arg(long)]
     control: Option<PathBuf>,
     #[command(flatten)]
@@ -172,6 +173,8 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let period = duration("--period", &a.period)?;
     let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
     let server_config = a.limits.server_config()?;
+    let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
+    control::check_path(&control_path)?;
     ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
 
     let backing_file =
@@ -205,11 +208,10 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
         .with_description(format!("ssdcache {} cache", sb.mode.name()));
     let server = Server::new(vec![export], server_config)?;
-    let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
 
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
-        let control_listener = control::bind(&control_path).await?;
+        let (control_listener, control_file) = control::bind(&control_path).await?;
         let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
         let listener = tokio::net::TcpListener::bind(a.listen).await?;
         let handle = server.start(listener)?;
@@ -235,7 +237,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         }
         eprintln!("ssdcache serve: stopping");
         control_task.abort();
-        let _ = std::fs::remove_file(&control_path);
+        control_file.remove();
         // Drains the connections, then Backend::shutdown: write back, clean bit.
         let report = handle.shutdown().await?;
         eprintln!("ssdcache serve: stopped cleanly after {} connection(s), {} aborted", report.connections, report.aborted);

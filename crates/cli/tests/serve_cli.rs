@@ -1,6 +1,7 @@
 //! `ssdcache serve | status | flush` as a user runs them, against hostile
-//! surroundings: a server that is stopped (SIGSTOP), a control client that
-//! never sends its command, a server full of idle connections. Loopback only; every wait is bounded.
+//! surroundings: a control path that is not a socket, a server that is
+//! stopped (SIGSTOP), a control client that never sends its command, a
+//! server full of idle connections. Loopback only; every wait is bounded.
 
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
@@ -143,6 +144,37 @@ fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
     for w in want {
         assert!(stderr.contains(w), "{stderr:?} lacks {w:?}");
     }
+}
+
+/// Audit item 4: `serve` deleted whatever regular file was at the control
+/// path (CACHE.ctl by default). Now it refuses, and the file stays.
+#[test]
+fn serve_refuses_a_control_path_that_is_not_a_socket() {
+    let f = Fixture::new();
+    let ctl = f.ctl();
+    std::fs::write(&ctl, b"precious").unwrap();
+    let (code, err, _) = run(f.serve_cmd(&[]), Duration::from_secs(20));
+    assert_one_line_error(code, &err, &[&ctl.display().to_string(), "is a regular file, not a socket"]);
+    assert_eq!(std::fs::read(&ctl).unwrap(), b"precious");
+
+    // a symbolic link given with --control: neither it nor its target is touched
+    let target = f.dir.path().join("target.txt");
+    std::fs::write(&target, b"also precious").unwrap();
+    let link = f.dir.path().join("link.ctl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (code, err, _) = run(f.serve_cmd(&["--control", link.to_str().unwrap()]), Duration::from_secs(20));
+    assert_one_line_error(code, &err, &[&link.display().to_string(), "is a symbolic link"]);
+    assert_eq!(std::fs::read(&target).unwrap(), b"also precious");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+
+    // a stale socket is replaced, and removed at a clean stop
+    std::fs::remove_file(&ctl).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(&ctl).unwrap());
+    let s = f.serve(&[]);
+    let (code, err, _) = run(cli(&["status"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(s.stop(), 0);
+    assert!(!ctl.exists());
 }
 
 /// Audit item 3: `status` and `flush` hung for ever on a stopped server.
