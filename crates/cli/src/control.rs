@@ -6,17 +6,32 @@
 //! the server answers one line of JSON, `{"ok":true,...}` with the command's
 //! result, or `{"ok":false,"error":"..."}`, and closes. Only the owner of
 //! the socket file (and root) can connect: it is created mode 0600.
+//!
+//! Timeouts: a client must send its line within [`COMMAND_TIMEOUT`] or the
+//! server closes the connection; the CLI gives up on a server that does not
+//! answer within its `--timeout` (a stopped or stuck server) with a one-line
+//! error.
+//!
+//! The socket path: only a stale socket (one nobody listens on) is replaced.
+//! Anything else there (a regular file, a symbolic link, a directory) is
+//! refused, never followed or deleted; at stop the server removes the socket
+//! only if it is still the one it bound.
 
-use std::os::unix::fs::PermissionsExt;
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use ssdcache_serve::cache::model_device::ModelDevice;
 use ssdcache_serve::cache::{FileCache, FileDevice};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+
+/// Time a control client has to send its command line.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The default socket of a cache: `CACHE.ctl` beside a regular file; for a
 /// block device, `/run/ssdcache-NAME.ctl` (`/tmp` if `/run` is not writable).
@@ -33,18 +48,79 @@ pub fn default_path(cache: &Path) -> PathBuf {
     PathBuf::from(format!("{dir}/ssdcache-{name}.ctl"))
 }
 
-/// Binds the socket, replacing a stale one; refuses if a server answers.
-pub async fn bind(path: &Path) -> Result<UnixListener> {
-    if path.exists() {
-        if UnixStream::connect(path).await.is_ok() {
-            bail!("{} is the control socket of a running server", path.display());
+/// Whether `path` exists and is a socket (`None`: nothing there), without
+/// following a symbolic link; anything but a socket is an error.
+fn existing_socket(path: &Path) -> Result<Option<std::fs::Metadata>> {
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("control socket path {}: {e}", path.display()),
+    };
+    let t = m.file_type();
+    if t.is_socket() {
+        return Ok(Some(m));
+    }
+    let what = if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "not a socket"
+    };
+    bail!(
+        "control socket path {} exists and is {what}, not a socket: refusing to replace it \
+         (remove it, or choose another path with --control)",
+        path.display()
+    )
+}
+
+/// Refuses early (before the cache is opened) a control path that holds
+/// something other than a socket.
+pub fn check_path(path: &Path) -> Result<()> {
+    existing_socket(path).map(drop)
+}
+
+/// The socket file a server bound, removed at stop only if still the same.
+pub struct SocketFile {
+    path: PathBuf,
+    id: (u64, u64),
+}
+
+impl SocketFile {
+    /// Removes the socket unless something else has taken its path.
+    pub fn remove(&self) {
+        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
+            if m.file_type().is_socket() && (m.dev(), m.ino()) == self.id {
+                let _ = std::fs::remove_file(&self.path);
+            }
         }
-        std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
+    }
+}
+
+/// Binds the socket, replacing a stale one (nobody listens); refuses if a
+/// server answers or may still listen, and refuses anything that is not a
+/// socket.
+pub async fn bind(path: &Path) -> Result<(UnixListener, SocketFile)> {
+    if existing_socket(path)?.is_some() {
+        match tokio::time::timeout(Duration::from_secs(2), UnixStream::connect(path)).await {
+            Ok(Ok(_)) => bail!("{} is the control socket of a running server", path.display()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?
+            }
+            Ok(Err(e)) => bail!(
+                "{}: cannot tell whether a server still listens on this control socket ({e}); remove it if none does",
+                path.display()
+            ),
+            Err(_) => bail!("{} is the control socket of a server that does not answer", path.display()),
+        }
     }
     let listener =
         UnixListener::bind(path).with_context(|| format!("binding the control socket {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
+    let m = std::fs::symlink_metadata(path).with_context(|| format!("control socket {}", path.display()))?;
+    Ok((listener, SocketFile { path: path.to_owned(), id: (m.dev(), m.ino()) }))
 }
 
 /// The benchmark's slow backing (`serve --backing-model`), whose modelled
@@ -54,7 +130,15 @@ pub type Model = Option<Arc<ModelDevice<FileDevice>>>;
 /// Serves control connections until the listener is dropped.
 pub async fn accept_loop(listener: UnixListener, cache: Arc<FileCache>, model: Model) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // e.g. EMFILE: back off instead of spinning
+                log::warn!("control socket: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         let (cache, model) = (cache.clone(), model.clone());
         tokio::spawn(async move {
             if let Err(e) = handle(stream, cache, model).await {
@@ -64,17 +148,21 @@ pub async fn accept_loop(listener: UnixListener, cache: Arc<FileCache>, model: M
     }
 }
 
-async fn handle(stream: UnixStream, cache: Arc<FileCache>, model: Model) -> Result<()> {
-    let (r, mut w) = stream.into_split();
+/// Reads the client's command line; `None` if it closed without one.
+async fn read_command(r: impl AsyncRead + Unpin, within: Duration) -> Result<Option<String>> {
     let mut line = String::new();
     // One short command; a client sending more is cut off.
-    let n = BufReader::new(r.take(256)).read_line(&mut line).await?;
-    let cmd = line.trim().to_string();
-    let answer = if n == 0 {
-        return Ok(());
-    } else {
-        tokio::task::spawn_blocking(move || run(&cmd, &cache, &model)).await?
-    };
+    let mut reader = BufReader::new(r.take(256));
+    match tokio::time::timeout(within, reader.read_line(&mut line)).await {
+        Err(_) => bail!("no command within {} s: closed", within.as_secs_f64()),
+        Ok(n) => Ok((n? > 0).then(|| line.trim().to_string())),
+    }
+}
+
+async fn handle(stream: UnixStream, cache: Arc<FileCache>, model: Model) -> Result<()> {
+    let (r, mut w) = stream.into_split();
+    let Some(cmd) = read_command(r, COMMAND_TIMEOUT).await? else { return Ok(()) };
+    let answer = tokio::task::spawn_blocking(move || run(&cmd, &cache, &model)).await?;
     let mut out = serde_json::to_vec(&answer)?;
     out.push(b'\n');
     w.write_all(&out).await?;
@@ -119,19 +207,169 @@ pub enum Reply {
     NotRunning(std::io::Error),
 }
 
-/// Sends `cmd` to the server behind `path` (blocking; for the CLI).
-pub fn request(path: &Path, cmd: &str) -> Result<Reply> {
-    use std::io::{BufRead, Write};
-    let mut stream = match std::os::unix::net::UnixStream::connect(path) {
-        Ok(s) => s,
-        Err(e) => return Ok(Reply::NotRunning(e)),
+/// `10 s`, `1.5 s`, `250 ms`.
+fn secs(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
+/// Connects, or fails with `Err` after `timeout` (a stopped server whose
+/// listen queue is full). The inner error: no server listens.
+fn connect_within(
+    path: &Path,
+    timeout: Duration,
+) -> std::result::Result<std::io::Result<std::os::unix::net::UnixStream>, ()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = path.to_owned();
+    // A blocking connect has no timeout of its own; the thread is left behind
+    // if it never returns (the command exits with an error anyway).
+    std::thread::spawn(move || {
+        let _ = tx.send(std::os::unix::net::UnixStream::connect(p));
+    });
+    rx.recv_timeout(timeout).map_err(drop)
+}
+
+/// Sends `cmd` to the server behind `path` and waits up to `timeout` for the
+/// answer (blocking; for the CLI). A server that does not answer in time is
+/// an error naming the socket.
+pub fn request(path: &Path, cmd: &str, timeout: Duration) -> Result<Reply> {
+    let deadline = Instant::now() + timeout;
+    let late = || {
+        anyhow::anyhow!(
+            "the server behind {} did not answer `{cmd}` within {} (is it stopped or stuck? --timeout waits longer)",
+            path.display(),
+            secs(timeout)
+        )
     };
-    stream.write_all(format!("{cmd}\n").as_bytes())?;
-    let mut line = String::new();
-    std::io::BufReader::new(stream).read_line(&mut line).context("reading the server's answer")?;
-    let v: Value = serde_json::from_str(&line).with_context(|| format!("the server answered {line:?}"))?;
+    let mut stream = match connect_within(path, timeout) {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Ok(Reply::NotRunning(e)),
+        Err(()) => return Err(late()),
+    };
+    let left = |d: Instant| d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero());
+    let timed_out =
+        |e: &std::io::Error| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+    stream.set_write_timeout(Some(left(deadline).ok_or_else(late)?))?;
+    if let Err(e) = stream.write_all(format!("{cmd}\n").as_bytes()) {
+        if timed_out(&e) {
+            return Err(late());
+        }
+        return Err(e).with_context(|| format!("sending `{cmd}` to the server behind {}", path.display()));
+    }
+    // The answer is one line; read until its newline or the deadline.
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !answer.contains(&b'\n') {
+        stream.set_read_timeout(Some(left(deadline).ok_or_else(late)?))?;
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if timed_out(&e) => return Err(late()),
+            Err(e) => {
+                return Err(e).with_context(|| format!("reading the answer of the server behind {}", path.display()))
+            }
+        }
+    }
+    let line = String::from_utf8_lossy(&answer);
+    let v: Value = serde_json::from_str(line.trim())
+        .with_context(|| format!("the server behind {} answered {line:?}", path.display()))?;
     if v["ok"] != json!(true) {
         bail!("the server refused `{cmd}`: {}", v["error"].as_str().unwrap_or("no reason given"));
     }
     Ok(Reply::Ok(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_silent_control_client_is_cut_off() {
+        let (_client, server) = UnixStream::pair().unwrap();
+        let t = Instant::now();
+        let e = read_command(server, Duration::from_millis(200)).await.unwrap_err();
+        assert!(e.to_string().contains("no command within"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(2));
+        // a partial line without its newline is cut off too
+        let (mut client, server) = UnixStream::pair().unwrap();
+        client.write_all(b"sta").await.unwrap();
+        assert!(read_command(server, Duration::from_millis(200)).await.is_err());
+        let (mut client, server) = UnixStream::pair().unwrap();
+        client.write_all(b"status\n").await.unwrap();
+        assert_eq!(read_command(server, Duration::from_secs(5)).await.unwrap().as_deref(), Some("status"));
+        let (client, server) = UnixStream::pair().unwrap();
+        drop(client);
+        assert_eq!(read_command(server, Duration::from_secs(5)).await.unwrap(), None);
+    }
+
+    #[test]
+    fn a_server_that_does_not_answer_times_out() {
+        let dir = tmp();
+        let path = dir.path().join("c.ctl");
+        // listening, but nobody ever accepts or answers (a stopped server)
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let t = Instant::now();
+        let e = request(&path, "status", Duration::from_millis(300)).err().expect("an error");
+        assert!(t.elapsed() < Duration::from_secs(3));
+        let msg = e.to_string();
+        assert!(msg.contains("did not answer `status` within 300 ms"), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(!msg.contains('\n'));
+        // nobody listening: not running, no error
+        drop(_listener);
+        assert!(matches!(request(&path, "status", Duration::from_secs(1)).unwrap(), Reply::NotRunning(_)));
+    }
+
+    #[tokio::test]
+    async fn only_a_stale_socket_is_replaced() {
+        let dir = tmp();
+        // a regular file is refused and kept
+        let file = dir.path().join("file.ctl");
+        std::fs::write(&file, b"precious").unwrap();
+        let e = bind(&file).await.err().expect("refused").to_string();
+        assert!(e.contains("is a regular file, not a socket"), "{e}");
+        assert!(e.contains(&file.display().to_string()), "{e}");
+        assert!(check_path(&file).is_err());
+        assert_eq!(std::fs::read(&file).unwrap(), b"precious");
+        // a symbolic link (to a file, or dangling) is refused, not followed
+        let link = dir.path().join("link.ctl");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let e = bind(&link).await.err().expect("refused").to_string();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        let dangling = dir.path().join("dangling.ctl");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert!(bind(&dangling).await.is_err());
+        assert!(!dir.path().join("nowhere").exists());
+        // a directory is refused
+        let sub = dir.path().join("dir.ctl");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(bind(&sub).await.is_err());
+        // a stale socket is replaced; a live one is refused
+        let sock = dir.path().join("sock.ctl");
+        drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+        assert!(check_path(&sock).is_ok());
+        let (listener, file_of) = bind(&sock).await.unwrap();
+        let e = bind(&sock).await.err().expect("refused").to_string();
+        assert!(e.contains("running server"), "{e}");
+        // at stop, the socket is removed only if it is still ours
+        drop(listener);
+        std::fs::remove_file(&sock).unwrap();
+        std::fs::write(&sock, b"someone else's").unwrap();
+        file_of.remove();
+        assert_eq!(std::fs::read(&sock).unwrap(), b"someone else's");
+        std::fs::remove_file(&sock).unwrap();
+        let (_l, file_of) = bind(&sock).await.unwrap();
+        file_of.remove();
+        assert!(!sock.exists());
+    }
 }

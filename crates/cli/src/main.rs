@@ -7,6 +7,7 @@ mod plot;
 mod policies;
 mod run;
 mod serve_cmd;
+mod serve_limits;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};

@@ -13,12 +13,12 @@ use clap::Args;
 use serde_json::Value;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
 use ssdcache_serve::cache::files;
-use ssdcache_serve::cache::{CacheMode, Superblock};
+use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
 use ssdcache_serve::cache::model_device::ModelDevice;
 use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice, StartOptions};
-use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
+use ssdcache_serve::cache::{CacheMode, Superblock};
 use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
-use ssdcache_serve::{Backend, Export, Server, ServerConfig};
+use ssdcache_serve::{Backend, Export, Server};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -79,9 +79,12 @@ pub struct ServeArgs {
     /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
     #[arg(long, default_value = "lru")]
     policy: String,
-    /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl).
+    /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl). Only a
+    /// stale socket there is replaced; anything else is refused.
     #[arg(long)]
     control: Option<PathBuf>,
+    #[command(flatten)]
+    limits: crate::serve_limits::LimitArgs,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
     /// (`hdd(model=rpm7200,scale=0.2)`; see `cache::model_device`).
     #[arg(long, hide = true)]
@@ -153,6 +156,9 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Give up on a running server that does not answer within this long.
+    #[arg(long, default_value = "10s")]
+    timeout: String,
 }
 
 #[derive(Args)]
@@ -162,6 +168,10 @@ pub struct ControlArgs {
     /// The server's control socket (default: CACHE.ctl).
     #[arg(long)]
     control: Option<PathBuf>,
+    /// Give up if the server has not finished within this long (writing back or copying
+    /// segments can take minutes).
+    #[arg(long, default_value = "30min")]
+    timeout: String,
 }
 
 pub fn create(a: CreateArgs) -> Result<()> {
@@ -227,16 +237,19 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         spec.as_deref().map(|s| s.parse::<FaultPlan>().map_err(|e| anyhow::anyhow!("{flag}: {e}"))).transpose()
     };
     let (inject_cache, inject_backing) = (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
-    ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
+    let server_config = a.limits.server_config()?;
     let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
+    control::check_path(&control_path)?;
+    ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         // Everything that can fail without touching the cache comes first: a
         // start that fails after recovery would leave it marked unclean.
         let listener =
             tokio::net::TcpListener::bind(a.listen).await.with_context(|| format!("listening on {}", a.listen))?;
-        let control_listener = control::bind(&control_path).await?;
-        let _socket = RemoveOnDrop(control_path.clone());
+        let (control_listener, control_file) = control::bind(&control_path).await?;
+        // Removed on every exit path (if still ours).
+        let _socket = RemoveOnDrop(control_file);
 
         let model = std::sync::Mutex::new(None);
         let wrap = |ssd: Arc<dyn BlockDevice>, backing: FileDevice| {
@@ -289,7 +302,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             }
             let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
                 .with_description(format!("ssdcache {} cache", sb.mode.name()));
-            let server = Server::new(vec![export], ServerConfig::default())?;
+            let server = Server::new(vec![export], server_config)?;
             let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
             let handle = server.start(listener)?;
             println!("listening on {}", handle.local_addr());
@@ -334,12 +347,12 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     })
 }
 
-/// Removes a file when dropped (the control socket, on every exit path).
-struct RemoveOnDrop(PathBuf);
+/// Removes the control socket when dropped (on every exit path).
+struct RemoveOnDrop(control::SocketFile);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        self.0.remove();
     }
 }
 
@@ -498,7 +511,8 @@ fn control_path(cache: &Path, given: &Option<PathBuf>) -> PathBuf {
 /// `ssdcache flush` / `ssdcache maintain`: a command the running server must execute.
 fn server_command(a: &ControlArgs, cmd: &str) -> Result<Value> {
     let path = control_path(&a.cache, &a.control);
-    match control::request(&path, cmd)? {
+    let timeout = duration("--timeout", &a.timeout)?;
+    match control::request(&path, cmd, timeout)? {
         Reply::Ok(v) => Ok(v),
         Reply::NotRunning(e) => bail!(
             "no server is running for {} (control socket {}: {e}); `{cmd}` needs one \
@@ -530,7 +544,8 @@ pub fn maintain(a: ControlArgs) -> Result<()> {
 /// `ssdcache status`: from the running server, else from the files.
 pub fn status(a: StatusArgs) -> Result<()> {
     let path = control_path(&a.cache, &a.control);
-    match control::request(&path, "status")? {
+    let timeout = duration("--timeout", &a.timeout)?;
+    match control::request(&path, "status", timeout)? {
         Reply::Ok(v) => {
             if a.json {
                 println!("{}", serde_json::json!({"running": true, "pid": v["pid"], "status": v["status"]}));

@@ -49,9 +49,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let backend = FileBackend::open(&args.file, args.read_only)?;
     let export = Export::new(args.export.clone(), Arc::new(backend)).with_description(args.description.clone());
+    let max_inflight_bytes = (64usize << 20).max(2 * args.max_block as usize);
     let config = ServerConfig {
         max_block: args.max_block,
-        max_inflight_bytes: (64usize << 20).max(2 * args.max_block as usize),
+        max_inflight_bytes,
+        buffer_memory: (256usize << 20).max(max_inflight_bytes),
         drain_timeout: Duration::from_secs(args.drain_timeout),
         ..ServerConfig::default()
     };

@@ -6,10 +6,10 @@
 //! - [`backend`]: the [`Backend`] trait an export is served from, with
 //!   [`FileBackend`] (a file or block device) and [`MemBackend`] (tests).
 //! - [`server`] (feature `server`, on by default): a TCP server with several
-//!   exports: tokio accepts and negotiates, then each connection's requests
-//!   run concurrently on its own blocking worker threads (nbdkit's model)
-//!   with bounded memory, and a graceful shutdown ends with
-//!   [`Backend::shutdown`].
+//!   exports: tokio accepts and negotiates, then requests run concurrently
+//!   on a server-wide pool of blocking worker threads (nbdkit's model) with
+//!   memory and threads bounded per connection and server-wide, and a
+//!   graceful shutdown ends with [`Backend::shutdown`].
 //! - [`stderr_log`]: the servers' stderr logger (`-v` levels).
 //! - [`cache`]: paper 000's persistent SSD cache: metadata, recovery,
 //!   segment locks, the concurrent data path, the engine (`CachedBackend`)
@@ -30,4 +30,4 @@ pub(crate) mod sync;
 
 pub use backend::{Backend, FileBackend, MemBackend};
 #[cfg(feature = "server")]
-pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle};
+pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle, ServerStats};

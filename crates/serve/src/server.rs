@@ -1,26 +1,41 @@
 //! The tokio NBD server: accepts connections, negotiates with
 //! [`Negotiation`], then serves requests concurrently.
 //!
-//! Accepting, negotiating and shutting down are async (tokio). A connection
-//! in transmission is served by its own pool of blocking worker threads
-//! (`server/conn.rs`, nbdkit's model): each worker reads one request under a reader
-//! lock (buffered), runs the backend call itself, and writes the whole reply
-//! under a writer lock, so a request costs no thread hop and the backend's
-//! blocking calls never block the async runtime. Several workers run at once,
-//! so replies may overtake each other (the cookie tells the client which is
-//! which). Memory per connection is bounded: at most
-//! [`ServerConfig::max_inflight_requests`] requests in flight (workers are
-//! started on demand up to that number) and
-//! [`ServerConfig::max_inflight_bytes`] bytes of payload/read data, taken
-//! before a request's payload is read or its read buffer allocated. When
-//! either is exhausted the connection stops reading from its socket until
-//! replies go out, which pushes back on the client through TCP. Replies are
-//! written whole under a per-connection lock.
+//! Accepting, negotiating and shutting down are async (tokio). Requests are
+//! read and run by a server-wide pool of blocking worker threads
+//! (`server/conn.rs`, nbdkit's model): a thread reads one request, runs the
+//! backend call itself and writes the whole reply, so a request costs no
+//! thread hop and the backend's blocking calls never block the async
+//! runtime. Several threads serve a connection at once, so replies may
+//! overtake each other (the cookie tells the client which is which).
+//!
+//! Limits (all with back-pressure: a connection at a limit stops reading its
+//! socket, which pushes back on the client through TCP, rather than fail):
+//! - per connection, at most [`ServerConfig::max_inflight_requests`]
+//!   requests in flight and [`ServerConfig::max_inflight_bytes`] bytes of
+//!   write payloads and read buffers;
+//! - across the server, at most [`ServerConfig::buffer_memory`] bytes of
+//!   them (first come first served, at least `max_block`, so any single
+//!   request fits) and [`ServerConfig::max_threads`] worker threads. An idle
+//!   connection holds no thread (the async side watches its socket), and a
+//!   busy one gives its thread back when others wait for one.
+//! - A transfer (the rest of a request, or a reply) slower than 256 KiB/s
+//!   over [`ServerConfig::stall_timeout`] while another connection waits for
+//!   memory or a thread ends its connection, so clients that stop reading
+//!   replies (or trickle a request's payload) hold memory and threads only
+//!   until someone else needs them.
+//!
+//! Connections: at most [`ServerConfig::max_connections`]. A connection still
+//! negotiating after [`ServerConfig::handshake_timeout`] is closed. When the
+//! server is full, a new connection is admitted by closing the connection
+//! that has been negotiating longest, else the negotiated connection idle
+//! longest (no request in flight, none read or answered) if it has been
+//! idle for [`ServerConfig::idle_timeout`]; else the new one is refused.
+//! An idle connection is not otherwise closed (clients keep them).
 //!
 //! A connection that breaks the protocol (bad magic, a WRITE payload larger
 //! than the maximum block size, bad handshake) is closed; the others carry
-//! on. A connection still negotiating after [`ServerConfig::handshake_timeout`]
-//! is closed; an idle connection in transmission is not (clients keep them).
+//! on.
 //!
 //! Shutdown ([`ServerHandle::shutdown`]): stop accepting; connections still
 //! negotiating are closed; connections in transmission stop reading new
@@ -37,18 +52,23 @@ use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
 use crate::nbd::request::ExportParams;
+use conn::{Activity, Negotiated};
+use limits::{lock, Budget, Pool};
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 mod conn;
+mod limits;
 
 /// One export: a name clients ask for and the backend behind it.
 #[derive(Clone)]
@@ -84,16 +104,33 @@ impl std::fmt::Debug for Export {
 pub struct ServerConfig {
     /// Largest READ/WRITE payload (advertised maximum block size). Default 32 MiB.
     pub max_block: u32,
-    /// Requests in flight per connection, which is also the most worker
-    /// threads a connection starts (on demand). Default 64.
+    /// Requests in flight per connection. Default 64.
     pub max_inflight_requests: usize,
     /// Bytes of write payloads and read buffers in flight per connection; at
     /// least `max_block`. Default 64 MiB.
     pub max_inflight_bytes: usize,
-    /// Connections served at once; more are closed on accept. Default 256.
+    /// Bytes of write payloads and read buffers in flight across all
+    /// connections (requests received and replies not yet sent); at least
+    /// `max_block`. Default 256 MiB.
+    pub buffer_memory: usize,
+    /// Worker threads across all connections (started on demand; an idle
+    /// connection holds none). Default 128.
+    pub max_threads: usize,
+    /// Connections served at once. When full, a new connection closes the
+    /// one negotiating longest, else one idle for `idle_timeout`, else it is
+    /// refused. Default 256.
     pub max_connections: usize,
     /// Time a client has to finish negotiating. Default 30 s.
     pub handshake_timeout: Duration,
+    /// When the server is full, a negotiated connection with no request in
+    /// flight and none for this long may be closed to admit a new one.
+    /// Default 60 s.
+    pub idle_timeout: Duration,
+    /// While another connection waits for memory or a worker thread, a
+    /// connection whose request or reply transfer has moved less than
+    /// 256 KiB/s over this long is closed (a client that stops reading its
+    /// replies, or sends a request's payload a byte at a time). Default 30 s.
+    pub stall_timeout: Duration,
     /// On shutdown, time connections get to finish in-flight requests. Default 30 s.
     pub drain_timeout: Duration,
 }
@@ -104,8 +141,12 @@ impl Default for ServerConfig {
             max_block: DEFAULT_MAX_BLOCK,
             max_inflight_requests: 64,
             max_inflight_bytes: 64 << 20,
+            buffer_memory: 256 << 20,
+            max_threads: 128,
             max_connections: 256,
             handshake_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            stall_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
         }
     }
@@ -141,12 +182,138 @@ pub struct ShutdownReport {
     pub backends_shut_down: usize,
 }
 
+/// What a running server holds now (for tests and monitoring).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Connections open (negotiating or in transmission).
+    pub connections: usize,
+    /// Of them, still negotiating.
+    pub negotiating: usize,
+    /// Bytes of the server-wide buffer budget taken now.
+    pub buffered: usize,
+    /// Most bytes of it taken at once so far.
+    pub buffered_peak: usize,
+    /// Worker threads alive.
+    pub threads: usize,
+    /// Most worker threads alive at once so far.
+    pub threads_peak: usize,
+}
+
+/// The server-wide resources connections draw from.
+pub(crate) struct Global {
+    budget: Budget,
+    pool: Pool,
+    stall_timeout: Duration,
+    /// Bytes a transfer must move per `stall_timeout` while others wait.
+    stall_bytes: usize,
+    epoch: Instant,
+}
+
+impl Global {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Whether a connection other than `id` waits for memory or a thread.
+    fn contended(&self, id: u64) -> bool {
+        self.budget.others_waiting(id) || self.pool.pressure(id)
+    }
+}
+
+/// The open connections, for admission when the server is full.
+#[derive(Default)]
+struct Table {
+    next_id: u64,
+    entries: HashMap<u64, Entry>,
+}
+
+struct Entry {
+    peer: SocketAddr,
+    accepted: Instant,
+    /// Set once negotiated.
+    activity: Option<Arc<Activity>>,
+    /// Cancelled to close the connection (gracefully once negotiated).
+    kick: CancellationToken,
+}
+
+impl Table {
+    /// The connection to close to admit a new one into a full server: the
+    /// one negotiating longest, else the one idle longest if idle for at
+    /// least `idle_ms`.
+    fn victim(&self, now_ms: u64, idle_ms: u64) -> Option<(u64, &'static str)> {
+        let negotiating = self.entries.iter().filter(|(_, e)| e.activity.is_none()).min_by_key(|(_, e)| e.accepted);
+        if let Some((id, _)) = negotiating {
+            return Some((*id, "still negotiating"));
+        }
+        self.entries
+            .iter()
+            .filter_map(|(id, e)| Some((*id, e.activity.as_ref()?.idle_ms(now_ms)?)))
+            .filter(|(_, idle)| *idle >= idle_ms)
+            .max_by_key(|(_, idle)| *idle)
+            .map(|(id, _)| (id, "idle"))
+    }
+}
+
+/// Takes a connection out of the table when its task ends.
+struct Registered {
+    shared: Arc<Shared>,
+    id: u64,
+    kick: CancellationToken,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock(&self.shared.table).entries.remove(&self.id);
+    }
+}
+
 struct Shared {
     exports: Vec<Export>,
     infos: Vec<ExportInfo>,
     params: Vec<ExportParams>,
     config: ServerConfig,
     connections: AtomicU64,
+    global: Arc<Global>,
+    table: Mutex<Table>,
+}
+
+impl Shared {
+    /// Admits a new connection, closing another if the server is full
+    /// (see the module docs); `None` if it is refused.
+    fn admit(self: &Arc<Self>, peer: SocketAddr) -> Option<Registered> {
+        let mut t = lock(&self.table);
+        if t.entries.len() >= self.config.max_connections {
+            let idle_ms = self.config.idle_timeout.as_millis() as u64;
+            let Some((victim, why)) = t.victim(self.global.now_ms(), idle_ms) else {
+                log::warn!("{peer}: refused: {} connections, none negotiating or idle", t.entries.len());
+                return None;
+            };
+            let e = t.entries.remove(&victim).expect("victim in the table");
+            log::info!("{}: closing a connection {why} to admit {peer}", e.peer);
+            e.kick.cancel();
+        }
+        let id = t.next_id;
+        t.next_id += 1;
+        let kick = CancellationToken::new();
+        t.entries.insert(id, Entry { peer, accepted: Instant::now(), activity: None, kick: kick.clone() });
+        Some(Registered { shared: self.clone(), id, kick })
+    }
+
+    fn stats(&self) -> ServerStats {
+        let (connections, negotiating) = {
+            let t = lock(&self.table);
+            (t.entries.len(), t.entries.values().filter(|e| e.activity.is_none()).count())
+        };
+        let (threads, threads_peak) = self.global.pool.threads();
+        ServerStats {
+            connections,
+            negotiating,
+            buffered: self.global.budget.in_use(),
+            buffered_peak: self.global.budget.peak(),
+            threads,
+            threads_peak,
+        }
+    }
 }
 
 /// A configured server, not yet listening.
@@ -173,13 +340,19 @@ impl Server {
         if exports.is_empty() {
             return Err(ServerError::NoExports);
         }
-        if config.max_block == 0 || config.max_inflight_requests == 0 || config.max_connections == 0 {
+        if config.max_block == 0
+            || config.max_inflight_requests == 0
+            || config.max_connections == 0
+            || config.max_threads == 0
+        {
             return Err(ServerError::Config("limits must be positive"));
         }
-        if config.max_inflight_bytes < config.max_block as usize || config.max_inflight_bytes > usize::MAX >> 3
-        /* tokio's Semaphore::MAX_PERMITS, the limit so far */
-        {
+        if config.max_inflight_bytes < config.max_block as usize {
             return Err(ServerError::Config("max_inflight_bytes must be at least max_block"));
+        }
+        // Any single request must fit, or its connection would wait for ever.
+        if config.buffer_memory < config.max_block as usize {
+            return Err(ServerError::Config("buffer_memory must be at least max_block"));
         }
         for (i, e) in exports.iter().enumerate() {
             if e.name.len() > MAX_STRING_LEN {
@@ -208,15 +381,31 @@ impl Server {
                 read_only: e.backend.read_only(),
             })
             .collect();
-        Ok(Server { shared: Arc::new(Shared { exports, infos, params, config, connections: AtomicU64::new(0) }) })
+        let global = Arc::new(Global {
+            budget: Budget::new(config.buffer_memory),
+            pool: Pool::new(config.max_threads),
+            stall_timeout: config.stall_timeout,
+            stall_bytes: (conn::STALL_MIN_RATE as f64 * config.stall_timeout.as_secs_f64()).max(1.0) as usize,
+            epoch: Instant::now(),
+        });
+        let shared = Shared {
+            exports,
+            infos,
+            params,
+            config,
+            connections: AtomicU64::new(0),
+            global,
+            table: Mutex::new(Table::default()),
+        };
+        Ok(Server { shared: Arc::new(shared) })
     }
 
     /// Starts serving on `listener` (call from inside a tokio runtime).
     pub fn start(self, listener: TcpListener) -> io::Result<ServerHandle> {
         let addr = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(run(self.shared, listener, stop_rx));
-        Ok(ServerHandle { addr, stop: Arc::new(stop_tx), task })
+        let task = tokio::spawn(run(self.shared.clone(), listener, stop_rx));
+        Ok(ServerHandle { addr, stop: Arc::new(stop_tx), task, shared: self.shared })
     }
 }
 
@@ -234,6 +423,7 @@ pub struct ServerHandle {
     addr: SocketAddr,
     stop: Arc<watch::Sender<bool>>,
     task: JoinHandle<Result<ShutdownReport, ServerError>>,
+    shared: Arc<Shared>,
 }
 
 /// Asks a server to stop; cheap to clone (e.g. into a signal handler).
@@ -250,6 +440,11 @@ impl ServerHandle {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Connections, buffered bytes and worker threads now.
+    pub fn stats(&self) -> ServerStats {
+        self.shared.stats()
     }
 
     /// A trigger that starts the shutdown from elsewhere.
@@ -287,12 +482,9 @@ async fn run(
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((sock, peer)) => {
-                    if conns.len() >= shared.config.max_connections {
-                        log::warn!("{peer}: refused, {} connections already", conns.len());
-                        continue;
-                    }
+                    let Some(reg) = shared.admit(peer) else { continue };
                     shared.connections.fetch_add(1, Ordering::Relaxed);
-                    conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone()));
+                    conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone(), reg));
                 }
                 Err(e) => {
                     // e.g. EMFILE: back off instead of spinning
@@ -321,6 +513,7 @@ async fn run(
     // Backend calls of aborted connections may still run on their workers.
     tracker.close();
     tracker.wait().await;
+    shared.global.pool.close();
     let mut done: Vec<usize> = Vec::new(); // backend addresses, to shut each down once
     let mut first_err = None;
     for e in &shared.exports {
@@ -361,11 +554,13 @@ async fn connection(
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
     tracker: TaskTracker,
+    reg: Registered,
 ) {
     let _ = sock.set_nodelay(true);
     let negotiated = tokio::select! {
         r = tokio::time::timeout(shared.config.handshake_timeout, negotiate(&mut sock, &shared.infos)) => r,
         _ = stopped(&mut stop) => return,
+        _ = reg.kick.cancelled() => return,
     };
     let export = match negotiated {
         Ok(Ok(Some(i))) => i,
@@ -383,8 +578,21 @@ async fn connection(
         }
     };
     log::debug!("{peer}: serving export {:?}", shared.exports[export].name);
-    let backend = shared.exports[export].backend.clone();
-    conn::transmission(sock, peer, backend, shared.params[export], &shared.config, stop, tracker).await;
+    let activity = Arc::new(Activity::new(shared.global.now_ms()));
+    if let Some(e) = lock(&shared.table).entries.get_mut(&reg.id) {
+        e.activity = Some(activity.clone());
+    }
+    let n = Negotiated {
+        sock,
+        peer,
+        id: reg.id,
+        backend: shared.exports[export].backend.clone(),
+        params: shared.params[export],
+        activity,
+        kick: reg.kick.clone(),
+    };
+    conn::transmission(n, &shared.config, shared.global.clone(), stop, tracker).await;
+    drop(reg);
 }
 
 /// Runs the negotiation; `Some(export)` to enter transmission, `None` on abort.

@@ -546,16 +546,20 @@ async fn handshake_timeout_and_connection_limit() {
     let config =
         ServerConfig { handshake_timeout: Duration::from_secs(1), max_connections: 1, ..ServerConfig::default() };
     let h = start(vec![Export::new("", mem)], config).await;
+    // a lone connection that never negotiates is dropped after the handshake timeout
     let mut idle = Client::connect(&h, FLAG_C_FIXED_NEWSTYLE).await;
-    // while the idle one holds the only slot, a second is closed at once
-    let mut second = TcpStream::connect(h.local_addr()).await.unwrap();
-    let mut b = [0u8; 18];
-    assert!(matches!(timeout(T, second.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_))));
-    // the idle one is dropped after the handshake timeout
     assert!(idle.closed().await);
     tokio::time::sleep(Duration::from_millis(50)).await;
+    // while one still negotiates in the only slot, a new connection takes its place
+    let mut first = Client::connect(&h, FLAG_C_FIXED_NEWSTYLE).await;
     let mut c = Client::connect(&h, FLAG_C_FIXED_NEWSTYLE).await;
+    assert!(first.closed().await);
     c.go("").await;
+    assert_eq!(c.call(CMD_READ, 0, 0, 8, &[]).await, (0, vec![0; 8]));
+    // a negotiated connection idle for less than the idle timeout keeps its slot: a new one is closed at once
+    let mut refused = TcpStream::connect(h.local_addr()).await.unwrap();
+    let mut b = [0u8; 18];
+    assert!(matches!(timeout(T, refused.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_))));
     assert_eq!(c.call(CMD_READ, 0, 0, 8, &[]).await, (0, vec![0; 8]));
     stop(h).await;
 }
@@ -570,5 +574,12 @@ fn config_is_checked() {
     assert!(Server::new(long, ServerConfig::default()).is_err());
     let small = ServerConfig { max_inflight_bytes: 1024, ..ServerConfig::default() };
     assert!(Server::new(vec![Export::new("x", mem.clone())], small).is_err());
+    // the server-wide budget must hold one request of the maximum block size
+    let small = ServerConfig { buffer_memory: DEFAULT_MAX_BLOCK as usize - 1, ..ServerConfig::default() };
+    assert!(Server::new(vec![Export::new("x", mem.clone())], small).is_err());
+    let fits = ServerConfig { buffer_memory: DEFAULT_MAX_BLOCK as usize, ..ServerConfig::default() };
+    assert!(Server::new(vec![Export::new("x", mem.clone())], fits).is_ok());
+    let none = ServerConfig { max_threads: 0, ..ServerConfig::default() };
+    assert!(Server::new(vec![Export::new("x", mem.clone())], none).is_err());
     assert!(Server::new(vec![Export::new("x", mem)], ServerConfig::default()).is_ok());
 }

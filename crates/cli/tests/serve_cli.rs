@@ -1,0 +1,311 @@
+//! `ssdcache serve | status | flush` as a user runs them, against hostile
+//! surroundings: a control path that is not a socket, a server that is
+//! stopped (SIGSTOP), a control client that never sends its command, a
+//! server full of idle connections. Loopback only; every wait is bounded.
+
+use ssdcache_serve::nbd::consts::*;
+use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
+
+/// A 2 MiB write-back cache for a 4 MiB backing file in a temporary directory.
+struct Fixture {
+    dir: tempfile::TempDir,
+    cache: PathBuf,
+    backing: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache.img");
+        let backing = dir.path().join("backing.img");
+        std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
+        let out = Command::new(BIN)
+            .args(["create", "--size", "2MiB", "--segment", "128KiB"])
+            .arg(&cache)
+            .arg(&backing)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Fixture { dir, cache, backing }
+    }
+
+    fn ctl(&self) -> PathBuf {
+        let mut p = self.cache.as_os_str().to_owned();
+        p.push(".ctl");
+        PathBuf::from(p)
+    }
+
+    fn serve_cmd(&self, extra: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("serve").arg(&self.cache).arg(&self.backing).args(["--listen", "127.0.0.1:0"]).args(extra);
+        c
+    }
+
+    /// Starts a server; waits (up to 20 s) for its address.
+    fn serve(&self, extra: &[&str]) -> Server {
+        let err = self.dir.path().join(format!("serve{}.err", std::process::id()));
+        let mut child =
+            self.serve_cmd(extra).stdout(Stdio::piped()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(a) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(a.parse::<SocketAddr>().unwrap());
+                }
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(a) => a,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
+            }
+        };
+        Server { child, addr }
+    }
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success());
+    }
+
+    /// SIGTERM; the exit status.
+    fn stop(mut self) -> i32 {
+        self.signal("TERM");
+        let t = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "the server did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill(); // SIGKILL ends a stopped process too
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a command for at most `limit`; (exit status, stderr, time taken).
+/// A command still running at the limit is killed and reported as hung.
+fn run(mut cmd: Command, limit: Duration) -> (i32, String, Duration) {
+    let t = Instant::now();
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return (s.code().unwrap_or(-1), reader.join().unwrap(), t.elapsed());
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {limit:?}: {}", reader.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn cli(args: &[&str], paths: &[&Path]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(&args[..1]).args(paths).args(&args[1..]);
+    c
+}
+
+/// A one-line CLI error: `ssdcache: error: ...`, exit status 2.
+fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("ssdcache: error: "), "{stderr}");
+    for w in want {
+        assert!(stderr.contains(w), "{stderr:?} lacks {w:?}");
+    }
+}
+
+/// Audit item 4: `serve` deleted whatever regular file was at the control
+/// path (CACHE.ctl by default). Now it refuses, and the file stays.
+#[test]
+fn serve_refuses_a_control_path_that_is_not_a_socket() {
+    let f = Fixture::new();
+    let ctl = f.ctl();
+    std::fs::write(&ctl, b"precious").unwrap();
+    let (code, err, _) = run(f.serve_cmd(&[]), Duration::from_secs(20));
+    assert_one_line_error(code, &err, &[&ctl.display().to_string(), "is a regular file, not a socket"]);
+    assert_eq!(std::fs::read(&ctl).unwrap(), b"precious");
+
+    // a symbolic link given with --control: neither it nor its target is touched
+    let target = f.dir.path().join("target.txt");
+    std::fs::write(&target, b"also precious").unwrap();
+    let link = f.dir.path().join("link.ctl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (code, err, _) = run(f.serve_cmd(&["--control", link.to_str().unwrap()]), Duration::from_secs(20));
+    assert_one_line_error(code, &err, &[&link.display().to_string(), "is a symbolic link"]);
+    assert_eq!(std::fs::read(&target).unwrap(), b"also precious");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+
+    // a stale socket is replaced, and removed at a clean stop
+    std::fs::remove_file(&ctl).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(&ctl).unwrap());
+    let s = f.serve(&[]);
+    let (code, err, _) = run(cli(&["status"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(s.stop(), 0);
+    assert!(!ctl.exists());
+}
+
+/// Audit item 3: `status` and `flush` hung for ever on a stopped server.
+/// Now they give up after `--timeout` with a one-line error naming the socket.
+#[test]
+fn status_and_flush_give_up_on_a_stopped_server() {
+    let f = Fixture::new();
+    let s = f.serve(&[]);
+    let ctl = f.ctl().display().to_string();
+    s.signal("STOP");
+    let (code, err, took) = run(cli(&["status", "--timeout", "1s"], &[&f.cache]), Duration::from_secs(15));
+    assert_one_line_error(code, &err, &[&format!("the server behind {ctl} did not answer `status` within 1 s")]);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let (code, err, _) = run(cli(&["flush", "--timeout", "1s"], &[&f.cache]), Duration::from_secs(15));
+    assert_one_line_error(code, &err, &["did not answer `flush` within 1 s", "--timeout"]);
+    s.signal("CONT");
+    let (code, err, _) = run(cli(&["status"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    let (code, err, _) = run(cli(&["flush"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(s.stop(), 0);
+}
+
+/// Audit item 3: a control client that never sent its line was held for
+/// ever. Now the server closes it within a few seconds and carries on.
+#[test]
+fn a_control_client_that_sends_nothing_is_cut_off() {
+    let f = Fixture::new();
+    let s = f.serve(&[]);
+    let mut silent = std::os::unix::net::UnixStream::connect(f.ctl()).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let t = Instant::now();
+    let mut b = [0u8; 64];
+    let n = silent.read(&mut b).expect("closed by the server within 15 s");
+    assert_eq!(n, 0);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let (code, err, _) = run(cli(&["status"], &[&f.cache]), Duration::from_secs(20));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(s.stop(), 0);
+}
+
+/// Connects and negotiates the default export.
+fn nbd_ready(addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut g = [0u8; 18];
+    s.read_exact(&mut g)?;
+    let mut m = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes().to_vec();
+    m.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    m.extend_from_slice(&OPT_GO.to_be_bytes());
+    m.extend_from_slice(&6u32.to_be_bytes());
+    m.extend_from_slice(&[0; 6]);
+    s.write_all(&m)?;
+    loop {
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h)?;
+        let reply = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let mut data = vec![0u8; u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize];
+        s.read_exact(&mut data)?;
+        if reply == REP_ACK {
+            return Ok(s);
+        }
+        assert_eq!(reply & REP_FLAG_ERROR, 0, "option error {reply:#x}");
+    }
+}
+
+fn nbd_read(s: &mut TcpStream) -> std::io::Result<()> {
+    let h = RequestHeader { flags: 0, kind: CMD_READ, cookie: 9, offset: 0, length: 4096 };
+    s.write_all(&encode_request_header(&h))?;
+    let mut r = [0u8; 16];
+    s.read_exact(&mut r)?;
+    assert_eq!(parse_simple_reply(&r).unwrap().errno, 0);
+    let mut d = vec![0u8; 4096];
+    s.read_exact(&mut d)
+}
+
+/// True once the server has closed `s` (within 10 s).
+fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    matches!(s.read(&mut b), Ok(0) | Err(_))
+}
+
+/// Audit item 2: the connection limit, the handshake timeout and the idle
+/// timeout are flags of `serve`; a server full of idle connections still
+/// serves a new client.
+#[test]
+fn serve_limit_flags_keep_a_full_server_open_to_new_clients() {
+    let f = Fixture::new();
+    let s = f.serve(&["--max-connections", "2", "--handshake-timeout", "1s", "--idle-timeout", "1s"]);
+    // a connection that never negotiates is closed after the handshake timeout
+    let mut silent = TcpStream::connect(s.addr).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t = Instant::now();
+    let mut g = [0u8; 18];
+    silent.read_exact(&mut g).unwrap();
+    assert!(closed(&mut silent));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // two idle clients fill the server
+    let mut a = nbd_ready(s.addr).unwrap();
+    let mut b = nbd_ready(s.addr).unwrap();
+    nbd_read(&mut a).unwrap();
+    nbd_read(&mut b).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    nbd_read(&mut b).unwrap(); // b is busy, a has been idle for 1.5 s
+    let t = Instant::now();
+    let mut c = loop {
+        match nbd_ready(s.addr) {
+            Ok(c) => break c,
+            Err(_) if t.elapsed() < Duration::from_secs(5) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("no new client served within 5 s: {e}"),
+        }
+    };
+    nbd_read(&mut c).unwrap();
+    assert!(closed(&mut a), "the idle connection was not the one closed");
+    nbd_read(&mut b).unwrap();
+    assert_eq!(s.stop(), 0);
+}
+
+#[test]
+fn bad_limit_flags_are_one_line_errors() {
+    let f = Fixture::new();
+    for (flags, want) in [
+        (&["--max-connections", "0"][..], "--max-connections must be at least 1"),
+        (&["--max-threads", "0"][..], "--max-threads must be at least 1"),
+        (&["--idle-timeout", "0s"][..], "--idle-timeout must be positive"),
+        (&["--handshake-timeout", "soon"][..], "--handshake-timeout"),
+        (&["--buffer-memory", "1MiB"][..], "--buffer-memory 1MiB: must be at least the maximum block size"),
+    ] {
+        let (code, err, _) = run(f.serve_cmd(flags), Duration::from_secs(20));
+        assert_one_line_error(code, &err, &[want]);
+    }
+    let (code, err, _) = run(cli(&["status", "--timeout", "0s"], &[&f.cache]), Duration::from_secs(20));
+    assert_one_line_error(code, &err, &["--timeout must be positive"]);
+}

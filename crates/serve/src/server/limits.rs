@@ -1,0 +1,353 @@
+//! Server-wide resources that every connection draws from: the byte
+//! [`Budget`] for buffered request payloads and reply data, and the [`Pool`]
+//! of worker threads. Both make a caller wait (back-pressure) instead of
+//! failing, first come first served, so a request needing the whole budget
+//! is not starved by a stream of small ones.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+pub(super) use crate::sync::lock;
+
+/// How often a thread waiting for bytes checks whether it should give up.
+const BUDGET_SLICE: Duration = Duration::from_millis(50);
+
+/// A counting budget of bytes that blocking threads wait on, in FIFO order:
+/// a waiter is served only when every earlier waiter has been, so a request
+/// for `total` bytes gets them as soon as the bytes held are given back.
+pub(super) struct Budget {
+    total: usize,
+    state: Mutex<BudgetState>,
+    cv: Condvar,
+}
+
+struct BudgetState {
+    avail: usize,
+    /// Most bytes ever taken at once.
+    peak: usize,
+    waiters: VecDeque<Waiter>,
+    next_ticket: u64,
+}
+
+struct Waiter {
+    ticket: u64,
+    /// Which connection waits (for [`Budget::others_waiting`]).
+    owner: u64,
+}
+
+impl BudgetState {
+    fn grab(&mut self, total: usize, n: usize) {
+        self.avail -= n;
+        self.peak = self.peak.max(total - self.avail);
+    }
+}
+
+impl Budget {
+    pub(super) fn new(total: usize) -> Self {
+        Budget {
+            total,
+            state: Mutex::new(BudgetState { avail: total, peak: 0, waiters: VecDeque::new(), next_ticket: 0 }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Bytes taken now.
+    pub(super) fn in_use(&self) -> usize {
+        self.total - lock(&self.state).avail
+    }
+
+    /// Most bytes taken at once so far.
+    pub(super) fn peak(&self) -> usize {
+        lock(&self.state).peak
+    }
+
+    /// Takes `n` bytes (at most the total), waiting behind earlier waiters
+    /// until they are there. Returns false, taking nothing, if `cancelled`
+    /// (polled while waiting) says so first.
+    pub(super) fn take(&self, n: usize, owner: u64, cancelled: impl Fn() -> bool) -> bool {
+        debug_assert!(n <= self.total);
+        if n == 0 {
+            return true;
+        }
+        let mut s = lock(&self.state);
+        if s.waiters.is_empty() && s.avail >= n {
+            s.grab(self.total, n);
+            return true;
+        }
+        let ticket = s.next_ticket;
+        s.next_ticket += 1;
+        s.waiters.push_back(Waiter { ticket, owner });
+        loop {
+            if s.waiters.front().map(|w| w.ticket) == Some(ticket) && s.avail >= n {
+                s.waiters.pop_front();
+                s.grab(self.total, n);
+                if !s.waiters.is_empty() {
+                    self.cv.notify_all(); // the next one may fit too
+                }
+                return true;
+            }
+            if cancelled() {
+                s.waiters.retain(|w| w.ticket != ticket);
+                self.cv.notify_all(); // a new head may fit
+                return false;
+            }
+            s = self.cv.wait_timeout(s, BUDGET_SLICE).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    pub(super) fn give(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut s = lock(&self.state);
+        s.avail += n;
+        debug_assert!(s.avail <= self.total);
+        if !s.waiters.is_empty() {
+            self.cv.notify_all();
+        }
+    }
+
+    /// Whether a connection other than `owner` waits for bytes.
+    pub(super) fn others_waiting(&self, owner: u64) -> bool {
+        lock(&self.state).waiters.iter().any(|w| w.owner != owner)
+    }
+}
+
+/// A job for a pool thread; it gets the thread's reusable buffer.
+pub(super) type Job = Box<dyn FnOnce(&mut Vec<u8>) + Send>;
+
+/// An idle pool thread exits after this long without work.
+const IDLE_EXIT: Duration = Duration::from_secs(10);
+
+/// At most `max` worker threads, started on demand and shared by every
+/// connection. Jobs beyond them wait in a FIFO queue.
+pub(super) struct Pool {
+    inner: Arc<PoolInner>,
+}
+
+struct PoolInner {
+    max: usize,
+    state: Mutex<PoolState>,
+    cv: Condvar,
+}
+
+struct PoolState {
+    /// Jobs waiting for a thread, with the connection they are for.
+    queue: VecDeque<(u64, Job)>,
+    threads: usize,
+    peak: usize,
+    /// Threads waiting for a job.
+    idle: usize,
+    /// Idle threads woken for a job and not yet running.
+    signaled: usize,
+    closed: bool,
+}
+
+impl Pool {
+    pub(super) fn new(max: usize) -> Self {
+        Pool {
+            inner: Arc::new(PoolInner {
+                max,
+                state: Mutex::new(PoolState {
+                    queue: VecDeque::new(),
+                    threads: 0,
+                    peak: 0,
+                    idle: 0,
+                    signaled: 0,
+                    closed: false,
+                }),
+                cv: Condvar::new(),
+            }),
+        }
+    }
+
+    /// Runs `job` on a pool thread: an idle one, a new one while there are
+    /// fewer than the maximum, else the first that comes free.
+    pub(super) fn submit(&self, owner: u64, job: Job) {
+        let mut s = lock(&self.inner.state);
+        if s.closed {
+            return;
+        }
+        s.queue.push_back((owner, job));
+        if s.idle > s.signaled {
+            s.signaled += 1;
+            drop(s); // the woken thread takes the lock at once
+            self.inner.cv.notify_one();
+            return;
+        }
+        if s.threads >= self.inner.max {
+            return;
+        }
+        s.threads += 1;
+        s.peak = s.peak.max(s.threads);
+        drop(s);
+        let inner = self.inner.clone();
+        if let Err(e) = std::thread::Builder::new().name("nbd-worker".into()).spawn(move || worker(inner)) {
+            // The job stays queued for a thread that comes free.
+            log::warn!("cannot start a worker thread: {e}");
+            lock(&self.inner.state).threads -= 1;
+        }
+    }
+
+    /// Whether a job of a connection other than `owner` waits for a thread
+    /// that no running or woken thread is about to take.
+    pub(super) fn pressure(&self, owner: u64) -> bool {
+        let s = lock(&self.inner.state);
+        s.queue.len() > s.signaled && s.queue.iter().any(|(o, _)| *o != owner)
+    }
+
+    /// (threads alive, most threads alive at once).
+    pub(super) fn threads(&self) -> (usize, usize) {
+        let s = lock(&self.inner.state);
+        (s.threads, s.peak)
+    }
+
+    /// Lets the threads exit once the queue is empty.
+    pub(super) fn close(&self) {
+        lock(&self.inner.state).closed = true;
+        self.inner.cv.notify_all();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn worker(inner: Arc<PoolInner>) {
+    let mut buf = Vec::new();
+    let mut s = lock(&inner.state);
+    loop {
+        if let Some((_, job)) = s.queue.pop_front() {
+            drop(s);
+            // Jobs catch the backend's panics themselves; this keeps the
+            // thread count right if anything else panics.
+            if catch_unwind(AssertUnwindSafe(|| job(&mut buf))).is_err() {
+                log::error!("a worker job panicked");
+                buf = Vec::new();
+            }
+            s = lock(&inner.state);
+            continue;
+        }
+        if s.closed {
+            break;
+        }
+        s.idle += 1;
+        let (g, wait) = inner.cv.wait_timeout(s, IDLE_EXIT).unwrap_or_else(|e| e.into_inner());
+        s = g;
+        s.idle -= 1;
+        if s.signaled > 0 {
+            s.signaled -= 1;
+        } else if wait.timed_out() && s.queue.is_empty() {
+            break;
+        }
+    }
+    s.threads -= 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    #[test]
+    fn budget_waits_for_bytes_given_back() {
+        let b = Arc::new(Budget::new(10));
+        assert!(b.take(6, 1, || false));
+        assert!(b.take(4, 1, || false));
+        assert_eq!(b.in_use(), 10);
+        let b2 = b.clone();
+        let waiter = std::thread::spawn(move || {
+            assert!(b2.take(7, 2, || false));
+            b2.in_use()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished());
+        assert!(b.others_waiting(1));
+        assert!(!b.others_waiting(2));
+        b.give(4);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!waiter.is_finished(), "4 bytes free, 7 wanted");
+        b.give(6);
+        assert_eq!(waiter.join().unwrap(), 7);
+        assert_eq!(b.peak(), 10);
+    }
+
+    #[test]
+    fn budget_is_first_come_first_served() {
+        // A big request waiting at the head is not overtaken by small ones.
+        let b = Arc::new(Budget::new(10));
+        assert!(b.take(5, 1, || false));
+        let b2 = b.clone();
+        let big = std::thread::spawn(move || assert!(b2.take(10, 2, || false)));
+        while !b.others_waiting(1) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let b3 = b.clone();
+        let small_done = Arc::new(AtomicBool::new(false));
+        let sd = small_done.clone();
+        let small = std::thread::spawn(move || {
+            assert!(b3.take(1, 3, || false));
+            sd.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!small_done.load(Ordering::SeqCst), "a small request overtook the big one at the head");
+        b.give(5);
+        big.join().unwrap();
+        assert!(!small_done.load(Ordering::SeqCst));
+        b.give(10);
+        small.join().unwrap();
+    }
+
+    #[test]
+    fn budget_wait_can_be_cancelled() {
+        let b = Budget::new(4);
+        assert!(b.take(4, 1, || false));
+        let t = Instant::now();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.store(true, Ordering::SeqCst);
+            });
+            assert!(!b.take(1, 2, || stop.load(Ordering::SeqCst)));
+        });
+        assert!(t.elapsed() < Duration::from_secs(2));
+        assert!(!b.others_waiting(1));
+        b.give(4);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[test]
+    fn pool_runs_at_most_max_jobs_at_once_and_all_of_them() {
+        let pool = Pool::new(3);
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        for i in 0..20 {
+            let (running, most, done) = (running.clone(), most.clone(), done.clone());
+            pool.submit(
+                i,
+                Box::new(move |_buf| {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(10));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    done.fetch_add(1, Ordering::SeqCst);
+                }),
+            );
+        }
+        let t = Instant::now();
+        while done.load(Ordering::SeqCst) < 20 {
+            assert!(t.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 3);
+        assert_eq!(pool.threads().1, 3);
+        pool.close();
+    }
+}
