@@ -80,7 +80,8 @@ def devices() -> list[dict[str, _Any]]:
 
 
 def generators() -> list[dict[str, _Any]]:
-    """Every synthetic workload generator: ``{"name", "about", "defaults"}``.
+    """Every synthetic workload generator: ``{"name", "about", "params": [{"name", "default", "about"}]}``,
+    the same shape as :func:`policies`.
 
     A generator spec such as ``"zipf(alpha=0.9,keys=1M,requests=1M)"`` is a trace
     for :func:`simulate`, :func:`sweep` and :func:`load`.

@@ -210,7 +210,7 @@ def devices() -> list[dict[str, Any]]:
     """Every device model: {"name", "about", "params": [...]}."""
 
 def generators() -> list[dict[str, Any]]:
-    """Every workload generator: {"name", "about", "defaults"}."""
+    """Every workload generator: {"name", "about", "params": [...]}, as policies()."""
 
 def modes() -> list[str]:
     """The cache write modes."""
