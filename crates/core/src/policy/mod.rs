@@ -392,13 +392,16 @@ pub struct PolicyInfo {
     pub rule: Option<RuleBuilder>,
 }
 
+/// Builds the rule a spec text names, for `ctx.capacity` pages.
+pub type RuleFromText = fn(&str, &BuildCtx) -> Result<Box<dyn Replacement>, SpecError>;
+
 /// The registry's rule builder, handed to every [`Builder`], so that a policy
 /// holding rules builds them from nested specs the way everything else is
 /// built, without importing the registry (which imports every policy).
 #[derive(Clone, Copy)]
 pub struct Rules {
     /// Builds the rule a spec names, for `ctx.capacity` pages.
-    pub build: fn(&str, &BuildCtx) -> Result<Box<dyn Replacement>, SpecError>,
+    pub build: RuleFromText,
     /// The names of the policies that are rules, in catalogue order.
     pub names: fn() -> Vec<&'static str>,
 }
