@@ -27,6 +27,9 @@ pip_install() { PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --dis
 step "python packages"
 pip_install -r tests/requirements.txt
 
+step "layers of crates/core (imports point down, no cycles)"
+python3 scripts/check_layers.py
+
 step "build"
 cargo build --release --locked -p ssdcache-cli
 

@@ -85,8 +85,9 @@ def devices() -> list[_core.CatalogueEntry]:
     return list(_core.devices())
 
 
-def generators() -> list[_core.GeneratorInfo]:
-    """Every synthetic workload generator: ``{"name", "about", "defaults"}``.
+def generators() -> list[_core.CatalogueEntry]:
+    """Every synthetic workload generator: ``{"name", "about", "params": [{"name", "default", "about"}]}``,
+    the same shape as :func:`policies`.
 
     A generator spec such as ``"zipf(alpha=0.9,keys=1M,requests=1M)"`` is a trace
     for :func:`simulate`, :func:`sweep` and :func:`load`.

@@ -222,7 +222,9 @@ def test_catalogues(cli):
     assert {"ftl", "hdd", "ssd"} <= {d["name"] for d in devices}
     assert all(set(d) == {"name", "about", "params"} for d in devices)
     gens = {g["name"]: g for g in _core.generators()}
-    assert "zipf" in gens and "alpha=1.0" in gens["zipf"]["defaults"]
+    # the same shape as policies() and devices()
+    assert all(set(g) == {"name", "about", "params"} for g in gens.values())
+    assert "zipf" in gens and {"name": "alpha", "default": "1.0"}.items() <= gens["zipf"]["params"][0].items()
     assert _core.modes() == ["write-back", "write-through", "write-around", "write-only", "read-only"]
     assert _core.__version__ == cli("--version").stdout.split()[-1]
 

@@ -2,9 +2,8 @@
 
 use ssdcache::device::catalog::DEVICES;
 use ssdcache::device::{HDD_PRESETS, MEMORY_PRESETS, PRESETS, SSD_PRESETS};
-use ssdcache::policy::mode::MODES;
-use ssdcache::policy::registry::MODE_PARAM;
-use ssdcache::policy::POLICIES;
+use ssdcache::policy::registry::POLICIES;
+use ssdcache::policy::{MODES, MODE_PARAM};
 use ssdcache::units::format_bytes;
 
 pub fn print() {

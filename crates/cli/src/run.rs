@@ -6,7 +6,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use ssdcache::metrics::Report;
-use ssdcache::policy::spec::split_list;
+use ssdcache::spec::split_list;
 use ssdcache::policy::Mode;
 use ssdcache::sim::run::{self, check_repeat, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
 use ssdcache::sim::{QueueSpec, RunSpec, SimError, TraceSource};

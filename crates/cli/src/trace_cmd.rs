@@ -4,8 +4,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use ssdcache::sim::{pages_of, TraceSource};
 use ssdcache::trace::binary::BinaryWriter;
-use ssdcache::trace::formats::FORMATS;
 use ssdcache::trace::formats::oracle::OracleWriter;
+use ssdcache::trace::formats::FORMATS;
 use ssdcache::trace::{Format, Op, ReadOptions, TraceReader, Unit, BATCH};
 use ssdcache::units::parse_bytes;
 use std::fs::File;
@@ -103,8 +103,12 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             Ok(())
         }
         TraceCommand::Gen { list: true, .. } => {
-            for (name, params, about) in ssdcache::trace::gen::list() {
-                println!("  {name:<10} {about}\n      defaults: {params}");
+            println!("Workloads (spec: NAME or NAME(key=value,...); mix(A,B,...,weights=...) takes components):\n");
+            for g in ssdcache::trace::gen::GENERATORS {
+                println!("  {:<10} {}", g.name, g.about);
+                for param in g.params {
+                    println!("      {:<10} default {:<14} {}", param.name, param.default, param.about);
+                }
             }
             Ok(())
         }
@@ -125,7 +129,8 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
 
 fn write_output(reader: &mut dyn TraceReader, path: &Path, out: &OutputArgs) -> Result<()> {
     let page_bytes = parse_bytes(&out.page).context("--page")?;
-    let n = write_as(reader, path, &out.to, page_bytes, out.zstd).with_context(|| format!("writing {}", path.display()))?;
+    let n =
+        write_as(reader, path, &out.to, page_bytes, out.zstd).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wrote {n} records to {}", path.display());
     Ok(())
 }
@@ -191,7 +196,11 @@ pub fn write_as(reader: &mut dyn TraceReader, path: &Path, to: &str, page_bytes:
                         Op::Trim => bail!("ssdsim has no trim; use binary"),
                     };
                     if r.addr % 512 != 0 || r.len % 512 != 0 {
-                        bail!("request at byte {} of {} bytes is not sector-aligned; ssdsim counts sectors", r.addr, r.len);
+                        bail!(
+                            "request at byte {} of {} bytes is not sector-aligned; ssdsim counts sectors",
+                            r.addr,
+                            r.len
+                        );
                     }
                     writeln!(out, "{} {} {} {} {}", r.time, r.dev, r.addr / 512, r.len / 512, op)?;
                     n += 1;

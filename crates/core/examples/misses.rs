@@ -1,7 +1,8 @@
 //! Development aid: miss count of a policy on a trace.
 //! `cargo run --release -p ssdcache --example misses -- SPEC CAPACITY_PAGES TRACE [FORMAT]`
 
-use ssdcache::policy::{build, registry::BuildCtx, Mode};
+use ssdcache::policy::registry::build;
+use ssdcache::policy::{registry::BuildCtx, Mode};
 use ssdcache::sim::{SimConfig, Simulator};
 use ssdcache::trace::{open, Format, ReadOptions};
 

@@ -6,9 +6,11 @@
 //! what a run reports. See `DESIGN.md` in the shared folder for the architecture.
 
 pub mod device;
+pub mod key;
 pub mod metrics;
 pub mod policy;
 pub mod sim;
+pub mod spec;
 pub mod trace;
 pub mod units;
 

@@ -3,9 +3,11 @@
 
 use hashbrown::{HashMap, HashSet};
 use proptest::prelude::*;
-use ssdcache::policy::mode::MODES;
+use ssdcache::policy::registry::build;
 use ssdcache::policy::registry::BuildCtx;
-use ssdcache::policy::{build, Access, Effects, Io, Mode, NEVER, POLICIES};
+use ssdcache::policy::registry::POLICIES;
+use ssdcache::policy::MODES;
+use ssdcache::policy::{Access, Effects, Io, Mode, NEVER};
 
 use ssdcache::sim::{SimConfig, Simulator};
 use ssdcache::trace::{MemoryReader, Op, Request, Unit};
@@ -80,7 +82,8 @@ fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> 
     let mut fx = Effects::new();
     let mut m = Model::default();
     for (i, &(op, key, partial)) in trace.iter().enumerate() {
-        let a = Access { time: i as u64, key, op, partial: partial && op == Op::Write, seq: i as u64, next_use: next[i] };
+        let a =
+            Access { time: i as u64, key, op, partial: partial && op == Op::Write, seq: i as u64, next_use: next[i] };
         match op {
             Op::Write => {
                 *m.latest.entry(key).or_insert(0) += 1;
@@ -186,7 +189,14 @@ fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> 
     }
     prop_assert_eq!(policy.stats().dirty, 0);
     for (k, v) in &m.latest {
-        prop_assert_eq!(m.backing.get(k), Some(v), "{}/{}: key {}: last write not on backing after drain", spec, mode, k);
+        prop_assert_eq!(
+            m.backing.get(k),
+            Some(v),
+            "{}/{}: key {}: last write not on backing after drain",
+            spec,
+            mode,
+            k
+        );
     }
     Ok(())
 }

@@ -15,11 +15,11 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use ssdcache::device::catalog::DEVICES;
-use ssdcache::policy::mode::MODES;
-use ssdcache::policy::registry::{ParamInfo, MODE_PARAM};
-use ssdcache::policy::POLICIES;
+use ssdcache::policy::registry::POLICIES;
+use ssdcache::policy::{MODES, MODE_PARAM};
 use ssdcache::sim::run::with_trace_name;
 use ssdcache::sim::TraceSource;
+use ssdcache::spec::ParamInfo;
 use ssdcache::trace::{Format, Unit};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -410,16 +410,16 @@ fn devices(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     Ok(out)
 }
 
-/// Every workload generator: `{"name", "about", "defaults"}`, `defaults` being
-/// its parameters with their defaults as spec text (`"alpha=1.0,keys=1M,…"`).
+/// Every workload generator, as `ssdcache trace gen --list` lists them: the
+/// same shape as `policies()`.
 #[pyfunction]
 fn generators(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let out = PyList::empty(py);
-    for (name, defaults, about) in ssdcache::trace::gen::list() {
+    for g in ssdcache::trace::gen::GENERATORS {
         let d = PyDict::new(py);
-        d.set_item("name", *name)?;
-        d.set_item("about", *about)?;
-        d.set_item("defaults", *defaults)?;
+        d.set_item("name", g.name)?;
+        d.set_item("about", g.about)?;
+        d.set_item("params", params(py, g.params.iter())?)?;
         out.append(d)?;
     }
     Ok(out)

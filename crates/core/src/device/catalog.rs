@@ -6,8 +6,7 @@ use super::{
     Device, Hdd, HddParams, HybridFtl, HybridOptions, LogBlocks, Memory, MemoryParams, NandTiming, PageFtl, Ssd,
     SsdParams,
 };
-use crate::policy::registry::ParamInfo;
-use crate::policy::{Spec, SpecError};
+use crate::spec::{ParamInfo, Spec, SpecError};
 use crate::units::{format_bytes, parse_duration_ns};
 
 /// A device built from a spec, ready for a run.
@@ -43,7 +42,11 @@ pub static DEVICES: &[DeviceInfo] = &[
         name: "ftl",
         about: "NAND flash behind an FTL: page-mapping with greedy GC, or log-block hybrid with merges",
         params: &[
-            param("type", "page", "page (page-mapping, greedy GC) or hybrid (BAST log blocks: switch/partial/full merges)"),
+            param(
+                "type",
+                "page",
+                "page (page-mapping, greedy GC) or hybrid (BAST log blocks: switch/partial/full merges)",
+            ),
             param(
                 "nand",
                 "flashsim",
@@ -119,7 +122,7 @@ pub fn find(name: &str) -> Option<&'static DeviceInfo> {
 /// Parses a device spec and says which kind it is, without building it.
 pub fn parse(text: &str) -> Result<(Spec, &'static DeviceInfo), SpecError> {
     let mut spec = Spec::parse_kind(text, "device")?;
-    let info = find(&spec.name).ok_or_else(|| SpecError::UnknownPolicy {
+    let info = find(&spec.name).ok_or_else(|| SpecError::UnknownName {
         kind: "device",
         name: spec.name.clone(),
         known: DEVICES.iter().map(|d| d.name).collect::<Vec<_>>().join(", "),
@@ -184,8 +187,8 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     let too_big = |_| spec.invalid("size", "more than 2^32 blocks");
     if !hybrid {
         let blocks = u32::try_from(physical).map_err(too_big)?;
-        let ftl =
-            PageFtl::with_logical_pages(nand, blocks, logical_pages).map_err(|e| spec.invalid("size", e.to_string()))?;
+        let ftl = PageFtl::with_logical_pages(nand, blocks, logical_pages)
+            .map_err(|e| spec.invalid("size", e.to_string()))?;
         return Ok(Box::new(ftl));
     }
     // The hybrid FTL keeps its log blocks and one merge target out of the spare space.
@@ -350,7 +353,15 @@ mod tests {
         assert!(msg("hdd(bogus=1)").contains("device hdd has no parameter \"bogus\""), "{}", msg("hdd(bogus=1)"));
         assert!(msg("ftl(type=hybridish)").contains("expected one of"), "{}", msg("ftl(type=hybridish)"));
         assert!(msg("hdd(seek=fast)").contains("seek"), "{}", msg("hdd(seek=fast)"));
-        assert!(msg("ftl(type=hybrid,log_blocks=0)").contains("log_blocks"), "{}", msg("ftl(type=hybrid,log_blocks=0)"));
-        assert!(msg("ftl(type=hybrid,log_blocks=100%)").contains("strictly"), "{}", msg("ftl(type=hybrid,log_blocks=100%)"));
+        assert!(
+            msg("ftl(type=hybrid,log_blocks=0)").contains("log_blocks"),
+            "{}",
+            msg("ftl(type=hybrid,log_blocks=0)")
+        );
+        assert!(
+            msg("ftl(type=hybrid,log_blocks=100%)").contains("strictly"),
+            "{}",
+            msg("ftl(type=hybrid,log_blocks=100%)")
+        );
     }
 }

@@ -9,21 +9,26 @@
 //! Policies live one per file, grouped by family: [`classic`] (LRU … Belady),
 //! [`flash`] (the flash-aware buffers of papers 001, 002 and 004), [`tiered`]
 //! (the DRAM + NVRAM buffer cache of paper 003).
-//! [`registry`] names them for the command line.
+//! [`registry`] names them for the command line and builds them.
+//!
+//! This file is the interface, and only the interface: what a policy is
+//! ([`Policy`], [`Replacement`]), what it sees and emits ([`Access`], [`Io`],
+//! [`Effects`]), how it is catalogued and built ([`PolicyInfo`], [`BuildCtx`],
+//! [`Rules`]) and the write [`Mode`]s. Layers, bottom up: the interface; the
+//! building blocks (`list`, [`mode::ModeCache`], `flash::block`, …); one file
+//! per policy, importing only those two; the [`registry`], which alone knows
+//! every policy. Nothing here imports a policy.
 
 pub mod classic;
 pub mod flash;
 pub mod list;
 pub mod mode;
 pub mod registry;
-pub mod spec;
-pub mod tiered;
 #[cfg(test)]
 pub mod testing;
+pub mod tiered;
 
-pub use mode::{Mode, ModeCache};
-pub use registry::{build, PolicyInfo, POLICIES};
-pub use spec::{Spec, SpecError};
+pub use crate::spec::{ParamInfo, Spec, SpecError};
 
 use crate::trace::Op;
 use crate::Nanos;
@@ -35,7 +40,7 @@ pub const NEVER: u64 = u64::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Access {
     pub time: Nanos,
-    /// The page key: device and page number in one (see [`crate::sim::page_key`]).
+    /// The page key: device and page number in one (see [`crate::key::page_key`]).
     pub key: u64,
     pub op: Op,
     /// A write that covers only part of the page: caching it needs the old
@@ -217,5 +222,203 @@ pub trait Replacement: Send {
     }
     fn needs_future(&self) -> bool {
         false
+    }
+}
+
+/// A boxed rule is a rule: policies that hold a rule chosen by a spec
+/// (ABM's read buffer, a tier) hold it boxed.
+impl<R: Replacement + ?Sized> Replacement for Box<R> {
+    #[inline]
+    fn touch(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        (**self).touch(a, dirty, evicted)
+    }
+    #[inline]
+    fn insert(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        (**self).insert(a, dirty, evicted)
+    }
+    #[inline]
+    fn remove(&mut self, key: u64, evicted: &mut Vec<u64>) -> bool {
+        (**self).remove(key, evicted)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        (**self).contains(key)
+    }
+    #[inline]
+    fn cleaned(&mut self, key: u64) {
+        (**self).cleaned(key)
+    }
+    #[inline]
+    fn queued(&mut self, a: &Access) {
+        (**self).queued(a)
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    #[inline]
+    fn capacity(&self) -> usize {
+        (**self).capacity()
+    }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        (**self).is_empty()
+    }
+    #[inline]
+    fn ghosts(&self) -> usize {
+        (**self).ghosts()
+    }
+    #[inline]
+    fn needs_future(&self) -> bool {
+        (**self).needs_future()
+    }
+}
+
+// ---- write modes ----
+
+/// How a cache treats writes and read misses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Writes go to the cache and stay dirty until evicted or drained.
+    #[default]
+    WriteBack,
+    /// Writes go to the cache and to backing at once; nothing is ever dirty.
+    WriteThrough,
+    /// Writes go to backing; a cached copy is updated, a miss is not inserted.
+    WriteAround,
+    /// Paper 001's write-only cache: write-back for writes, and a read miss is
+    /// served from backing without being inserted.
+    WriteOnly,
+    /// Caches reads only: a write goes to backing and invalidates a cached copy
+    /// (paper 000's LRU SSD cache).
+    ReadOnly,
+}
+
+pub const MODES: &[(&str, Mode, &str)] = &[
+    ("write-back", Mode::WriteBack, "writes stay dirty in the cache until evicted or drained"),
+    ("write-through", Mode::WriteThrough, "writes go to cache and backing; nothing is dirty"),
+    ("write-around", Mode::WriteAround, "writes go to backing; cached copies updated, misses not inserted"),
+    ("write-only", Mode::WriteOnly, "write-back for writes; read misses not inserted (paper 001 WO)"),
+    ("read-only", Mode::ReadOnly, "only reads are cached; a write invalidates the cached copy"),
+];
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        MODES.iter().find(|(_, m, _)| *m == self).map(|(n, _, _)| *n).unwrap()
+    }
+    /// Whether writes leave dirty pages in the cache.
+    pub fn keeps_dirty(self) -> bool {
+        matches!(self, Mode::WriteBack | Mode::WriteOnly)
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        let s = s.to_ascii_lowercase().replace('_', "-");
+        let alias = match s.as_str() {
+            "wb" | "writeback" => "write-back",
+            "wt" | "writethrough" => "write-through",
+            "wa" | "writearound" => "write-around",
+            "wo" | "writeonly" => "write-only",
+            "ro" | "readonly" => "read-only",
+            other => other,
+        };
+        MODES.iter().find(|(n, _, _)| *n == alias).map(|(_, m, _)| *m).ok_or_else(|| {
+            format!("unknown mode {s:?} (known: write-back, write-through, write-around, write-only, read-only)")
+        })
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `mode=`, accepted by every policy.
+pub const MODE_PARAM: ParamInfo = ParamInfo {
+    name: "mode",
+    default: "(from --mode)",
+    about: "write-back, write-through, write-around, write-only or read-only",
+};
+
+/// For policies with write semantics of their own (block-unit buffers, the
+/// tiered caches): the mode is one of `allowed`, else an error that says `why`.
+pub fn check_mode(spec: &Spec, ctx: &BuildCtx, allowed: &[Mode], why: &str) -> Result<(), SpecError> {
+    if allowed.contains(&ctx.mode) {
+        return Ok(());
+    }
+    Err(SpecError::BadValue {
+        kind: "policy",
+        name: spec.name.clone(),
+        param: "mode".into(),
+        value: ctx.mode.name().into(),
+        why: why.into(),
+    })
+}
+
+// ---- the catalogue's shape ----
+
+/// What a builder needs besides the spec.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildCtx {
+    /// Cache capacity in pages (at least 1).
+    pub capacity: usize,
+    /// Mode from the command line, unless the spec sets `mode=`.
+    pub mode: Mode,
+    /// Bytes per page (the unit of `capacity` and of page keys); segment-unit
+    /// policies (PWC) need it to turn a segment size in bytes into pages.
+    pub page_bytes: u64,
+}
+
+/// Builds a policy from its spec (already checked against the entry's `params`).
+pub type Builder = fn(&Spec, &BuildCtx, &Rules) -> Result<Box<dyn Policy>, SpecError>;
+
+/// Builds a policy's bare replacement rule, without write semantics: for
+/// policies that hold rules inside (a tier, ABM's read buffer).
+pub type RuleBuilder = fn(&Spec, &BuildCtx) -> Result<Box<dyn Replacement>, SpecError>;
+
+/// A policy in the catalogue.
+pub struct PolicyInfo {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Parameters besides `mode`, which every page policy takes.
+    pub params: &'static [ParamInfo],
+    pub build: Builder,
+    /// Set for policies that are a replacement rule (the classic ones): such
+    /// a rule can be nested in another policy's spec (`tier=2q(kin=30%)`).
+    pub rule: Option<RuleBuilder>,
+}
+
+/// Builds the rule a spec text names, for `ctx.capacity` pages.
+pub type RuleFromText = fn(&str, &BuildCtx) -> Result<Box<dyn Replacement>, SpecError>;
+
+/// The registry's rule builder, handed to every [`Builder`], so that a policy
+/// holding rules builds them from nested specs the way everything else is
+/// built, without importing the registry (which imports every policy).
+#[derive(Clone, Copy)]
+pub struct Rules {
+    /// Builds the rule a spec names, for `ctx.capacity` pages.
+    pub build: RuleFromText,
+    /// The names of the policies that are rules, in catalogue order.
+    pub names: fn() -> Vec<&'static str>,
+}
+
+impl Rules {
+    /// The rule that `spec`'s parameter `key` names (`tier=2q(kin=30%)`), for
+    /// `capacity` pages; it must be one of `allowed`, or of every rule if `None`.
+    pub fn nested(
+        &self,
+        spec: &Spec,
+        key: &str,
+        allowed: Option<&[&str]>,
+        capacity: usize,
+        ctx: &BuildCtx,
+    ) -> Result<Box<dyn Replacement>, SpecError> {
+        let every = (self.names)();
+        let text = spec.nested(key, "policy", allowed.unwrap_or(&every))?;
+        (self.build)(&text, &BuildCtx { capacity, ..*ctx })
     }
 }

@@ -1,69 +1,14 @@
 //! Write semantics shared by every page policy: dirty pages, write-back on
-//! eviction, and the cache modes.
+//! eviction, each [`Mode`] (the modes themselves are part of the interface).
 
-use super::{Access, Effects, Io, Policy, PolicyStats, Replacement};
+use super::{Access, BuildCtx, Effects, Io, Mode, Policy, PolicyStats, Replacement};
 use crate::trace::Op;
 use hashbrown::HashSet;
 
-/// How a cache treats writes and read misses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Writes go to the cache and stay dirty until evicted or drained.
-    #[default]
-    WriteBack,
-    /// Writes go to the cache and to backing at once; nothing is ever dirty.
-    WriteThrough,
-    /// Writes go to backing; a cached copy is updated, a miss is not inserted.
-    WriteAround,
-    /// Paper 001's write-only cache: write-back for writes, and a read miss is
-    /// served from backing without being inserted.
-    WriteOnly,
-    /// Caches reads only: a write goes to backing and invalidates a cached copy
-    /// (paper 000's LRU SSD cache).
-    ReadOnly,
-}
-
-pub const MODES: &[(&str, Mode, &str)] = &[
-    ("write-back", Mode::WriteBack, "writes stay dirty in the cache until evicted or drained"),
-    ("write-through", Mode::WriteThrough, "writes go to cache and backing; nothing is dirty"),
-    ("write-around", Mode::WriteAround, "writes go to backing; cached copies updated, misses not inserted"),
-    ("write-only", Mode::WriteOnly, "write-back for writes; read misses not inserted (paper 001 WO)"),
-    ("read-only", Mode::ReadOnly, "only reads are cached; a write invalidates the cached copy"),
-];
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        MODES.iter().find(|(_, m, _)| *m == self).map(|(n, _, _)| *n).unwrap()
-    }
-    /// Whether writes leave dirty pages in the cache.
-    pub fn keeps_dirty(self) -> bool {
-        matches!(self, Mode::WriteBack | Mode::WriteOnly)
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
-        let s = s.to_ascii_lowercase().replace('_', "-");
-        let alias = match s.as_str() {
-            "wb" | "writeback" => "write-back",
-            "wt" | "writethrough" => "write-through",
-            "wa" | "writearound" => "write-around",
-            "wo" | "writeonly" => "write-only",
-            "ro" | "readonly" => "read-only",
-            other => other,
-        };
-        MODES.iter().find(|(n, _, _)| *n == alias).map(|(_, m, _)| *m).ok_or_else(|| {
-            format!("unknown mode {s:?} (known: write-back, write-through, write-around, write-only, read-only)")
-        })
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
+/// A rule as a page policy: `rule` plus the write semantics of [`ModeCache`]
+/// in `ctx.mode`. The usual builder of a classic policy, from its rule.
+pub fn with_mode<R: Replacement + 'static>(rule: R, ctx: &BuildCtx) -> Box<dyn Policy> {
+    Box::new(ModeCache::new(rule, ctx.mode))
 }
 
 /// A [`Replacement`] rule plus write semantics: the [`Policy`] every page policy becomes.
@@ -334,10 +279,7 @@ mod tests {
         assert_eq!(io, vec![Io::Evict { key: 1, dirty: true }, Io::WriteBack { key: 1, pages: 1 }]);
         assert_eq!((p.stats().resident, p.stats().dirty), (1, 0));
         // So a read of 1 now fetches what was written back.
-        assert_eq!(
-            run(&mut p, read(1, 3)),
-            (false, vec![Io::Fetch { key: 1, pages: 1 }, Io::CacheWrite { key: 1 }])
-        );
+        assert_eq!(run(&mut p, read(1, 3)), (false, vec![Io::Fetch { key: 1, pages: 1 }, Io::CacheWrite { key: 1 }]));
         assert!(drained(&mut p).is_empty());
     }
 

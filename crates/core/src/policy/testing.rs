@@ -1,8 +1,9 @@
 //! Helpers for policy unit tests.
 
 use super::list::{Arena, List};
-use super::mode::MODES;
-use super::{Access, Effects, Io, ModeCache, Policy, Replacement, NEVER};
+use super::mode::ModeCache;
+use super::MODES;
+use super::{Access, Effects, Io, Policy, Replacement, NEVER};
 use crate::trace::Op;
 
 pub fn read(key: u64, seq: u64) -> Access {

@@ -10,9 +10,10 @@
 //! Disks keep real offsets (seek distance matters): each trace device is laid
 //! after the previous one's highest address.
 
-use super::{pages_of, split_key, SimError};
+use super::{pages_of, SimError};
 use crate::device::catalog::{self, BoxedDevice, DeviceCtx};
 use crate::device::DeviceStats;
+use crate::key::split_key;
 use crate::policy::{Effects, Io};
 use crate::trace::{Request, Unit};
 use crate::Nanos;
@@ -200,7 +201,7 @@ impl Backing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::page_key;
+    use crate::key::page_key;
     use crate::trace::Op;
 
     fn req(dev: u32, addr: u64, len: u32) -> Request {

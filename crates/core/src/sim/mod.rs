@@ -1,6 +1,7 @@
 //! The engine that drives a policy over a trace: splits requests into page
 //! accesses, hands each to the policy, and charges the effects to counters.
 
+use crate::key::{page_key, PAGE_BITS};
 use crate::metrics::Counters;
 use crate::policy::{Access, Effects, Io, Policy, Tier, NEVER};
 use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
@@ -8,19 +9,14 @@ use hashbrown::HashMap;
 use thiserror::Error;
 
 pub mod backing;
-pub mod series;
 pub mod queue;
 pub mod run;
+pub mod series;
 use crate::Nanos;
 pub use backing::{Backing, Devices, Layout};
-pub use series::Series;
 pub use queue::QueueSpec;
 pub use run::{run, RunSpec, TraceSource};
-
-/// Devices per trace: a page key gives the device 20 bits.
-pub const MAX_DEVICES: u64 = 1 << 20;
-/// Bits of page number in a page key.
-pub const PAGE_BITS: u32 = 44;
+pub use series::Series;
 
 #[derive(Debug, Error)]
 pub enum SimError {
@@ -33,18 +29,6 @@ pub enum SimError {
     /// Bad settings: a cache smaller than a page, a generator spec that does not parse…
     #[error("{0}")]
     Config(String),
-}
-
-/// The key a policy sees for page `page` of device `dev`: each device its own
-/// address space. `None` if the page number does not fit in [`PAGE_BITS`].
-#[inline]
-pub fn page_key(dev: u32, page: u64) -> Option<u64> {
-    (page < 1 << PAGE_BITS).then_some((dev as u64) << PAGE_BITS | page)
-}
-
-/// The device and page number a key stands for.
-pub fn split_key(key: u64) -> (u32, u64) {
-    ((key >> PAGE_BITS) as u32, key & ((1 << PAGE_BITS) - 1))
 }
 
 /// The page accesses of one request: keys and whether each page is only partly written.

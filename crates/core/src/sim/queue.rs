@@ -72,10 +72,7 @@ pub struct QueueSpec {
 impl QueueSpec {
     pub fn check(&self) -> Result<(), SimError> {
         if !(1..=MAX_DEPTH).contains(&self.depth) {
-            return Err(SimError::Config(format!(
-                "queue depth {} is out of range 1..={MAX_DEPTH}",
-                self.depth
-            )));
+            return Err(SimError::Config(format!("queue depth {} is out of range 1..={MAX_DEPTH}", self.depth)));
         }
         if !self.iat_scale.is_finite() || self.iat_scale < 0.0 {
             return Err(SimError::Config(format!(
@@ -110,11 +107,7 @@ pub fn replay(
     spec: &QueueSpec,
 ) -> Result<QueueReport, SimError> {
     spec.check()?;
-    let next = if sim.policy.needs_future() {
-        Some(sim.next_uses(requests, unit)?)
-    } else {
-        None
-    };
+    let next = if sim.policy.needs_future() { Some(sim.next_uses(requests, unit)?) } else { None };
     let page_bytes = sim.cfg.page_bytes;
     let buf_read = buffer_ns(page_bytes, Op::Read);
     let buf_write = buffer_ns(page_bytes, Op::Write);
@@ -138,8 +131,7 @@ pub fn replay(
     let mut arrive = vec![0 as Nanos; depth];
     let mut enter = vec![0 as Nanos; depth];
     let mut done = vec![0 as Nanos; depth];
-    let mut hist =
-        Histogram::<u64>::new_with_bounds(1, u64::MAX, 3).expect("valid histogram bounds");
+    let mut hist = Histogram::<u64>::new_with_bounds(1, u64::MAX, 3).expect("valid histogram bounds");
     let mut next_in = 0usize; // the next command to enter the NCQ
     let mut last_arrival: Nanos = 0;
     let mut prev_done: Nanos = 0;
@@ -152,11 +144,7 @@ pub fn replay(
         // `depth` before it completed and freed a slot.
         let entry_of = |j: usize, last_arrival: Nanos| -> (Nanos, Nanos) {
             let a = arrival_of(&requests[j]).max(last_arrival);
-            let free = if j >= depth {
-                done[(j - depth) % depth]
-            } else {
-                0
-            };
+            let free = if j >= depth { done[(j - depth) % depth] } else { 0 };
             (a, a.max(free))
         };
         if next_in == i {
@@ -253,28 +241,19 @@ fn req_bytes(r: &Request, unit: Unit, page_bytes: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::metrics::Counters;
-    use crate::policy::registry::BuildCtx;
-    use crate::policy::{build, Mode};
+    use crate::policy::registry::build;
+    use crate::policy::BuildCtx;
+    use crate::policy::Mode;
     use crate::sim::{Backing, SimConfig};
 
     const PAGE: u64 = 4096;
 
     fn req(time: Nanos, op: Op, page: u64) -> Request {
-        Request {
-            time,
-            addr: page * PAGE,
-            len: PAGE as u32,
-            dev: 0,
-            op,
-        }
+        Request { time, addr: page * PAGE, len: PAGE as u32, dev: 0, op }
     }
 
     fn writes_at(times: &[Nanos]) -> Vec<Request> {
-        times
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| req(t, Op::Write, i as u64))
-            .collect()
+        times.iter().enumerate().map(|(i, &t)| req(t, Op::Write, i as u64)).collect()
     }
 
     fn replay_with(
@@ -288,8 +267,7 @@ mod tests {
     ) -> (QueueReport, Counters) {
         let (mut p, _) = build(policy, &BuildCtx { capacity, mode, page_bytes: 4096 }).unwrap();
         let mut b = Backing::new(device, reqs, Unit::Bytes, PAGE).unwrap();
-        let mut sim =
-            Simulator::new(p.as_mut(), SimConfig { page_bytes: PAGE }).with_backing(&mut b);
+        let mut sim = Simulator::new(p.as_mut(), SimConfig { page_bytes: PAGE }).with_backing(&mut b);
         let q = replay(&mut sim, reqs, Unit::Bytes, &QueueSpec { depth, iat_scale }).unwrap();
         (q, sim.finish())
     }
@@ -298,16 +276,7 @@ mod tests {
     /// costs 900 ns of device time + 100 ns of buffer time = 1 µs.
     fn fixed(times: &[Nanos], depth: u32, scale: f64) -> QueueReport {
         let reqs = writes_at(times);
-        replay_with(
-            "lru",
-            Mode::WriteThrough,
-            64,
-            "dram(write=900ns)",
-            &reqs,
-            depth,
-            scale,
-        )
-        .0
+        replay_with("lru", Mode::WriteThrough, 64, "dram(write=900ns)", &reqs, depth, scale).0
     }
 
     #[test]
@@ -328,16 +297,10 @@ mod tests {
         assert_eq!(q.avg_queue_length, 4000.0 / 4000.0);
         assert_eq!((q.mean_host_wait_ns, q.max_host_wait_ns), (1500.0, 3000));
         let q = fixed(&[0, 0, 0, 0], 2, 1.0);
-        assert_eq!(
-            q.avg_queue_length,
-            (1000 + 2000 + 2000 + 2000) as f64 / 4000.0
-        );
+        assert_eq!(q.avg_queue_length, (1000 + 2000 + 2000 + 2000) as f64 / 4000.0);
         assert_eq!((q.mean_host_wait_ns, q.max_host_wait_ns), (750.0, 2000));
         let q = fixed(&[0, 0, 0, 0], 4, 1.0);
-        assert_eq!(
-            q.avg_queue_length,
-            (1000 + 2000 + 3000 + 4000) as f64 / 4000.0
-        );
+        assert_eq!(q.avg_queue_length, (1000 + 2000 + 3000 + 4000) as f64 / 4000.0);
         assert_eq!((q.mean_host_wait_ns, q.max_host_wait_ns), (0.0, 0));
     }
 
@@ -371,10 +334,7 @@ mod tests {
 
     #[test]
     fn iops_and_bandwidth_identities() {
-        for (times, scale) in [
-            (&[0u64, 0, 0, 0][..], 1.0),
-            (&[0, 500, 3000, 3100][..], 3.0),
-        ] {
+        for (times, scale) in [(&[0u64, 0, 0, 0][..], 1.0), (&[0, 500, 3000, 3100][..], 3.0)] {
             let q = fixed(times, 2, scale);
             let secs = q.makespan_ns as f64 / 1e9;
             assert!((q.iops - q.completed_requests as f64 / secs).abs() < 1e-6 * q.iops);
@@ -424,13 +384,11 @@ mod tests {
             req(1000, Op::Write, 4),
             req(2000, Op::Write, 2),
             req(3000, Op::Write, 1),
-            req(4000, Op::Read, 9), // miss, not inserted: 100 ns fetch + 100 ns buffer
+            req(4000, Op::Read, 9),  // miss, not inserted: 100 ns fetch + 100 ns buffer
             req(4050, Op::Write, 3), // C1
             req(4100, Op::Write, 5), // C2
         ];
-        let run = |policy: &str, depth: u32| {
-            replay_with(policy, Mode::WriteOnly, 4, "dram", &reqs, depth, 1.0)
-        };
+        let run = |policy: &str, depth: u32| replay_with(policy, Mode::WriteOnly, 4, "dram", &reqs, depth, 1.0);
         // Depth 3: C1 and C2 both wait in the NCQ behind the read.
         let (q, c) = run("qlru", 3);
         assert_eq!(c.write_hits, 1, "C2 hits under QLRU");
@@ -475,28 +433,11 @@ mod tests {
 
     #[test]
     fn bad_settings_are_refused() {
-        for (depth, scale) in [
-            (0, 1.0),
-            (513, 1.0),
-            (32, -1.0),
-            (32, f64::NAN),
-            (32, f64::INFINITY),
-        ] {
-            let e = QueueSpec {
-                depth,
-                iat_scale: scale,
-            }
-            .check()
-            .unwrap_err()
-            .to_string();
+        for (depth, scale) in [(0, 1.0), (513, 1.0), (32, -1.0), (32, f64::NAN), (32, f64::INFINITY)] {
+            let e = QueueSpec { depth, iat_scale: scale }.check().unwrap_err().to_string();
             assert!(e.contains("queue depth") || e.contains("scale"), "{e}");
         }
-        assert!(QueueSpec {
-            depth: 512,
-            iat_scale: 0.0
-        }
-        .check()
-        .is_ok());
+        assert!(QueueSpec { depth: 512, iat_scale: 0.0 }.check().is_ok());
     }
 
     #[test]
@@ -509,9 +450,7 @@ mod tests {
     #[test]
     fn run_needs_a_device_and_reports_the_queue() {
         use crate::sim::{run, RunSpec, TraceSource};
-        let src = TraceSource::Gen(
-            "zipf(keys=100,requests=1k,unit=bytes,size=4KiB,iat=10us,read=50%)".into(),
-        );
+        let src = TraceSource::Gen("zipf(keys=100,requests=1k,unit=bytes,size=4KiB,iat=10us,read=50%)".into());
         let mut spec = RunSpec {
             policy: "qlru".into(),
             cache_bytes: 64 << 10,
@@ -520,10 +459,7 @@ mod tests {
             device: None,
             cache_device: None,
             interval: None,
-            queue: Some(QueueSpec {
-                depth: 32,
-                iat_scale: 1.0,
-            }),
+            queue: Some(QueueSpec { depth: 32, iat_scale: 1.0 }),
         };
         let e = run(&src, &spec).unwrap_err().to_string();
         assert!(e.contains("needs a backing device"), "{e}");

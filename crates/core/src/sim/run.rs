@@ -4,8 +4,8 @@
 
 use super::{queue, Backing, QueueSpec, SimConfig, SimError, Simulator};
 use crate::metrics::{CacheDeviceReport, DeviceReport, Report, RunInfo};
-use crate::policy::registry::BuildCtx;
-use crate::policy::{build, Mode};
+use crate::policy::registry::build;
+use crate::policy::{BuildCtx, Mode};
 use crate::trace::{self, Format, MemoryReader, ReadOptions, Request, TraceReader, Unit};
 use crate::units::{format_bytes, parse_bytes, parse_duration_ns};
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 use super::*;
-use crate::policy::registry::BuildCtx;
-use crate::policy::{build, Mode};
+use crate::policy::registry::build;
+use crate::policy::BuildCtx;
+use crate::policy::Mode;
 use crate::trace::{MemoryReader, Request};
 
 fn req(op: Op, addr: u64, len: u32) -> Request {
@@ -59,7 +60,8 @@ fn partial_write_miss_reads_the_old_page_first() {
 
 #[test]
 fn modes_differ_as_documented() {
-    let reqs = vec![req(Op::Read, 0, 4096), req(Op::Write, 0, 4096), req(Op::Read, 0, 4096), req(Op::Write, 4096, 4096)];
+    let reqs =
+        vec![req(Op::Read, 0, 4096), req(Op::Write, 0, 4096), req(Op::Read, 0, 4096), req(Op::Write, 4096, 4096)];
     let wb = sim("lru", Mode::WriteBack, 8, reqs.clone());
     assert_eq!((wb.hits, wb.backing_writes, wb.drain_writes), (2, 0, 2));
     let wt = sim("lru", Mode::WriteThrough, 8, reqs.clone());
@@ -141,7 +143,8 @@ impl Policy for Maintainer {
 
 #[test]
 fn maintenance_and_the_cache_device_are_charged_and_series_kept() {
-    let reqs: Vec<Request> = (0..4u64).map(|i| Request { time: i * 100, addr: 7 * 4096, len: 4096, dev: 0, op: Op::Read }).collect();
+    let reqs: Vec<Request> =
+        (0..4u64).map(|i| Request { time: i * 100, addr: 7 * 4096, len: 4096, dev: 0, op: Op::Read }).collect();
     let mut b = Backing::new("dram(read=10ns,write=20ns)", &reqs, Unit::Bytes, 4096).unwrap();
     let mut c = Backing::new("nvram(read=1ns,write=2ns)", &reqs, Unit::Bytes, 4096).unwrap();
     let mut p = Maintainer;
@@ -168,8 +171,15 @@ fn maintenance_and_the_cache_device_are_charged_and_series_kept() {
 
 #[test]
 fn repeat_replays_back_to_back_one_mean_gap_apart() {
-    let reqs: Vec<Request> = [10u64, 20, 40].iter().map(|&t| Request { time: t, addr: 0, len: 512, dev: 0, op: Op::Read }).collect();
-    let src = TraceSource::Memory { name: "t".into(), format: "x".into(), requests: reqs.into(), unit: Unit::Bytes, skipped: 0 };
+    let reqs: Vec<Request> =
+        [10u64, 20, 40].iter().map(|&t| Request { time: t, addr: 0, len: 512, dev: 0, op: Op::Read }).collect();
+    let src = TraceSource::Memory {
+        name: "t".into(),
+        format: "x".into(),
+        requests: reqs.into(),
+        unit: Unit::Bytes,
+        skipped: 0,
+    };
     let TraceSource::Memory { requests, name, .. } = src.repeat(3).unwrap() else { panic!() };
     // span 30, mean gap 10: copies start at 0, 40, 80
     let times: Vec<u64> = requests.iter().map(|r| r.time).collect();

@@ -72,7 +72,7 @@ impl BinaryReader {
         if len == 0 {
             return Err(self.bad_record("zero length"));
         }
-        if dev as u64 >= crate::sim::MAX_DEVICES {
+        if dev as u64 >= crate::key::MAX_DEVICES {
             return Err(self.bad_record(&format!("device {dev} out of range")));
         }
         Ok(Request { time: u64_at(0), addr: u64_at(8), len, dev, op })

@@ -1,7 +1,7 @@
 //! `ssdcache trace info`: what a trace holds, in one streaming pass.
 
 use super::{Op, TraceError, TraceReader, Unit, BATCH};
-use crate::sim::page_key;
+use crate::key::page_key;
 use crate::Nanos;
 use hashbrown::HashSet;
 use serde::Serialize;

@@ -145,9 +145,9 @@ pub fn mul_field(field: &'static str, value: u64, by: u64) -> Result<u64, FieldE
 
 /// Checks a device number fits the 20 bits a page key gives it.
 pub fn dev_field(field: &'static str, dev: u64) -> Result<u32, FieldError> {
-    if dev < crate::sim::MAX_DEVICES {
+    if dev < crate::key::MAX_DEVICES {
         Ok(dev as u32)
     } else {
-        Err(FieldError::new(field, format!("device {dev} is out of range (at most {})", crate::sim::MAX_DEVICES - 1)))
+        Err(FieldError::new(field, format!("device {dev} is out of range (at most {})", crate::key::MAX_DEVICES - 1)))
     }
 }

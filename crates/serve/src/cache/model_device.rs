@@ -149,7 +149,7 @@ impl<D: BlockDevice> ModelDevice<D> {
     pub fn from_spec(spec: &str, inner: D) -> Result<Self, SpecError> {
         let mut parsed = Spec::parse_kind(spec, "device")?;
         if parsed.name != "hdd" {
-            return Err(SpecError::UnknownPolicy {
+            return Err(SpecError::UnknownName {
                 kind: "backing model",
                 name: parsed.name.clone(),
                 known: "hdd".to_string(),
@@ -162,7 +162,7 @@ impl<D: BlockDevice> ModelDevice<D> {
                 v.parse::<f64>().map_err(|_| "expected a number".to_string()).and_then(check_scale).map_err(|why| {
                     SpecError::BadValue {
                         kind: "device",
-                        policy: "hdd".to_string(),
+                        name: "hdd".to_string(),
                         param: "scale".to_string(),
                         value: v.clone(),
                         why,

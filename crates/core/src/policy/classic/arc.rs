@@ -43,8 +43,8 @@
 //! empty. Both variants work at every capacity.
 
 use crate::policy::list::{reserve_for, upfront, Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages).
 const LCS_PAGE: u64 = 4096;
@@ -270,12 +270,20 @@ impl Replacement for Arc {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Arc, SpecError> {
     let unit = match spec.choice("variant", &["paper", "libcachesim"])?.as_str() {
         "libcachesim" => LCS_PAGE,
         _ => 1,
     };
-    Ok(Box::new(ModeCache::new(Arc::new(ctx.capacity, unit), ctx.mode)))
+    Ok(Arc::new(ctx.capacity, unit))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -287,6 +295,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         about: "paper (p steps by δ pages) or libcachesim (δ/4096 page, as libCacheSim's ARC with 4 KiB objects)",
     }],
     build,
+    rule: Some(rule),
 };
 
 #[cfg(test)]

@@ -15,8 +15,8 @@
 //! libCacheSim's heap order, but cannot change any hit or miss.
 
 use crate::policy::list::{reserve_for, upfront, UPFRONT};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError, NEVER};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError, NEVER};
 use hashbrown::{DefaultHashBuilder, HashTable};
 use std::hash::BuildHasher;
 
@@ -226,8 +226,16 @@ impl Replacement for Belady {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(Box::new(ModeCache::new(Belady::new(ctx.capacity), ctx.mode)))
+fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Belady, SpecError> {
+    Ok(Belady::new(ctx.capacity))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -235,6 +243,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "Belady's MIN: evicts the page used farthest in the future (offline bound; libCacheSim Belady)",
     params: &[],
     build,
+    rule: Some(rule),
 };
 
 #[cfg(test)]

@@ -20,8 +20,8 @@
 //! a side array indexed by node (1 byte), and the arena's hash index.
 
 use crate::policy::list::{reserve_for, upfront, Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 pub struct Clock {
     arena: Arena<()>,
@@ -113,7 +113,7 @@ impl Replacement for Clock {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Clock, SpecError> {
     let bits = spec.uint("bits")?;
     if bits > MAX_BITS as u64 {
         return Err(spec.invalid("bits", format!("at most {MAX_BITS}")));
@@ -124,7 +124,15 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     if init_freq > max_freq {
         return Err(spec.invalid("init_freq", format!("at most 2^bits - 1 = {max_freq}")));
     }
-    Ok(Box::new(ModeCache::new(Clock::new(ctx.capacity, bits, init_freq as u8), ctx.mode)))
+    Ok(Clock::new(ctx.capacity, bits, init_freq as u8))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -143,6 +151,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: Some(rule),
 };
 
 #[cfg(test)]

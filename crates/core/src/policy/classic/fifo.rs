@@ -7,8 +7,8 @@
 //! Memory per resident page: one 16-byte arena node plus the hash index.
 
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 pub struct Fifo {
     arena: Arena<()>,
@@ -56,12 +56,20 @@ impl Replacement for Fifo {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(Box::new(ModeCache::new(Fifo::new(ctx.capacity), ctx.mode)))
+fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Fifo, SpecError> {
+    Ok(Fifo::new(ctx.capacity))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo =
-    PolicyInfo { name: "fifo", about: "first in, first out (libCacheSim FIFO)", params: &[], build };
+    PolicyInfo { name: "fifo", about: "first in, first out (libCacheSim FIFO)", params: &[], build, rule: Some(rule) };
 
 #[cfg(test)]
 mod tests {

@@ -17,8 +17,8 @@
 //! arena and bucket table have grown.
 
 use crate::policy::list::{Arena, List, NIL};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 struct Bucket {
     freq: u64,
@@ -164,8 +164,16 @@ impl Replacement for Lfu {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(Box::new(ModeCache::new(Lfu::new(ctx.capacity), ctx.mode)))
+fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Lfu, SpecError> {
+    Ok(Lfu::new(ctx.capacity))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -173,6 +181,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "least frequently used, ties to the least recent (libCacheSim LFU)",
     params: &[],
     build,
+    rule: Some(rule),
 };
 
 #[cfg(test)]

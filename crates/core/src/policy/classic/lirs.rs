@@ -58,8 +58,8 @@
 //! flag byte and a hash slot; a hit or a miss is amortised `O(1)`.
 
 use crate::policy::list::{reserve_for, upfront, Arena, List, NIL};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages).
 const LCS_PAGE: u64 = 4096;
@@ -642,7 +642,7 @@ impl Lirs {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Lirs, SpecError> {
     let hir = spec.ratio("hir")?;
     if hir >= 1.0 {
         return Err(spec.invalid("hir", "must be below 100% (LIR pages need room)"));
@@ -656,7 +656,15 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         "libcachesim" => (Variant::LibCacheSim, LirsSizes::libcachesim(capacity, hir)),
         _ => (Variant::Paper, LirsSizes::paper(capacity, hir)),
     };
-    Ok(Box::new(ModeCache::new(Lirs::new(capacity, variant, sizes, stack), ctx.mode)))
+    Ok(Lirs::new(capacity, variant, sizes, stack))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -681,6 +689,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: Some(rule),
 };
 
 #[cfg(test)]
@@ -845,7 +854,7 @@ mod tests {
         assert_eq!((l.len(), l.ghosts(), l.s.len(), l.q.len), (0, 0, 0, 0));
         // Through the registry, in every mode: every access misses, nothing is
         // cached, and nothing overruns the capacity.
-        for (_, mode, _) in crate::policy::mode::MODES {
+        for (_, mode, _) in crate::policy::MODES {
             let ctx = BuildCtx { capacity: 50, mode: *mode, page_bytes: 4096 };
             let (mut p, _) = build_spec("lirs(variant=libcachesim)", &ctx).unwrap();
             assert_eq!(misses(p.as_mut(), &keys), keys.len(), "{mode}");

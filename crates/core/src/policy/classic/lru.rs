@@ -1,8 +1,8 @@
 //! LRU: evict the least recently used page.
 
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 pub struct Lru {
     arena: Arena<()>,
@@ -55,16 +55,20 @@ impl Replacement for Lru {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(Box::new(ModeCache::new(Lru::new(ctx.capacity), ctx.mode)))
+fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Lru, SpecError> {
+    Ok(Lru::new(ctx.capacity))
 }
 
-pub const INFO: PolicyInfo = PolicyInfo {
-    name: "lru",
-    about: "least recently used",
-    params: &[],
-    build,
-};
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
+}
+
+pub const INFO: PolicyInfo =
+    PolicyInfo { name: "lru", about: "least recently used", params: &[], build, rule: Some(rule) };
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,8 @@
 //! other: a rule that declines every page, so through [`ModeCache`] a read
 //! miss is a fetch and a write is written through, in every mode.
 
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::ModeCache;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 pub struct NoCache;
 
@@ -29,22 +29,28 @@ impl Replacement for NoCache {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(_spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(ModeCache::new(NoCache, ctx.mode)))
 }
 
-pub const INFO: PolicyInfo =
-    PolicyInfo { name: "none", about: "no cache: every read and write goes to the backing device (baseline)", params: &[], build };
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "none",
+    about: "no cache: every read and write goes to the backing device (baseline)",
+    params: &[],
+    build,
+    rule: None,
+};
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::registry::BuildCtx;
+    use crate::policy::registry::build;
     use crate::policy::testing::{read, write};
-    use crate::policy::{build, Effects, Io};
+    use crate::policy::BuildCtx;
+    use crate::policy::{Effects, Io};
 
     #[test]
     fn everything_goes_to_backing() {
-        for (_, mode, _) in crate::policy::mode::MODES {
+        for (_, mode, _) in crate::policy::MODES {
             let (mut p, _) = build("none", &BuildCtx { capacity: 8, mode: *mode, page_bytes: 4096 }).unwrap();
             let mut fx = Effects::new();
             p.access(&read(1, 0), &mut fx);

@@ -54,8 +54,8 @@
 //! and the arena's hash index.
 
 use crate::policy::list::{reserve_for, upfront, Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages);
 /// only used to reproduce its byte rounding of queue sizes.
@@ -293,7 +293,7 @@ impl Replacement for S3Fifo {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn make(spec: &Spec, ctx: &BuildCtx) -> Result<S3Fifo, SpecError> {
     let small = spec.ratio("small")?;
     if small >= 1.0 {
         return Err(spec.invalid("small", "must be below 100% (the main queue needs room)"));
@@ -317,7 +317,15 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     };
     cfg.threshold = threshold as u8;
     cfg.max_freq = ((1u32 << bits) - 1) as u8;
-    Ok(Box::new(ModeCache::new(S3Fifo::new(capacity, cfg), ctx.mode)))
+    Ok(S3Fifo::new(capacity, cfg))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -344,6 +352,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: Some(rule),
 };
 
 #[cfg(test)]

@@ -41,8 +41,8 @@
 //!   `A1out`) before `Am` refuses it, as in libCacheSim.
 
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages);
 /// only used to reproduce its byte rounding of queue sizes.
@@ -240,7 +240,7 @@ impl Replacement for TwoQ {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn make(spec: &Spec, ctx: &BuildCtx) -> Result<TwoQ, SpecError> {
     let kin = spec.ratio("kin")?;
     let kout = spec.ratio("kout")?;
     if kin >= 1.0 {
@@ -251,7 +251,15 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         "libcachesim" => TwoQSizes::libcachesim(capacity, kin, kout),
         _ => TwoQSizes::paper(capacity, kin, kout),
     };
-    Ok(Box::new(ModeCache::new(TwoQ::new(capacity, sizes), ctx.mode)))
+    Ok(TwoQ::new(capacity, sizes))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -272,6 +280,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: Some(rule),
 };
 
 #[cfg(test)]

@@ -89,14 +89,13 @@
 //! [`fab`]: super::fab
 //! [`clc`]: super::clc
 
-use super::block::{block_pages, check_mode, BlockBuffer, Blocks, FabOrder, Order, SizeBuckets, BLOCK_PARAM};
+use super::block::{block_pages, BlockBuffer, Blocks, FabOrder, Order, SizeBuckets, BLOCK_PARAM};
 use super::clc::ClcOrder;
-use crate::policy::classic::arc::Arc;
-use crate::policy::classic::lirs::{Lirs, LirsSizes, Variant};
-use crate::policy::classic::lru::Lru;
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, Effects, Io, Mode, Policy, PolicyStats, Replacement, Spec, SpecError};
+use crate::policy::{
+    check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, Policy, PolicyInfo, PolicyStats, Replacement, Rules,
+    Spec, SpecError,
+};
 use crate::trace::Op;
 
 /// Ghost list tags.
@@ -388,9 +387,12 @@ fn boxed<R: Replacement + 'static, O: Order + Send + 'static>(
     Box::new(Abm::new(cfg, rule, block, order))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+/// The read buffer's rules (the paper's three).
+const READ_RULES: &[&str] = &["lru", "arc", "lirs"];
+
+fn build(spec: &Spec, ctx: &BuildCtx, rules: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     check_mode(spec, ctx, &[Mode::WriteBack], "abm is a write-back buffer cache")?;
-    let read = spec.choice("read", &["lru", "arc", "lirs"])?;
+    spec.nested("read", "policy", READ_RULES)?;
     let write = spec.choice("write", &["fab", "clc"])?;
     let block = block_pages(spec)?;
     let c = ctx.capacity;
@@ -429,14 +431,11 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
     let si = (spec.ratio("lru")? * cfg.wsize as f64).round() as usize;
     let fab = || FabOrder(SizeBuckets::new(block));
     let clc = || ClcOrder::new(block, si);
-    let lirs = || Lirs::new(rc, Variant::Paper, LirsSizes::paper(rc, 0.01), 2.0);
-    Ok(match (read.as_str(), write.as_str()) {
-        ("lru", "fab") => boxed(cfg, Lru::new(rc), block, fab()),
-        ("lru", _) => boxed(cfg, Lru::new(rc), block, clc()),
-        ("arc", "fab") => boxed(cfg, Arc::new(rc, 1), block, fab()),
-        ("arc", _) => boxed(cfg, Arc::new(rc, 1), block, clc()),
-        (_, "fab") => boxed(cfg, lirs(), block, fab()),
-        _ => boxed(cfg, lirs(), block, clc()),
+    // the read rule, built by the registry from its nested spec (`read=lirs(hir=5%)`)
+    let rule = rules.nested(spec, "read", Some(READ_RULES), rc, ctx)?;
+    Ok(match write.as_str() {
+        "fab" => boxed(cfg, rule, block, fab()),
+        _ => boxed(cfg, rule, block, clc()),
     })
 }
 
@@ -445,7 +444,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "ABM: page-unit read buffer + block-unit write buffer, borrowing, delayed flush, ghost-driven split \
             (paper 004)",
     params: &[
-        ParamInfo { name: "read", default: "lru", about: "read buffer rule: lru, arc or lirs (paper's best: lru)" },
+        ParamInfo {
+            name: "read",
+            default: "lru",
+            about: "read buffer rule, a spec: lru, arc or lirs, e.g. lirs(hir=5%) (paper's best: lru)",
+        },
         ParamInfo { name: "write", default: "clc", about: "write buffer rule: fab or clc (paper's best: clc)" },
         BLOCK_PARAM,
         ParamInfo {
@@ -482,11 +485,13 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: None,
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::classic::lru::Lru;
     use crate::policy::flash::testing::{run, same_effects, stream};
     use crate::policy::registry::build as build_spec;
     use crate::policy::testing::{read, write};

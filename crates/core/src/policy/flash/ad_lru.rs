@@ -47,8 +47,8 @@
 
 use super::page_lists::PendingClean;
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 const COLD: usize = 0;
 const HOT: usize = 1;
@@ -224,10 +224,10 @@ impl Replacement for AdLru {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     let capacity = ctx.capacity.max(1);
     let min_lc = (capacity as f64 * spec.ratio("min_lc")?) as usize;
-    Ok(Box::new(ModeCache::new(AdLru::new(capacity, min_lc), ctx.mode)))
+    Ok(with_mode(AdLru::new(capacity, min_lc), ctx))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -239,6 +239,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         about: "the cold queue gives up pages only while larger than this share of the capacity",
     }],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

@@ -18,8 +18,7 @@
 //! one run.
 
 use crate::policy::list::{reserve_for, upfront, Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo};
-use crate::policy::{Access, Effects, Io, Mode, PolicyStats, Spec, SpecError};
+use crate::policy::{check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, PolicyStats, Spec, SpecError};
 
 /// The `block` parameter every block-unit policy takes.
 pub const BLOCK_PARAM: ParamInfo = ParamInfo {
@@ -39,21 +38,6 @@ pub fn block_pages(spec: &Spec) -> Result<u32, SpecError> {
         return Err(spec.invalid("block", format!("must be a power of two from 1 to {MAX_BLOCK}")));
     }
     Ok(b as u32)
-}
-
-/// Block-unit buffers implement their own write semantics: write-back, and
-/// write-only where the policy says so. Other modes are refused by name.
-pub fn check_mode(spec: &Spec, ctx: &BuildCtx, allowed: &[Mode], why: &str) -> Result<(), SpecError> {
-    if allowed.contains(&ctx.mode) {
-        return Ok(());
-    }
-    Err(SpecError::BadValue {
-        kind: "policy",
-        policy: spec.name.clone(),
-        param: "mode".into(),
-        value: ctx.mode.name().into(),
-        why: why.into(),
-    })
 }
 
 /// What a write buffer (FAB, BPLRU, CLC) checks when it is built: the mode is

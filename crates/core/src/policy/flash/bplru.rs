@@ -43,8 +43,9 @@
 
 use super::block::{write_buffer_block, BlockBuffer, Blocks, Order, BLOCK_PARAM, NOT_SEQUENTIAL};
 use crate::policy::list::List;
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, Effects, Io, Policy, PolicyStats, Spec, SpecError};
+use crate::policy::{
+    Access, BuildCtx, Effects, Io, ParamInfo, Policy, PolicyInfo, PolicyStats, Rules, Spec, SpecError,
+};
 use crate::trace::Op;
 
 /// Block-level LRU by write recency (front = most recent).
@@ -166,7 +167,7 @@ impl Policy for Bplru {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     let block = write_buffer_block(spec, ctx, "bplru is a write buffer: write-back or write-only")?;
     Ok(Box::new(Bplru::new(ctx.capacity, block, spec.flag("padding")?, spec.flag("compensation")?)))
 }
@@ -188,6 +189,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

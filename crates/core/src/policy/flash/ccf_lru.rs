@@ -42,8 +42,8 @@
 //! whole mixed list and evict its oldest page" (tested against a plain model).
 
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Page {
@@ -167,8 +167,8 @@ impl Replacement for CcfLru {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(Box::new(ModeCache::new(CcfLru::new(ctx.capacity), ctx.mode)))
+fn build(_spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(CcfLru::new(ctx.capacity), ctx))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -176,6 +176,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "CCF-LRU: cold clean pages first, then cold dirty; hot pages get a second chance (Li et al. 2009)",
     params: &[],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

@@ -42,8 +42,8 @@
 
 use super::page_lists::PendingClean;
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::ModeCache;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 /// Where a resident page is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,7 +212,7 @@ impl Replacement for Cflru {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     let capacity = ctx.capacity.max(1);
     let window = (capacity as f64 * spec.ratio("window")?) as usize;
     Ok(Box::new(ModeCache::new(Cflru::new(capacity, window), ctx.mode)))
@@ -227,6 +227,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         about: "clean-first region at the LRU end, as a share of the capacity (0 = LRU)",
     }],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

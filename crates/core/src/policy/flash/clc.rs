@@ -50,8 +50,7 @@
 
 use super::block::{write_buffer_block, BlockBuffer, Blocks, Order, SizeBuckets, BLOCK_PARAM};
 use crate::policy::list::List;
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, Effects, Policy, PolicyStats, Spec, SpecError};
+use crate::policy::{Access, BuildCtx, Effects, ParamInfo, Policy, PolicyInfo, PolicyStats, Rules, Spec, SpecError};
 use crate::trace::Op;
 
 /// Region tags.
@@ -167,7 +166,7 @@ impl Policy for Clc {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     let block = write_buffer_block(spec, ctx, "clc is a write buffer: write-back or write-only")?;
     Ok(Box::new(Clc::new(ctx.capacity, block, spec.ratio("lru")?)))
 }
@@ -185,6 +184,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

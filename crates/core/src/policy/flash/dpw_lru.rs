@@ -67,8 +67,8 @@
 //! reads it is segmented LRU with a protected segment of `C − ⌊C·er⌋` pages.
 
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 use crate::trace::Op;
 
 #[derive(Clone, Copy, Debug)]
@@ -220,7 +220,7 @@ impl Replacement for DpwLru {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     let capacity = ctx.capacity.max(1);
     let er = (capacity as f64 * spec.ratio("er")?) as usize;
     let candidates = spec.uint("candidates")?;
@@ -232,7 +232,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
         return Err(spec.invalid("write_cost", "must not be negative"));
     }
     let candidates = usize::try_from(candidates).unwrap_or(usize::MAX);
-    Ok(Box::new(ModeCache::new(DpwLru::new(capacity, capacity - er, candidates, write_cost), ctx.mode)))
+    Ok(with_mode(DpwLru::new(capacity, capacity - er, candidates, write_cost), ctx))
 }
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -249,6 +249,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         ParamInfo { name: "write_cost", default: "8", about: "cost of a write relative to a read, in the weight" },
     ],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

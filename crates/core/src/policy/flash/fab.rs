@@ -33,8 +33,7 @@
 //! Each access is `O(1)` except after a trim (a walk within one size bucket).
 
 use super::block::{write_buffer_block, BlockBuffer, Blocks, FabOrder, SizeBuckets, BLOCK_PARAM};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, Effects, Io, Mode, Policy, PolicyStats, Spec, SpecError};
+use crate::policy::{Access, BuildCtx, Effects, Io, Mode, Policy, PolicyInfo, PolicyStats, Rules, Spec, SpecError};
 use crate::trace::Op;
 
 pub struct Fab {
@@ -78,7 +77,7 @@ impl Policy for Fab {
     }
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     let block = write_buffer_block(spec, ctx, "fab buffers writes: write-back or write-only")?;
     Ok(Box::new(Fab::new(ctx.capacity, block, ctx.mode == Mode::WriteBack)))
 }
@@ -88,6 +87,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "FAB: flush the block with the most buffered pages, LRU among equals (Jo et al. 2006)",
     params: &[BLOCK_PARAM],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

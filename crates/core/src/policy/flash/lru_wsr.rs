@@ -24,8 +24,8 @@
 //! page it is evicted at once when it reaches the LRU end).
 
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::ModeCache;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Flags {
@@ -103,7 +103,7 @@ impl Replacement for LruWsr {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(_spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(ModeCache::new(LruWsr::new(ctx.capacity), ctx.mode)))
 }
 
@@ -112,6 +112,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "LRU-WSR: LRU, but a dirty page not marked cold gets a second chance (Jung et al. 2008)",
     params: &[],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

@@ -52,8 +52,8 @@
 //! from LRU, within a command. For single-page commands it equals LRU.
 
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, PolicyInfo};
-use crate::policy::{Access, ModeCache, Policy, Replacement, Spec, SpecError};
+use crate::policy::mode::ModeCache;
+use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 use hashbrown::HashMap;
 
 pub struct Qlru {
@@ -187,7 +187,7 @@ impl Replacement for Qlru {
     }
 }
 
-fn build(_spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(_spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     Ok(Box::new(ModeCache::new(Qlru::new(ctx.capacity), ctx.mode)))
 }
 
@@ -196,14 +196,15 @@ pub const INFO: PolicyInfo = PolicyInfo {
     about: "NCQ-aware LRU (paper 002): pages of queued commands held at a virtual MRU until served; LRU without --queue-depth",
     params: &[],
     build,
+    rule: None,
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::classic::lru::Lru;
-    use crate::policy::mode::MODES;
     use crate::policy::testing::{churn, keys_of, run_keys, write};
+    use crate::policy::MODES;
     use crate::policy::{Effects, Io, Mode};
     use crate::trace::Op;
 
@@ -245,11 +246,7 @@ mod tests {
         let (hl, el) = writes(&mut l, &[3], 20);
         assert_eq!((hq, hl), (vec![false], vec![false]));
         assert_eq!(el, vec![5], "LRU evicts 5, the page C2 is about to write");
-        assert_eq!(
-            eq,
-            vec![4],
-            "QLRU evicts the LRU page below the virtual MRU"
-        );
+        assert_eq!(eq, vec![4], "QLRU evicts the LRU page below the virtual MRU");
         assert_eq!(keys_of(&q.normal, &q.arena), vec![3, 1, 2]);
         // (4) C2 is dispatched: QLRU hits, LRU misses.
         let (hq, _) = writes(&mut q, &[5], 21);
@@ -328,20 +325,12 @@ mod tests {
                         6..=8 => Op::Write,
                         _ => Op::Trim,
                     };
-                    let a = Access {
-                        op,
-                        partial: x.is_multiple_of(5),
-                        ..write((x >> 8) % 200, i)
-                    };
+                    let a = Access { op, partial: x.is_multiple_of(5), ..write((x >> 8) % 200, i) };
                     fq.clear();
                     fl.clear();
                     q.access(&a, &mut fq);
                     l.access(&a, &mut fl);
-                    assert_eq!(
-                        (fq.hit, &fq.io),
-                        (fl.hit, &fl.io),
-                        "{mode} cap {cap} step {i}"
-                    );
+                    assert_eq!((fq.hit, &fq.io), (fl.hit, &fl.io), "{mode} cap {cap} step {i}");
                 }
             }
         }
@@ -356,14 +345,9 @@ mod tests {
         let (mut fq, mut fl) = (Effects::new(), Effects::new());
         let mut x: u64 = 7;
         for i in 0..20_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let op = if (x >> 60) < 5 { Op::Read } else { Op::Write };
-            let a = Access {
-                op,
-                ..write((x >> 20) % 100, i)
-            };
+            let a = Access { op, ..write((x >> 20) % 100, i) };
             q.queued(&a);
             fq.clear();
             fl.clear();
@@ -436,10 +420,7 @@ mod tests {
         };
         for cap in [1usize, 2, 5, 12] {
             let mut q = Qlru::new(cap);
-            let mut m = Naive {
-                cap,
-                ..Naive::default()
-            };
+            let mut m = Naive { cap, ..Naive::default() };
             let mut queue = std::collections::VecDeque::new();
             let mut evicted = Vec::new();
             for i in 0..30_000u64 {
@@ -490,10 +471,7 @@ mod tests {
     #[test]
     fn mode_cache_forwards_only_notices_that_will_touch() {
         let mut p = ModeCache::new(Qlru::new(4), Mode::ReadOnly);
-        let trim = Access {
-            op: Op::Trim,
-            ..write(1, 0)
-        };
+        let trim = Access { op: Op::Trim, ..write(1, 0) };
         p.queued(&trim);
         p.queued(&write(1, 0)); // read-only: a write never touches
         assert!(p.replacement().pending.is_empty());

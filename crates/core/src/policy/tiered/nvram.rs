@@ -27,8 +27,9 @@
 //!   miss: it replaces an NVRAM page like one.
 //!
 //! Each tier is managed by its own replacement rule (paper 003: "separate LRU
-//! policies"), `tier=lru` by default; `tier=` takes any classic rule by name
-//! (with its catalogue defaults), the same for both tiers. A page that enters
+//! policies"), `tier=lru` by default; `tier=` takes any classic rule as a
+//! spec, with parameters or with its catalogue defaults (`tier=2q(kin=30%)`,
+//! `tier=arc`), built by the registry; the same for both tiers. A page that enters
 //! a tier — miss, Write Purge, Write Global — is inserted by that tier's rule
 //! as any new page is (for LRU: at the MRU end). The cross-tier decisions
 //! (which tier a Read Global miss replaces in, whether a Write Global page
@@ -72,11 +73,11 @@
 //! (none of the `paper` variants does) is written through, as in
 //! [`ModeCache`](crate::policy::ModeCache).
 
-use super::{rule, RULES};
-use crate::policy::flash::block::check_mode;
 use crate::policy::list::{Arena, List};
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, Effects, Io, Mode, Policy, PolicyStats, Replacement, Spec, SpecError, Tier};
+use crate::policy::{
+    check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, Policy, PolicyInfo, PolicyStats, Replacement, Rules,
+    Spec, SpecError, Tier,
+};
 use crate::trace::Op;
 
 const DRAM: usize = 0;
@@ -133,17 +134,22 @@ pub struct NvramCache {
 
 impl NvramCache {
     /// `dram` + `nvram` pages (at least one in all), each tier under the
-    /// classic rule `tier` (one of [`RULES`]); `read_global` picks Read Global
-    /// over Read Volatile.
-    pub fn new(tier: &str, dram: usize, nvram: usize, read_global: bool) -> Option<NvramCache> {
+    /// rule `tier` builds for its pages; `read_global` picks Read Global over
+    /// Read Volatile.
+    pub fn new<E>(
+        tier: &mut dyn FnMut(usize) -> Result<Box<dyn Replacement>, E>,
+        dram: usize,
+        nvram: usize,
+        read_global: bool,
+    ) -> Result<NvramCache, E> {
         assert!(dram + nvram > 0, "a cache needs a page");
-        let part = |pages: usize| -> Option<Part> {
-            let rule = if pages == 0 { None } else { Some(rule(tier, pages)?) };
-            Some(Part { rule, order: List::new() })
+        let mut part = |pages: usize| -> Result<Part, E> {
+            let rule = if pages == 0 { None } else { Some(tier(pages)?) };
+            Ok(Part { rule, order: List::new() })
         };
         let parts = [part(dram)?, part(nvram)?];
         let future = parts.iter().any(|p| p.rule.as_ref().is_some_and(|r| r.needs_future()));
-        Some(NvramCache {
+        Ok(NvramCache {
             read_global,
             parts,
             pages: Arena::with_capacity(dram + nvram),
@@ -463,11 +469,13 @@ const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "tier",
         default: "lru",
-        about: "replacement rule of each tier: lru (paper 003), fifo, clock, lfu, 2q, arc, lirs, s3fifo, belady",
+        about:
+            "replacement rule of each tier, a spec: lru (paper 003), fifo, clock, lfu, 2q, arc, lirs, s3fifo, belady \
+                (e.g. 2q(kin=30%))",
     },
 ];
 
-fn build(spec: &Spec, ctx: &BuildCtx, read_global: bool) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, rules: &Rules, read_global: bool) -> Result<Box<dyn Policy>, SpecError> {
     check_mode(
         spec,
         ctx,
@@ -476,18 +484,17 @@ fn build(spec: &Spec, ctx: &BuildCtx, read_global: bool) -> Result<Box<dyn Polic
          only write-back",
     )?;
     let share = spec.ratio("nvram")?;
-    let tier = spec.choice("tier", RULES)?;
     let (dram, nvram) = split(ctx.capacity.max(1), share);
-    let cache = NvramCache::new(&tier, dram, nvram, read_global).expect("tier is one of RULES");
+    let cache = NvramCache::new(&mut |pages| rules.nested(spec, "tier", None, pages, ctx), dram, nvram, read_global)?;
     Ok(Box::new(cache))
 }
 
-fn build_volatile(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    build(spec, ctx, false)
+fn build_volatile(spec: &Spec, ctx: &BuildCtx, rules: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    build(spec, ctx, rules, false)
 }
 
-fn build_global(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
-    build(spec, ctx, true)
+fn build_global(spec: &Spec, ctx: &BuildCtx, rules: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    build(spec, ctx, rules, true)
 }
 
 pub const READ_VOLATILE: PolicyInfo = PolicyInfo {
@@ -496,6 +503,7 @@ pub const READ_VOLATILE: PolicyInfo = PolicyInfo {
             Write Global, Write Purge",
     params: PARAMS,
     build: build_volatile,
+    rule: None,
 };
 
 pub const READ_GLOBAL: PolicyInfo = PolicyInfo {
@@ -504,6 +512,7 @@ pub const READ_GLOBAL: PolicyInfo = PolicyInfo {
             either tier (LRU Global); Write Global, Write Purge",
     params: PARAMS,
     build: build_global,
+    rule: None,
 };
 
 #[cfg(test)]
@@ -809,7 +818,7 @@ mod tests {
         for seed in 1..=4u64 {
             let trace = random_trace(seed * 104_729, 2500, 60, true);
             for capacity in [1, 2, 5, 17, 40] {
-                for rule in RULES {
+                for rule in crate::policy::registry::rule_names() {
                     for policy in ["read-volatile", "read-global"] {
                         same_effects(&format!("{policy}(nvram=0%,tier={rule})"), rule, capacity, &trace);
                     }
@@ -838,7 +847,8 @@ mod tests {
     fn tiers_hold_disjoint_pages() {
         let trace = random_trace(5, 4000, 50, true);
         for policy in ["read-volatile", "read-global"] {
-            let mut c = NvramCache::new("lru", 6, 4, policy == "read-global").unwrap();
+            let mut lru = |pages| crate::policy::registry::build_rule("lru", &ctx(pages)).map(|(r, _)| r);
+            let mut c = NvramCache::new(&mut lru, 6, 4, policy == "read-global").unwrap();
             let mut fx = Effects::new();
             for (i, &(op, key, _)) in trace.iter().enumerate() {
                 let a = Access { time: i as u64, key, op, partial: false, seq: i as u64, next_use: NEVER };
@@ -879,7 +889,9 @@ mod tests {
         assert!(err("read-global(tier=mru)").contains("tier"));
         let e = err("read-volatile(mode=write-through)");
         assert!(e.contains("mode") && e.contains("only write-back"), "{e}");
-        let e = build_spec("read-volatile", &BuildCtx { capacity: 10, mode: Mode::ReadOnly, page_bytes: 4096 }).err().unwrap();
+        let e = build_spec("read-volatile", &BuildCtx { capacity: 10, mode: Mode::ReadOnly, page_bytes: 4096 })
+            .err()
+            .unwrap();
         assert!(matches!(e, SpecError::BadValue { ref param, .. } if param == "mode"), "{e}");
     }
 }

@@ -106,9 +106,9 @@
 
 use hashbrown::HashMap;
 
-use crate::policy::flash::block::check_mode;
-use crate::policy::registry::{BuildCtx, ParamInfo, PolicyInfo};
-use crate::policy::{Access, Effects, Io, Mode, Policy, PolicyStats, Spec, SpecError};
+use crate::policy::{
+    check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, Policy, PolicyInfo, PolicyStats, Rules, Spec, SpecError,
+};
 use crate::trace::Op;
 use crate::units::parse_duration_ns;
 use crate::Nanos;
@@ -557,7 +557,7 @@ fn duration(spec: &Spec, key: &str) -> Result<Nanos, SpecError> {
     parse_duration_ns(spec.raw(key)).map_err(|e| spec.invalid(key, e.why))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Policy>, SpecError> {
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
     check_mode(
         spec,
         ctx,
@@ -633,6 +633,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     build,
+    rule: None,
 };
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub fn decimal_time(field: &'static str, s: Option<&str>, pow10: u32) -> Result<
 }
 
 /// Assigns small device ids (0, 1, 2 …) to device names in order of first
-/// appearance, at most [`crate::sim::MAX_DEVICES`] of them.
+/// appearance, at most [`crate::key::MAX_DEVICES`] of them.
 pub struct DevMap<K> {
     ids: HashMap<K, u32>,
     last: Option<(K, u32)>,
@@ -85,10 +85,10 @@ impl<K: Hash + Eq + Clone> DevMap<K> {
             Some(&id) => id,
             None => {
                 let id = self.ids.len() as u64;
-                if id >= crate::sim::MAX_DEVICES {
+                if id >= crate::key::MAX_DEVICES {
                     return Err(FieldError::new(
                         field,
-                        format!("more than {} distinct devices", crate::sim::MAX_DEVICES),
+                        format!("more than {} distinct devices", crate::key::MAX_DEVICES),
                     ));
                 }
                 self.ids.insert(key.clone(), id as u32);

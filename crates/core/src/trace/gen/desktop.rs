@@ -101,9 +101,9 @@
 //! Not modelled: weekends, per-day volume variation, file creation/deletion (trims),
 //! metadata hot spots other than through the Zipf head, and read-after-write correlation.
 
-use super::spec::Params;
+use super::values::{Iat, Rng, Sizes, Values};
 use super::zipf::ZipfKeys;
-use super::{GenError, Iat, Rng, Sizes};
+use crate::spec::{Spec, SpecError};
 use crate::trace::{Op, Request};
 use rand::Rng as _;
 use rand_distr::{Distribution, Exp1, StandardNormal};
@@ -189,9 +189,9 @@ fn blocks(bytes: u64) -> u64 {
 }
 
 /// Request sizes that are whole blocks; ranges step by blocks.
-fn block_sizes(p: &Params, key: &str) -> Result<Sizes, GenError> {
+fn block_sizes(p: &Spec, key: &str) -> Result<Sizes, SpecError> {
     let whole = |s: u32| (s as u64).is_multiple_of(BLOCK);
-    let bad = || p.bad(key, "request sizes must be whole 4KiB blocks (4KiB, 8KiB, …)");
+    let bad = || p.invalid(key, "request sizes must be whole 4KiB blocks (4KiB, 8KiB, …)");
     Ok(match p.sizes(key)? {
         Sizes::Fixed(s) if whole(s) => Sizes::Fixed(s),
         Sizes::Range { lo, hi, .. } if whole(lo) && whole(hi) => Sizes::Range { lo, hi, step: BLOCK as u32 },
@@ -201,46 +201,46 @@ fn block_sizes(p: &Params, key: &str) -> Result<Sizes, GenError> {
 }
 
 impl Desktop {
-    pub fn build(p: &Params, rng: &mut Rng) -> Result<Desktop, GenError> {
+    pub fn build(p: &Spec, rng: &mut Rng) -> Result<Desktop, SpecError> {
         let days = p.positive("days")?;
         let per_day = p.positive("per_day")?;
         if days.checked_mul(DAY_NS).is_none() {
-            return Err(p.bad("days", "too many days for 64-bit nanosecond times"));
+            return Err(p.invalid("days", "too many days for 64-bit nanosecond times"));
         }
         if days.checked_mul(per_day).is_none() {
-            return Err(p.bad("per_day", "days × per_day overflows"));
+            return Err(p.invalid("per_day", "days × per_day overflows"));
         }
         let devices = p.positive("devices")?;
-        if devices > crate::sim::MAX_DEVICES {
-            return Err(p.bad("devices", format!("at most {} devices", crate::sim::MAX_DEVICES)));
+        if devices > crate::key::MAX_DEVICES {
+            return Err(p.invalid("devices", format!("at most {} devices", crate::key::MAX_DEVICES)));
         }
         let disk = p.bytes("disk")?;
         if disk < BLOCK {
-            return Err(p.bad("disk", "must hold at least one 4KiB block"));
+            return Err(p.invalid("disk", "must hold at least one 4KiB block"));
         }
         let disk_blocks = disk / BLOCK;
         let hot = p.bytes("hot")?;
         if hot < BLOCK {
-            return Err(p.bad("hot", "must be at least one 4KiB block"));
+            return Err(p.invalid("hot", "must be at least one 4KiB block"));
         }
         if hot > MAX_HOT {
-            return Err(p.bad("hot", "at most 1TiB (its extents are kept in memory)"));
+            return Err(p.invalid("hot", "at most 1TiB (its extents are kept in memory)"));
         }
         if hot / BLOCK > disk_blocks * devices {
-            return Err(p.bad("hot", format!("is larger than the {} disk(s) of {}", devices, p.raw("disk"))));
+            return Err(p.invalid("hot", format!("is larger than the {} disk(s) of {}", devices, p.raw("disk"))));
         }
         let hot_blocks = hot / BLOCK;
         let alpha = p.float("alpha")?;
         if alpha < 0.0 {
-            return Err(p.bad("alpha", "must be 0 or more (0: every hot extent equally popular)"));
+            return Err(p.invalid("alpha", "must be 0 or more (0: every hot extent equally popular)"));
         }
         let file = p.bytes("file")?;
         if file < BLOCK {
-            return Err(p.bad("file", "the median extent is at least one 4KiB block"));
+            return Err(p.invalid("file", "the median extent is at least one 4KiB block"));
         }
         let run = p.bytes("run")?;
         if run < BLOCK {
-            return Err(p.bad("run", "a sequential run is at least one 4KiB block"));
+            return Err(p.invalid("run", "a sequential run is at least one 4KiB block"));
         }
         let gap = p.iat("gap")?;
         let night = p.ratio("night")?;

@@ -21,8 +21,8 @@
 //! on their device (thread t on device t mod `devices`); arrivals are Poisson with the
 //! table's mean gap.
 
-use super::spec::Params;
-use super::{op, GenError, Rng, Sizes};
+use super::values::{op, Rng, Sizes, Values};
+use crate::spec::{Spec, SpecError};
 use crate::trace::Request;
 use rand::Rng as _;
 
@@ -45,18 +45,18 @@ pub(super) struct Iometer {
 const SECTOR: u64 = 512;
 
 impl Iometer {
-    pub fn build(p: &Params) -> Result<Iometer, GenError> {
+    pub fn build(p: &Spec) -> Result<Iometer, SpecError> {
         let threads = p.positive("threads")?;
         if threads > 1 << 16 {
-            return Err(p.bad("threads", "at most 65536 threads"));
+            return Err(p.invalid("threads", "at most 65536 threads"));
         }
         let (min, max) = (p.bytes("file_min")?, p.bytes("file_max")?);
         if min > max {
-            return Err(p.bad("file_min", "is above file_max"));
+            return Err(p.invalid("file_min", "is above file_max"));
         }
         let devices = p.positive("devices")?;
-        if devices > crate::sim::MAX_DEVICES {
-            return Err(p.bad("devices", format!("at most {} devices", crate::sim::MAX_DEVICES)));
+        if devices > crate::key::MAX_DEVICES {
+            return Err(p.invalid("devices", format!("at most {} devices", crate::key::MAX_DEVICES)));
         }
         let mut next_base = vec![0u64; devices.min(threads) as usize];
         let mut files = Vec::new();
@@ -66,8 +66,9 @@ impl Iometer {
             let size = ((size / SECTOR as f64).round() as u64 * SECTOR).max(SECTOR);
             let dev = t % devices;
             let base = next_base[dev as usize];
-            next_base[dev as usize] =
-                base.checked_add(size).ok_or_else(|| p.bad("file_max", "the files overflow a 64-bit byte address"))?;
+            next_base[dev as usize] = base
+                .checked_add(size)
+                .ok_or_else(|| p.invalid("file_max", "the files overflow a 64-bit byte address"))?;
             files.push(File { dev: dev as u32, base, size, cursor: 0 });
         }
         Ok(Iometer { files, sizes: p.sizes("size")?, random: p.ratio("random")?, read: p.ratio("read")? })

@@ -1,7 +1,8 @@
 //! `mix(A,B,…,weights=…)`: each request comes from one component, drawn by weight.
 
-use super::spec::Params;
-use super::{pick, Component, GenError, Rng};
+use super::values::{pick, Rng, Values};
+use super::Component;
+use crate::spec::{Spec, SpecError};
 use crate::trace::{Request, Unit};
 
 pub(super) struct Mix {
@@ -11,13 +12,13 @@ pub(super) struct Mix {
 }
 
 impl Mix {
-    pub fn build(p: &Params, parts: Vec<Component>) -> Result<Mix, GenError> {
+    pub fn build(p: &Spec, parts: Vec<Component>) -> Result<Mix, SpecError> {
         if parts.is_empty() {
-            return Err(p.bad("weights", "mix needs at least one component, e.g. mix(zipf,scan)"));
+            return Err(p.invalid("weights", "mix needs at least one component, e.g. mix(zipf,scan)"));
         }
         let unit = parts[0].unit();
         if parts.iter().any(|c| c.unit() != unit) {
-            return Err(p.bad(
+            return Err(p.invalid(
                 "weights",
                 "the components mix key traces (unit=keys) and byte traces (unit=bytes); give them all the same unit",
             ));

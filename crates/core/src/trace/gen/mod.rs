@@ -1,6 +1,6 @@
 //! Synthetic workloads: seeded, reproducible request streams named by a spec string.
 //!
-//! # Spec grammar
+//! # Spec grammar (parsed by [`crate::spec`], as policies and devices are)
 //!
 //! ```text
 //! spec      := NAME | NAME "(" arg ("," arg)* ")"
@@ -51,161 +51,163 @@ mod desktop;
 mod iometer;
 mod mix;
 mod scan;
-mod spec;
+mod values;
 mod zipf;
 
 #[cfg(test)]
 mod tests;
 
-use super::{Op, Request, TraceError, TraceReader, Unit};
+use super::{Request, TraceError, TraceReader, Unit};
+use crate::spec::{concat_params, ParamInfo, Spec, SpecError};
 use rand::{Rng as _, SeedableRng};
-use spec::{Params, Parsed};
-use thiserror::Error;
+use values::{op, Iat, Rng, Sizes, Values};
 
-/// The random number generator of every workload: portable and stable across platforms.
-pub(crate) type Rng = rand_chacha::ChaCha8Rng;
+/// A workload generator in the catalogue.
+pub struct GenInfo {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub params: &'static [ParamInfo],
+}
 
-#[derive(Debug, Error, PartialEq)]
-pub enum GenError {
-    #[error("malformed workload spec {spec:?}: {why}")]
-    Syntax { spec: String, why: String },
-    #[error("unknown workload {name:?} (known: {known})")]
-    Unknown { name: String, known: String },
-    #[error("workload {gen} has no parameter {param:?} (its parameters: {known})")]
-    UnknownParam { gen: String, param: String, known: String },
-    #[error("workload {gen}, parameter {param}={value}: {why}")]
-    BadValue { gen: String, param: String, value: String, why: String },
+impl GenInfo {
+    /// The parameters with their defaults as spec text: `alpha=1.0,keys=1M,…`.
+    pub fn defaults(&self) -> String {
+        self.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect::<Vec<_>>().join(",")
+    }
+}
+
+const fn p(name: &'static str, default: &'static str, about: &'static str) -> ParamInfo {
+    ParamInfo::new(name, default, about)
 }
 
 /// Parameters every key generator takes, after its own.
-macro_rules! keyed_common {
-    () => {
-        "requests=1M,read=100%,unit=auto,size=4KiB,align=4KiB,devices=1,iat=0,seed=1"
-    };
-}
-
-/// Parameters of workloads A, B and C of paper 002 Table 2 apart from `random` and `iat`.
-macro_rules! iometer_common {
-    () => {
-        "threads=12,file_min=512KiB,file_max=1GiB,size=4KiB/8KiB/16KiB/32KiB/64KiB/128KiB/256KiB/512KiB,\
-         requests=500k,read=0%,devices=1,seed=1"
-    };
-}
-
-/// Every generator: name, parameters with their defaults, and what it does.
-const GENERATORS: &[(&str, &str, &str)] = &[
-    (
-        "zipf",
-        concat!("alpha=1.0,keys=1M,permute=true,", keyed_common!()),
-        "Zipf popularity: P(rank k) ∝ 1/k^alpha over `keys` keys, ranks scattered over the keys \
-         by a seeded permutation (permute=false: rank k is key k-1)",
-    ),
-    ("uniform", concat!("keys=1M,", keyed_common!()), "every key in 0..keys equally likely"),
-    (
-        "scan",
-        concat!("start=0,length=1M,", keyed_common!()),
-        "sequential over keys start..start+length, starting again at `start` after the end",
-    ),
-    ("loop", concat!("keys=100k,", keyed_common!()), "cyclic sequential over keys 0..keys (scan from 0)"),
-    (
-        "mix",
-        "weights=equal,requests=1M,iat=0,seed=1",
-        "mix(A,B,…,weights=90%/10%): each request comes from one component, drawn by weight; \
-         components keep their own read/size/unit parameters, the mix owns requests/seed/iat",
-    ),
-    (
-        "iometer-a",
-        concat!("random=100%,iat=exp(158ms),", iometer_common!()),
-        "paper 002 Table 2 workload A: 12 threads with equal I/O rates, each on its own file \
-         (sizes 512KiB..1GiB geometric), records 4KiB..512KiB, write-only, all random",
-    ),
-    (
-        "iometer-b",
-        concat!("random=50%,iat=exp(90ms),", iometer_common!()),
-        "paper 002 Table 2 workload B: as A, half random and half sequential",
-    ),
-    (
-        "iometer-c",
-        concat!("random=0%,iat=exp(72ms),", iometer_common!()),
-        "paper 002 Table 2 workload C: as A, all sequential",
-    ),
-    (
-        "desktop",
-        "days=10,per_day=200k,write=30%,disk=100GiB,hot=4GiB,drift=10%,alpha=1.0,cold=10%,seq=30%,run=4MiB,\
-         file=16KiB,size=4KiB:60%/8KiB:10%/16KiB:10%/32KiB:8%/64KiB:12%,\
-         seq_size=64KiB:40%/128KiB:20%/256KiB:20%/512KiB:10%/1MiB:10%,burst=50%,gap=exp(100us),night=0%,\
-         devices=1,seed=1",
-        "paper 000-like desktop days: exactly per_day requests a day (busy 9-18h, light evening, \
-         idle nights) on a `hot` working set of lognormal extents with Zipf popularity, `drift` of it \
-         moving each day, plus `cold` uniform background; random and sequential file I/O in 4KiB blocks",
-    ),
+const KEYED: [ParamInfo; 8] = [
+    p("requests", "1M", "requests in the stream"),
+    p("read", "100%", "share of requests that read (the rest write)"),
+    p("unit", "auto", "keys (one page per request), bytes (sizes from `size`) or auto (bytes if `size` is given)"),
+    p("size", "4KiB", "unit=bytes: request size, fixed 4KiB, range 4KiB..64KiB or weighted 4KiB:70%,64KiB:30%"),
+    p("align", "4KiB", "unit=bytes: bytes from one key to the next"),
+    p("devices", "1", "devices the keys are spread over: key k is on device k % devices"),
+    p("iat", "0", "gap between arrivals: 0, fixed 100us, or exponential exp(100us)"),
+    p("seed", "1", "ChaCha8 seed: the same spec gives the same stream"),
 ];
 
-/// Every generator as (name, parameters with defaults, description), for help output.
-pub fn list() -> &'static [(&'static str, &'static str, &'static str)] {
+/// Parameters of workloads A, B and C of paper 002 Table 2 apart from `random` and `iat`.
+const IOMETER: [ParamInfo; 8] = [
+    p("threads", "12", "threads, each on its own file, equally often"),
+    p("file_min", "512KiB", "smallest file (sizes grow geometrically)"),
+    p("file_max", "1GiB", "largest file"),
+    p("size", "4KiB/8KiB/16KiB/32KiB/64KiB/128KiB/256KiB/512KiB", "record sizes, equally likely"),
+    p("requests", "500k", "requests in the stream"),
+    p("read", "0%", "share of requests that read (the paper's are write-only)"),
+    p("devices", "1", "devices: thread t's file is on device t % devices"),
+    p("seed", "1", "ChaCha8 seed: the same spec gives the same stream"),
+];
+
+const RANDOM: &str = "share of random requests (aligned to their size); the rest continue their thread's last";
+const IAT: &str = "gap between arrivals: 0, fixed 100us, or exponential exp(100us) (the paper's mean)";
+
+const ZIPF: [ParamInfo; 11] = concat_params(
+    [
+        p("alpha", "1.0", "skew: P(rank k) ∝ 1/k^alpha"),
+        p("keys", "1M", "distinct keys"),
+        p("permute", "true", "scatter ranks over the keys by a seeded permutation (false: rank k is key k-1)"),
+    ],
+    KEYED,
+);
+const UNIFORM: [ParamInfo; 9] = concat_params([p("keys", "1M", "distinct keys")], KEYED);
+const SCAN: [ParamInfo; 10] =
+    concat_params([p("start", "0", "first key"), p("length", "1M", "keys in one pass")], KEYED);
+const LOOP: [ParamInfo; 9] = concat_params([p("keys", "100k", "keys in one pass")], KEYED);
+const MIX: [ParamInfo; 4] = [
+    p("weights", "equal", "component weights: 90%/10%, 9,1 or equal"),
+    p("requests", "1M", "requests in the stream"),
+    p("iat", "0", "gap between arrivals: 0, fixed 100us, or exponential exp(100us)"),
+    p("seed", "1", "ChaCha8 seed: the same spec gives the same stream"),
+];
+const IOMETER_A: [ParamInfo; 10] = concat_params([p("random", "100%", RANDOM), p("iat", "exp(158ms)", IAT)], IOMETER);
+const IOMETER_B: [ParamInfo; 10] = concat_params([p("random", "50%", RANDOM), p("iat", "exp(90ms)", IAT)], IOMETER);
+const IOMETER_C: [ParamInfo; 10] = concat_params([p("random", "0%", RANDOM), p("iat", "exp(72ms)", IAT)], IOMETER);
+/// (see `desktop.rs` for why each default)
+const DESKTOP: [ParamInfo; 18] = [
+    p("days", "10", "days in the trace"),
+    p("per_day", "200k", "requests in each day, exactly"),
+    p("write", "30%", "share of operations that write"),
+    p("disk", "100GiB", "size of each device"),
+    p("hot", "4GiB", "working set: total length of the hot extents"),
+    p("drift", "10%", "share of hot extents moved each day"),
+    p("alpha", "1.0", "Zipf exponent of hot-extent popularity"),
+    p("cold", "10%", "share of operations on fresh random extents"),
+    p("seq", "30%", "share of operations that are sequential runs"),
+    p("run", "4MiB", "longest sequential run (one operation)"),
+    p("file", "16KiB", "median extent length"),
+    p("size", "4KiB:60%/8KiB:10%/16KiB:10%/32KiB:8%/64KiB:12%", "sizes of random requests (whole 4 KiB blocks)"),
+    p("seq_size", "64KiB:40%/128KiB:20%/256KiB:20%/512KiB:10%/1MiB:10%", "sizes of the requests of sequential runs"),
+    p("burst", "50%", "share of operations that follow the previous one at once"),
+    p("gap", "exp(100us)", "gap inside a burst: 0, fixed 100us or exponential exp(100us)"),
+    p("night", "0%", "share of each day's requests issued 23:00-7:00"),
+    p("devices", "1", "disks; every extent lies on a uniformly chosen one"),
+    p("seed", "1", "ChaCha8 seed: the same spec gives the same trace"),
+];
+/// Every generator, in the order `ssdcache trace gen --list` lists them.
+pub static GENERATORS: &[GenInfo] = &[
+    GenInfo {
+        name: "zipf",
+        about: "Zipf popularity: P(rank k) ∝ 1/k^alpha over `keys` keys, ranks scattered over the keys \
+                by a seeded permutation (permute=false: rank k is key k-1)",
+        params: &ZIPF,
+    },
+    GenInfo { name: "uniform", about: "every key in 0..keys equally likely", params: &UNIFORM },
+    GenInfo {
+        name: "scan",
+        about: "sequential over keys start..start+length, starting again at `start` after the end",
+        params: &SCAN,
+    },
+    GenInfo { name: "loop", about: "cyclic sequential over keys 0..keys (scan from 0)", params: &LOOP },
+    GenInfo {
+        name: "mix",
+        about: "mix(A,B,…,weights=90%/10%): each request comes from one component, drawn by weight; \
+                components keep their own read/size/unit parameters, the mix owns requests/seed/iat",
+        params: &MIX,
+    },
+    GenInfo {
+        name: "iometer-a",
+        about: "paper 002 Table 2 workload A: 12 threads with equal I/O rates, each on its own file \
+                (sizes 512KiB..1GiB geometric), records 4KiB..512KiB, write-only, all random",
+        params: &IOMETER_A,
+    },
+    GenInfo {
+        name: "iometer-b",
+        about: "paper 002 Table 2 workload B: as A, half random and half sequential",
+        params: &IOMETER_B,
+    },
+    GenInfo { name: "iometer-c", about: "paper 002 Table 2 workload C: as A, all sequential", params: &IOMETER_C },
+    GenInfo {
+        name: "desktop",
+        about: "paper 000-like desktop days: exactly per_day requests a day (busy 9-18h, light evening, \
+                idle nights) on a `hot` working set of lognormal extents with Zipf popularity, `drift` of it \
+                moving each day, plus `cold` uniform background; random and sequential file I/O in 4KiB blocks",
+        params: &DESKTOP,
+    },
+];
+
+/// Every generator, for help output (the same as [`GENERATORS`]).
+pub fn list() -> &'static [GenInfo] {
     GENERATORS
 }
 
+fn is_generator_name(s: &str) -> bool {
+    GENERATORS.iter().any(|g| g.name.eq_ignore_ascii_case(s))
+}
+
+/// Parses a workload spec: components (`mix(A,B)`) and list values allowed.
+pub(crate) fn parse(text: &str) -> Result<Spec, SpecError> {
+    Spec::parse_with_components(text, "workload", &is_generator_name)
+}
+
 /// Opens a workload spec as a streaming trace reader.
-pub fn open(spec: &str) -> Result<Box<dyn TraceReader>, GenError> {
+pub fn open(spec: &str) -> Result<Box<dyn TraceReader>, SpecError> {
     Ok(Box::new(Generator::new(spec)?))
-}
-
-/// Gaps between arrivals.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Iat {
-    Zero,
-    Fixed(u64),
-    /// Exponential with this mean in ns (Poisson arrivals).
-    Exp(f64),
-}
-
-/// Request sizes in bytes.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Sizes {
-    Fixed(u32),
-    /// Uniform over `lo, lo+step, …` up to `hi`.
-    Range {
-        lo: u32,
-        hi: u32,
-        step: u32,
-    },
-    /// `sizes[i]` with probability `cum[i] - cum[i-1]`.
-    List {
-        sizes: Vec<u32>,
-        cum: Vec<f64>,
-    },
-}
-
-impl Sizes {
-    fn sample(&self, rng: &mut Rng) -> u32 {
-        match self {
-            Sizes::Fixed(s) => *s,
-            Sizes::Range { lo, hi, step } => lo + step * rng.gen_range(0..=(hi - lo) / step),
-            Sizes::List { sizes, cum } => sizes[pick(cum, rng)],
-        }
-    }
-    fn max(&self) -> u32 {
-        match self {
-            Sizes::Fixed(s) => *s,
-            Sizes::Range { hi, .. } => *hi,
-            Sizes::List { sizes, .. } => *sizes.iter().max().unwrap(),
-        }
-    }
-}
-
-/// An index drawn with the probabilities given by cumulative weights `cum` (last = 1).
-fn pick(cum: &[f64], rng: &mut Rng) -> usize {
-    let u: f64 = rng.gen();
-    cum.iter().position(|&c| u < c).unwrap_or(cum.len() - 1)
-}
-
-fn op(read: f64, rng: &mut Rng) -> Op {
-    if rng.gen::<f64>() < read {
-        Op::Read
-    } else {
-        Op::Write
-    }
 }
 
 /// Where a key generator's next key comes from.
@@ -226,20 +228,20 @@ struct Keyed {
 }
 
 impl Keyed {
-    fn build(p: &Params, pattern: Pattern, keys: u64) -> Result<Keyed, GenError> {
+    fn build(p: &Spec, pattern: Pattern, keys: u64) -> Result<Keyed, SpecError> {
         let unit = match p.raw("unit").to_ascii_lowercase().as_str() {
             "auto" if p.is_given("size") => Unit::Bytes,
             "auto" | "keys" | "pages" => Unit::Pages,
             "bytes" => Unit::Bytes,
-            _ => return Err(p.bad("unit", "expected keys, bytes or auto")),
+            _ => return Err(p.invalid("unit", "expected keys, bytes or auto")),
         };
         if unit == Unit::Pages && p.is_given("size") {
-            return Err(p.bad("size", "sizes apply to unit=bytes; with unit=keys every request is one page"));
+            return Err(p.invalid("size", "sizes apply to unit=bytes; with unit=keys every request is one page"));
         }
         let align = p.bytes("align")?;
         let devices = p.positive("devices")?;
-        if devices > crate::sim::MAX_DEVICES {
-            return Err(p.bad("devices", format!("at most {} devices", crate::sim::MAX_DEVICES)));
+        if devices > crate::key::MAX_DEVICES {
+            return Err(p.invalid("devices", format!("at most {} devices", crate::key::MAX_DEVICES)));
         }
         let sizes = match unit {
             Unit::Bytes => Some(p.sizes("size")?),
@@ -249,7 +251,7 @@ impl Keyed {
         let last = (keys - 1) / devices;
         let max = sizes.as_ref().map_or(0, |s| s.max() as u64);
         if unit == Unit::Bytes && last.checked_mul(align).and_then(|a| a.checked_add(max)).is_none() {
-            return Err(p.bad("align", "keys × align overflows a 64-bit byte address"));
+            return Err(p.invalid("align", "keys × align overflows a 64-bit byte address"));
         }
         Ok(Keyed { pattern, read: p.ratio("read")?, sizes, align, devices })
     }
@@ -313,11 +315,14 @@ impl Component {
     }
 }
 
-fn declaration(name: &str) -> Result<&'static str, GenError> {
-    GENERATORS.iter().find(|(n, _, _)| *n == name).map(|(_, decl, _)| *decl).ok_or_else(|| {
-        let known: Vec<&str> = GENERATORS.iter().map(|(n, _, _)| *n).collect();
-        GenError::Unknown { name: name.to_string(), known: known.join(", ") }
-    })
+/// Checks a parsed spec against its generator's parameters.
+fn bind(spec: &mut Spec) -> Result<(), SpecError> {
+    let info = GENERATORS.iter().find(|g| g.name == spec.name).ok_or_else(|| SpecError::UnknownName {
+        kind: "workload",
+        name: spec.name.clone(),
+        known: GENERATORS.iter().map(|g| g.name).collect::<Vec<_>>().join(", "),
+    })?;
+    spec.bind(info.params)
 }
 
 /// Generators that set their own arrival times and length (no `requests`, no `iat`).
@@ -327,23 +332,27 @@ fn own_clock(name: &str) -> bool {
 
 /// Builds one (possibly nested) generator. Inside a mix, the stream-wide parameters
 /// (`requests`, `seed`, `iat`) belong to the mix.
-fn build(parsed: &Parsed, rng: &mut Rng, in_mix: bool) -> Result<Component, GenError> {
-    let p = Params::new(parsed, declaration(&parsed.name)?)?;
+fn build(parsed: &Spec, rng: &mut Rng, in_mix: bool) -> Result<Component, SpecError> {
+    let mut p = parsed.clone();
+    bind(&mut p)?;
+    let p = &p;
     if in_mix {
         for key in ["requests", "seed", "iat"] {
             if p.is_given(key) {
-                return Err(p.bad(key, "has no effect inside mix(…): give it to the mix"));
+                return Err(p.invalid(key, "has no effect inside mix(…): give it to the mix"));
             }
         }
     }
     if in_mix && own_clock(&parsed.name) {
-        return Err(GenError::Syntax {
+        return Err(SpecError::Syntax {
+            kind: "workload",
             spec: parsed.name.clone(),
             why: format!("{} keeps its own clock and days, so it cannot be a component of mix", parsed.name),
         });
     }
     if parsed.name != "mix" && !parsed.components.is_empty() {
-        return Err(GenError::Syntax {
+        return Err(SpecError::Syntax {
+            kind: "workload",
             spec: parsed.name.clone(),
             why: format!("{} takes only key=value parameters (components go in mix)", parsed.name),
         });
@@ -351,27 +360,27 @@ fn build(parsed: &Parsed, rng: &mut Rng, in_mix: bool) -> Result<Component, GenE
     Ok(match parsed.name.as_str() {
         "zipf" => {
             let keys = p.positive("keys")?;
-            let z = zipf::ZipfKeys::build(&p, keys, rng)?;
-            Component::Keyed(Keyed::build(&p, Pattern::Zipf(z), keys)?)
+            let z = zipf::ZipfKeys::build(p, keys, rng)?;
+            Component::Keyed(Keyed::build(p, Pattern::Zipf(z), keys)?)
         }
         "uniform" => {
             let keys = p.positive("keys")?;
-            Component::Keyed(Keyed::build(&p, Pattern::Uniform(keys), keys)?)
+            Component::Keyed(Keyed::build(p, Pattern::Uniform(keys), keys)?)
         }
         "scan" | "loop" => {
-            let s = scan::Scan::build(&p, parsed.name == "loop")?;
+            let s = scan::Scan::build(p, parsed.name == "loop")?;
             let end = s.end();
-            Component::Keyed(Keyed::build(&p, Pattern::Scan(s), end)?)
+            Component::Keyed(Keyed::build(p, Pattern::Scan(s), end)?)
         }
         "mix" => {
             let mut parts = Vec::new();
             for c in &parsed.components {
                 parts.push(build(c, rng, true)?);
             }
-            Component::Mix(mix::Mix::build(&p, parts)?)
+            Component::Mix(mix::Mix::build(p, parts)?)
         }
-        name if name.starts_with("iometer-") => Component::Iometer(iometer::Iometer::build(&p)?),
-        "desktop" => Component::Desktop(Box::new(desktop::Desktop::build(&p, rng)?)),
+        name if name.starts_with("iometer-") => Component::Iometer(iometer::Iometer::build(p)?),
+        "desktop" => Component::Desktop(Box::new(desktop::Desktop::build(p, rng)?)),
         _ => unreachable!("declaration() knows every generator"),
     })
 }
@@ -390,9 +399,10 @@ pub struct Generator {
 }
 
 impl Generator {
-    pub fn new(spec: &str) -> Result<Generator, GenError> {
-        let parsed = spec::parse(spec)?;
-        let p = Params::new(&parsed, declaration(&parsed.name)?)?;
+    pub fn new(spec: &str) -> Result<Generator, SpecError> {
+        let parsed = parse(spec)?;
+        let mut p = parsed.clone();
+        bind(&mut p)?;
         let own_clock = own_clock(&parsed.name);
         let (requests, iat) = if own_clock { (0, Iat::Zero) } else { (p.count("requests")?, p.iat("iat")?) };
         let mut rng = Rng::seed_from_u64(p.count("seed")?);

@@ -1,7 +1,7 @@
 //! Sequential keys: `scan(start, length)` and `loop(keys)` (a scan from 0).
 
-use super::spec::Params;
-use super::GenError;
+use super::values::Values;
+use crate::spec::{Spec, SpecError};
 
 pub(super) struct Scan {
     start: u64,
@@ -11,14 +11,14 @@ pub(super) struct Scan {
 }
 
 impl Scan {
-    pub fn build(p: &Params, is_loop: bool) -> Result<Scan, GenError> {
+    pub fn build(p: &Spec, is_loop: bool) -> Result<Scan, SpecError> {
         let (start, length, key) = if is_loop {
             (0, p.positive("keys")?, "keys")
         } else {
             (p.count("start")?, p.positive("length")?, "length")
         };
         if start.checked_add(length).is_none() {
-            return Err(p.bad(key, "start + length overflows"));
+            return Err(p.invalid(key, "start + length overflows"));
         }
         Ok(Scan { start, length, pos: 0 })
     }

@@ -1,7 +1,7 @@
-use super::spec::{parse, parse_count};
+use super::values::parse_count;
 use super::zipf::{Alias, Permutation, ZipfKeys};
 use super::*;
-use crate::trace::read_all;
+use crate::trace::{read_all, Op};
 
 fn gen(spec: &str) -> Vec<Request> {
     let mut r = open(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
@@ -41,7 +41,7 @@ fn grammar() {
 
 #[test]
 fn every_listed_generator_opens_with_its_defaults() {
-    for (name, params, about) in list() {
+    for (name, params, about) in list().iter().map(|g| (&g.name, g.defaults(), &g.about)) {
         assert!(!about.is_empty());
         let spec = if *name == "mix" {
             "mix(zipf,uniform,requests=1000)".to_string()

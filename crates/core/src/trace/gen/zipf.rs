@@ -11,8 +11,8 @@
 //! over the envelope's density there), but its three `powf` per draw make it several times
 //! slower, so it only serves key spaces too large for a table.
 
-use super::spec::Params;
-use super::{GenError, Rng};
+use super::values::Rng;
+use crate::spec::{Spec, SpecError};
 use rand::Rng as _;
 use rand_distr::Distribution;
 
@@ -27,15 +27,15 @@ pub(super) enum ZipfKeys {
 }
 
 impl ZipfKeys {
-    pub fn build(p: &Params, keys: u64, rng: &mut Rng) -> Result<ZipfKeys, GenError> {
+    pub fn build(p: &Spec, keys: u64, rng: &mut Rng) -> Result<ZipfKeys, SpecError> {
         let alpha = p.float("alpha")?;
         if alpha < 0.0 {
-            return Err(p.bad("alpha", "must be 0 or more (0 is uniform)"));
+            return Err(p.invalid("alpha", "must be 0 or more (0 is uniform)"));
         }
         if keys > 1 << 53 {
-            return Err(p.bad("keys", "at most 2^53 keys (ranks are exact in f64 only that far)"));
+            return Err(p.invalid("keys", "at most 2^53 keys (ranks are exact in f64 only that far)"));
         }
-        let perm = p.boolean("permute")?.then(|| Permutation::new(keys, rng));
+        let perm = p.flag("permute")?.then(|| Permutation::new(keys, rng));
         Ok(ZipfKeys::new(keys, alpha, perm))
     }
 
