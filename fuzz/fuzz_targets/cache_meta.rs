@@ -6,8 +6,8 @@
 //! whatever decodes re-encodes to the same value.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use ssdcache_serve::cache::Superblock;
 use ssdcache_serve::cache::meta::Meta;
+use ssdcache_serve::cache::Superblock;
 use ssdcache_serve::cache::{recover, MemDevice};
 
 fuzz_target!(|data: &[u8]| {

@@ -139,7 +139,15 @@ pub fn detail(r: &Report) {
                 ),
             ),
             ("erases", thousands(s.erases)),
-            ("merges", format!("{} switch, {} partial, {} full (hybrid FTL)", thousands(s.switch_merges), thousands(s.partial_merges), thousands(s.full_merges))),
+            (
+                "merges",
+                format!(
+                    "{} switch, {} partial, {} full (hybrid FTL)",
+                    thousands(s.switch_merges),
+                    thousands(s.partial_merges),
+                    thousands(s.full_merges)
+                ),
+            ),
             ("write amplification", format!("{:.3}", s.write_amplification)),
             (
                 "execution time",
@@ -172,11 +180,7 @@ pub fn detail(r: &Report) {
                     "NCQ depth {}, inter-arrival x{}{}",
                     q.queue_depth,
                     q.iat_scale,
-                    if q.all_at_once {
-                        " (all timestamps equal: all arrive at once)"
-                    } else {
-                        ""
-                    }
+                    if q.all_at_once { " (all timestamps equal: all arrive at once)" } else { "" }
                 ),
             ),
             (
@@ -189,13 +193,7 @@ pub fn detail(r: &Report) {
                 ),
             ),
             ("IOPS", format!("{:.1}", q.iops)),
-            (
-                "bandwidth",
-                format!(
-                    "{:.2} MB/s  (write {:.2} MB/s)",
-                    q.bandwidth_mb_s, q.write_bandwidth_mb_s
-                ),
-            ),
+            ("bandwidth", format!("{:.2} MB/s  (write {:.2} MB/s)", q.bandwidth_mb_s, q.write_bandwidth_mb_s)),
             (
                 "latency",
                 format!(
@@ -209,11 +207,7 @@ pub fn detail(r: &Report) {
             ("avg queue length", format!("{:.2}", q.avg_queue_length)),
             (
                 "host wait",
-                format!(
-                    "mean {}, max {}  (NCQ full)",
-                    dur(q.mean_host_wait_ns),
-                    dur(q.max_host_wait_ns as f64)
-                ),
+                format!("mean {}, max {}  (NCQ full)", dur(q.mean_host_wait_ns), dur(q.max_host_wait_ns as f64)),
             ),
         ];
         for (k, v) in rows {
@@ -251,7 +245,10 @@ pub fn detail(r: &Report) {
 
 /// The per-interval series of one run.
 fn series(r: &Report) {
-    println!("\n{:>9} {:>10} {:>8} {:>8} {:>12} {:>12} {:>12}", "interval", "requests", "hit%", "read%", "mean lat ms", "maint s", "MB/s");
+    println!(
+        "\n{:>9} {:>10} {:>8} {:>8} {:>12} {:>12} {:>12}",
+        "interval", "requests", "hit%", "read%", "mean lat ms", "maint s", "MB/s"
+    );
     // (only intervals with requests are listed: their numbers say which)
     for b in &r.series {
         println!(
@@ -316,9 +313,7 @@ pub fn table(reports: &[Report]) {
     }
     let with_queue = reports.iter().any(|r| r.queue.is_some());
     if with_queue {
-        header.extend([
-            "QD", "iat x", "avg QL", "IOPS", "MB/s", "wMB/s", "lat ms", "p99 ms",
-        ]);
+        header.extend(["QD", "iat x", "avg QL", "IOPS", "MB/s", "wMB/s", "lat ms", "p99 ms"]);
     }
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in reports {

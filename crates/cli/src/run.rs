@@ -6,10 +6,10 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use ssdcache::metrics::Report;
-use ssdcache::spec::split_list;
 use ssdcache::policy::Mode;
 use ssdcache::sim::run::{self, check_repeat, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
 use ssdcache::sim::{QueueSpec, RunSpec, SimError, TraceSource};
+use ssdcache::spec::split_list;
 use ssdcache::trace::Format;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -183,17 +183,11 @@ fn queues(args: &SimArgs) -> Result<Vec<Option<QueueSpec>>> {
     }
     let depths = split_list(args.queue_depth.as_deref().unwrap_or("32"))
         .iter()
-        .map(|d| {
-            d.parse::<u32>()
-                .map_err(|_| anyhow::anyhow!("--queue-depth: {d:?} is not a whole number"))
-        })
+        .map(|d| d.parse::<u32>().map_err(|_| anyhow::anyhow!("--queue-depth: {d:?} is not a whole number")))
         .collect::<Result<Vec<u32>>>()?;
     let scales = split_list(args.iat_scale.as_deref().unwrap_or("1"))
         .iter()
-        .map(|f| {
-            f.parse::<f64>()
-                .map_err(|_| anyhow::anyhow!("--iat-scale: {f:?} is not a number"))
-        })
+        .map(|f| f.parse::<f64>().map_err(|_| anyhow::anyhow!("--iat-scale: {f:?} is not a number")))
         .collect::<Result<Vec<f64>>>()?;
     if depths.is_empty() || scales.is_empty() {
         bail!("--queue-depth and --iat-scale each need at least one value");
@@ -276,28 +270,13 @@ mod tests {
     fn queue_flags_sweep_depth_by_scale() {
         assert_eq!(queues_of(&[]).unwrap(), vec![None]);
         let q = queues_of(&["--queue-depth", "32,512", "--iat-scale", "1,0.5"]).unwrap();
-        let got: Vec<(u32, f64)> = q
-            .iter()
-            .map(|q| q.map(|q| (q.depth, q.iat_scale)).unwrap())
-            .collect();
+        let got: Vec<(u32, f64)> = q.iter().map(|q| q.map(|q| (q.depth, q.iat_scale)).unwrap()).collect();
         assert_eq!(got, vec![(32, 1.0), (32, 0.5), (512, 1.0), (512, 0.5)]);
         // Either flag alone implies a queue: depth 32, scale 1 by default.
         let q = queues_of(&["--iat-scale", "4"]).unwrap();
-        assert_eq!(
-            q,
-            vec![Some(QueueSpec {
-                depth: 32,
-                iat_scale: 4.0
-            })]
-        );
+        assert_eq!(q, vec![Some(QueueSpec { depth: 32, iat_scale: 4.0 })]);
         let q = queues_of(&["--queue-depth", "1"]).unwrap();
-        assert_eq!(
-            q,
-            vec![Some(QueueSpec {
-                depth: 1,
-                iat_scale: 1.0
-            })]
-        );
+        assert_eq!(q, vec![Some(QueueSpec { depth: 1, iat_scale: 1.0 })]);
     }
 
     #[test]
@@ -319,9 +298,7 @@ mod tests {
     fn bad_queue_flags_say_which() {
         let e = queues_of(&["--queue-depth", "0"]).unwrap_err().to_string();
         assert!(e.contains("--queue-depth") && e.contains("1..=512"), "{e}");
-        let e = queues_of(&["--queue-depth", "deep"])
-            .unwrap_err()
-            .to_string();
+        let e = queues_of(&["--queue-depth", "deep"]).unwrap_err().to_string();
         assert!(e.contains("--queue-depth") && e.contains("deep"), "{e}");
         let e = queues_of(&["--iat-scale=-1"]).unwrap_err().to_string();
         assert!(e.contains("scale"), "{e}");

@@ -236,7 +236,8 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let plan = |flag: &str, spec: &Option<String>| -> Result<Option<FaultPlan>> {
         spec.as_deref().map(|s| s.parse::<FaultPlan>().map_err(|e| anyhow::anyhow!("{flag}: {e}"))).transpose()
     };
-    let (inject_cache, inject_backing) = (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
+    let (inject_cache, inject_backing) =
+        (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
     let server_config = a.limits.server_config()?;
     let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
     control::check_path(&control_path)?;
@@ -404,12 +405,20 @@ fn check_into(dev: &FileDevice, out: &mut serde_json::Map<String, Value>, lines:
     ));
     match &read.damaged {
         None => lines.push(format!("superblock copies: both intact (offsets 0 and {})", sb.backup_offset)),
-        Some((at, what)) => lines.push(format!("superblock copy at offset {at}: DAMAGED ({what}); the other is intact and `serve` rewrites it")),
+        Some((at, what)) => lines.push(format!(
+            "superblock copy at offset {at}: DAMAGED ({what}); the other is intact and `serve` rewrites it"
+        )),
     }
     let (supers, metas) = sb.regions();
     out.insert("mode".into(), sb.mode.name().into());
-    out.insert("layout".into(), json!({"superblock": supers, "metadata": metas, "data": [sb.data_offset, sb.data_end() - sb.data_offset]}));
-    out.insert("superblock_damaged".into(), json!(read.damaged.as_ref().map(|d| json!({"offset": d.0, "defect": d.1}))));
+    out.insert(
+        "layout".into(),
+        json!({"superblock": supers, "metadata": metas, "data": [sb.data_offset, sb.data_end() - sb.data_offset]}),
+    );
+    out.insert(
+        "superblock_damaged".into(),
+        json!(read.damaged.as_ref().map(|d| json!({"offset": d.0, "defect": d.1}))),
+    );
     let store = match sb.store(dev) {
         Ok(s) => s,
         Err(e) => {
@@ -450,7 +459,9 @@ fn check_into(dev: &FileDevice, out: &mut serde_json::Map<String, Value>, lines:
             };
             lines.push(format!("in use: version {} (slot {}, proven current); {state}", m.version, l.slot));
             if m.degraded {
-                lines.push("DEGRADED: the cache device failed; nothing new is cached until `serve --clear-degraded`".into());
+                lines.push(
+                    "DEGRADED: the cache device failed; nothing new is cached until `serve --clear-degraded`".into(),
+                );
             }
             let bad = l.bad_copies();
             if !bad.is_empty() {

@@ -17,9 +17,7 @@ fn err(what: &'static str, text: &str, why: impl Into<String>) -> UnitError {
 /// Splits `"64MiB"` into `(64.0, "MiB")`.
 fn split_number(text: &str) -> Option<(f64, &str)> {
     let t = text.trim();
-    let end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-        .unwrap_or(t.len());
+    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
     let (num, unit) = t.split_at(end);
     let num: f64 = num.replace('_', "").parse().ok()?;
     Some((num, unit.trim()))
@@ -56,12 +54,9 @@ pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
 /// Parses a ratio: `25%` or `0.25`. Must lie in [0, 1].
 pub fn parse_ratio(text: &str) -> Result<f64, UnitError> {
     let t = text.trim();
-    let value = if let Some(p) = t.strip_suffix('%') {
-        p.trim().parse::<f64>().map(|v| v / 100.0)
-    } else {
-        t.parse::<f64>()
-    }
-    .map_err(|_| err("ratio", text, "expected a percentage like 25% or a fraction like 0.25"))?;
+    let value =
+        if let Some(p) = t.strip_suffix('%') { p.trim().parse::<f64>().map(|v| v / 100.0) } else { t.parse::<f64>() }
+            .map_err(|_| err("ratio", text, "expected a percentage like 25% or a fraction like 0.25"))?;
     if !(0.0..=1.0).contains(&value) {
         return Err(err("ratio", text, "must lie between 0% and 100%"));
     }
@@ -91,8 +86,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
 
 /// Formats bytes with the largest binary unit that divides them exactly: 65536 -> "64KiB".
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 4] =
-        [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (name, size) in UNITS {
         if bytes >= size && bytes.is_multiple_of(size) {
             return format!("{}{}", bytes / size, name);

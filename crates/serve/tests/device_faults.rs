@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
 use ssdcache_serve::cache::files::{self, CreateOptions};
-use ssdcache_serve::cache::CacheMode;
+use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
 use ssdcache_serve::cache::meta::{region_len, Geometry};
+use ssdcache_serve::cache::CacheMode;
 use ssdcache_serve::cache::{BlockDevice, CacheMap, CachedBackend, EngineConfig, MemDevice, MetaStore, StartOptions};
 use ssdcache_serve::Backend;
 
@@ -257,9 +257,14 @@ fn a_stale_slot_that_cannot_be_unmapped_durably_refuses_writes() {
     meta.set_enabled(false);
     let store = MetaStore::new(meta.clone(), 0, geom()).unwrap();
     store.format().unwrap();
-    let (map, _) =
-        CacheMap::open_with(rig.ssd.clone(), rig.hdd.clone(), store, StartOptions::default(), CacheMode::WriteThrough.write_mode())
-            .unwrap();
+    let (map, _) = CacheMap::open_with(
+        rig.ssd.clone(),
+        rig.hdd.clone(),
+        store,
+        StartOptions::default(),
+        CacheMode::WriteThrough.write_mode(),
+    )
+    .unwrap();
     let e = CachedBackend::new(map, CacheMode::WriteThrough, &EngineConfig::default()).unwrap();
     read(&e, 6 * SEG, 1).unwrap();
     assert!(e.mapping().contains(&Some(6)));

@@ -50,11 +50,11 @@
 //! 15 ms. The table has no track-to-track seek and no capacity: we assume a
 //! 1 ms minimum seek and a 1 TiB disk. Override any field as needed.
 
+use super::UnknownPreset;
 use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use super::UnknownPreset;
 
 const US: Nanos = 1_000;
 const NS_PER_S: u128 = 1_000_000_000;
@@ -197,8 +197,7 @@ impl Hdd {
         let cap = self.params.capacity_bytes;
         let in_range = if offset >= cap { 0 } else { len.min(cap - offset) };
         let served = sectors(offset, in_range);
-        self.stats.out_of_range_pages =
-            self.stats.out_of_range_pages.saturating_add(sectors(offset, len) - served);
+        self.stats.out_of_range_pages = self.stats.out_of_range_pages.saturating_add(sectors(offset, len) - served);
         if in_range == 0 {
             return (0, 0);
         }

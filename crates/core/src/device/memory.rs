@@ -21,11 +21,11 @@
 //!   ~300 ns, Izraelevitz et al. 2019), writes slower still (PCM cell writes
 //!   are several times its reads); 1 µs is our assumption.
 
+use super::UnknownPreset;
 use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use super::UnknownPreset;
 
 /// Per-page latencies of a memory device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

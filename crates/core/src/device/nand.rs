@@ -1,9 +1,9 @@
 //! NAND geometry and timings, with the papers' configurations as named presets.
 
+use super::UnknownPreset;
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use super::UnknownPreset;
 
 const US: Nanos = 1_000;
 const KIB: u64 = 1024;

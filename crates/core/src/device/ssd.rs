@@ -30,11 +30,11 @@
 //! 35,000 IOPS, 4K random write 3,300 IOPS. MB is taken as 10^6 bytes (the
 //! table does not say; vendors use decimal units) and 4K as 4096 bytes.
 
+use super::UnknownPreset;
 use crate::device::{Device, DeviceStats};
 use crate::Nanos;
 use serde::Serialize;
 use std::str::FromStr;
-use super::UnknownPreset;
 
 const NS_PER_S: u128 = 1_000_000_000;
 

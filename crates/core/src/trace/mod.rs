@@ -111,11 +111,7 @@ pub const BATCH: usize = 4096;
 
 /// Opens `path` in `format` (or sniffs it with [`Format::Auto`]), decompressing
 /// gz/xz/bz2/zstd transparently. Returns the reader and the format actually used.
-pub fn open(
-    path: &Path,
-    format: Format,
-    opts: &ReadOptions,
-) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
+pub fn open(path: &Path, format: Format, opts: &ReadOptions) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
     let format = match format {
         Format::Auto => formats::sniff(path)?,
         f => f,

@@ -63,10 +63,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use super::device::BlockDevice;
-use crate::sync::lock;
 use super::locks::SegmentLocks;
 use super::meta::{Meta, MetaStore};
 use super::recover::{self, RecoverError, StartOptions, Started};
+use crate::sync::lock;
 
 /// Paper 000's frequency increment per reference (§3.3).
 const INCREMENT: u16 = 5;
@@ -199,7 +199,6 @@ pub struct CacheMap<S, H, M> {
 
 /// Cache-device errors before the cache goes degraded, unless configured.
 pub const DEFAULT_ERROR_LIMIT: u64 = 8;
-
 
 fn closed() -> io::Error {
     io::Error::other("the cache has been shut down")

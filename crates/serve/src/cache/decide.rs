@@ -27,8 +27,8 @@ use ssdcache::policy::tiered::pwc::{Pwc, PwcConfig};
 use ssdcache::policy::{Access, Effects, Io, Mode, Policy, NEVER};
 use ssdcache::trace::Op;
 
-use super::mode::CacheMode;
 use super::meta::Meta;
+use super::mode::CacheMode;
 
 /// The policy behind a cache, with its effect buffer.
 pub struct Decider {

@@ -179,7 +179,10 @@ impl BlockDevice for FileDevice {
         self.file.read_exact_at(buf, offset).map_err(|e| match e.kind() {
             io::ErrorKind::UnexpectedEof => {
                 let now = self.file.metadata().map(|m| m.len()).unwrap_or(0);
-                io::Error::new(io::ErrorKind::UnexpectedEof, format!("short read at offset {offset}: {}", shrunk(self.size, now)))
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("short read at offset {offset}: {}", shrunk(self.size, now)),
+                )
             }
             _ => e,
         })

@@ -24,12 +24,12 @@
 use std::io;
 use std::path::Path;
 
-use super::device::{BlockDevice, FileDevice};
 use super::device::Region;
+use super::device::{BlockDevice, FileDevice};
 use super::files::{check_backing, open_pair, BOTH_COPIES};
-use super::superblock::{SuperRead, Superblock};
 use super::meta::{newer, Meta, MetaStore};
 use super::recover::{self, RecoverError};
+use super::superblock::{SuperRead, Superblock};
 
 /// What a drain did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -51,7 +51,13 @@ pub struct DrainReport {
 
 /// The newest valid save, proven or not (the caller says which).
 fn newest_valid<D: BlockDevice>(store: &MetaStore<D>) -> Option<Meta> {
-    store.read_all().into_iter().flatten().filter_map(Result::ok).reduce(|a, b| if newer(b.version, a.version) { b } else { a })
+    store.read_all().into_iter().flatten().filter_map(Result::ok).reduce(|a, b| {
+        if newer(b.version, a.version) {
+            b
+        } else {
+            a
+        }
+    })
 }
 
 /// Drains `cache` into `backing` (see the module doc). `backing_moved`: BACKING is
@@ -78,7 +84,11 @@ pub fn drain(
     if hdd.len() != g.hdd_segments * seg {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("the backing store has {} bytes; this cache was created for one of {}", hdd.len(), g.hdd_segments * seg),
+            format!(
+                "the backing store has {} bytes; this cache was created for one of {}",
+                hdd.len(),
+                g.hdd_segments * seg
+            ),
         ));
     }
     let store = sb.store(FileDevice::open(cache)?)?;
@@ -104,7 +114,10 @@ pub fn drain(
             (newest_valid(&store).expect("an ambiguous load has a valid save"), vec!["the unusable slot".into()])
         }
         Err(RecoverError::NotFormatted) => {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "the cache's metadata was never written: nothing to drain"))
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the cache's metadata was never written: nothing to drain",
+            ))
         }
         Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("cannot drain: {e}"))),
     };

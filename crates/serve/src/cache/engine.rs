@@ -39,11 +39,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ssdcache::trace::Op;
 
+use super::datapath::{CacheMap, MapStatus};
 use super::decide::Decider;
 use super::device::BlockDevice;
-use crate::sync::lock;
 use super::mode::CacheMode;
-use super::datapath::{CacheMap, MapStatus};
+use crate::sync::lock;
 use crate::Backend;
 
 /// What the engine is asked to run with besides what the cache file says.
@@ -95,7 +95,6 @@ pub struct EngineStatus {
     /// Seconds since the engine opened.
     pub uptime: f64,
 }
-
 
 fn unix(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
@@ -488,7 +487,8 @@ mod tests {
         fn open_as(&self, mode: CacheMode) -> (Engine, Started) {
             let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
             let (map, st) =
-                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode()).unwrap();
+                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode())
+                    .unwrap();
             (CachedBackend::new(map, mode, &EngineConfig::default()).unwrap(), st)
         }
 

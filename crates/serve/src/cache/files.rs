@@ -90,7 +90,13 @@ pub struct CreateOptions {
 /// file that holds anything where this writes (a cache, or any data: the
 /// arguments may be swapped); with `force`, still refuses a cache whose
 /// metadata says it may hold dirty data unless `discard_dirty`.
-pub fn create(cache: &Path, backing: &Path, segment: u32, mode: CacheMode, opts: CreateOptions) -> io::Result<Superblock> {
+pub fn create(
+    cache: &Path,
+    backing: &Path,
+    segment: u32,
+    mode: CacheMode,
+    opts: CreateOptions,
+) -> io::Result<Superblock> {
     let (dev, hdd) = open_pair(cache, backing)?;
     let mut sb = Superblock::plan(dev.len(), hdd.len(), segment, mode)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
@@ -226,10 +232,14 @@ pub enum OpenError {
 
 /// Wraps the opened devices (SSD window, backing file) before the engine
 /// uses them: fault injection and benchmark models go here.
-pub type Wrap<'a> = &'a dyn Fn(Arc<dyn BlockDevice>, FileDevice) -> io::Result<(Arc<dyn BlockDevice>, Arc<dyn BlockDevice>)>;
+pub type Wrap<'a> =
+    &'a dyn Fn(Arc<dyn BlockDevice>, FileDevice) -> io::Result<(Arc<dyn BlockDevice>, Arc<dyn BlockDevice>)>;
 
 /// The devices as they are.
-pub fn no_wrap(ssd: Arc<dyn BlockDevice>, backing: FileDevice) -> io::Result<(Arc<dyn BlockDevice>, Arc<dyn BlockDevice>)> {
+pub fn no_wrap(
+    ssd: Arc<dyn BlockDevice>,
+    backing: FileDevice,
+) -> io::Result<(Arc<dyn BlockDevice>, Arc<dyn BlockDevice>)> {
     Ok((ssd, Arc::new(backing)))
 }
 
@@ -262,7 +272,8 @@ pub fn open_files(
     }
     let ssd = Region::new(FileDevice::open(cache)?, sb.data_offset, sb.data_end() - sb.data_offset)?;
     let (ssd, hdd) = wrap(Arc::new(ssd), hdd)?;
-    let (map, started) = super::datapath::CacheMap::open_with(ssd, hdd, sb.store(meta_dev)?, opts, sb.mode.write_mode())?;
+    let (map, started) =
+        super::datapath::CacheMap::open_with(ssd, hdd, sb.store(meta_dev)?, opts, sb.mode.write_mode())?;
     if let Some((at, what)) = damaged {
         // The start procedure accepted the cache: make both copies good again.
         log::warn!("superblock copy at offset {at} rewritten ({what})");
@@ -281,8 +292,8 @@ mod tests {
     use super::*;
     use crate::cache::recover::StartKind;
     use crate::cache::superblock::SUPER_LEN;
-    use std::fs::File;
     use crate::Backend;
+    use std::fs::File;
 
     const NO: CreateOptions = CreateOptions { force: false, discard_dirty: false };
     const FORCE: CreateOptions = CreateOptions { force: true, discard_dirty: false };
@@ -363,7 +374,7 @@ mod tests {
         let (e, ..) = open(&c, &b).unwrap();
         e.write_at(b"dirty", 1 << 20, true).unwrap();
         drop(e); // a crash: the cache may hold dirty segments
-        // Another disk of the same size (a copy has a new inode).
+                 // Another disk of the same size (a copy has a new inode).
         let other = dir.path().join("other");
         std::fs::copy(&b, &other).unwrap();
         let err = open(&c, &other).err().unwrap().to_string();

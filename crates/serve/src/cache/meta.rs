@@ -472,7 +472,19 @@ mod tests {
                 let map = empties.iter().map(|&e| if e { None } else { it.next() }).collect();
                 let last_procedure = version.rotate_left(7); // any value round-trips
                 let degraded = procedures % 3 == 0;
-                Meta { version, clean, update, degraded, geometry: g, evict_hand, procedures, last_procedure, map, freq, touched }
+                Meta {
+                    version,
+                    clean,
+                    update,
+                    degraded,
+                    geometry: g,
+                    evict_hand,
+                    procedures,
+                    last_procedure,
+                    map,
+                    freq,
+                    touched,
+                }
             })
     }
 

@@ -177,9 +177,7 @@ pub enum RecoverError {
     #[error("cache metadata copies contradict each other: {0}. Refusing to start; see `ssdcache check`")]
     Inconsistent(String),
     /// Starting would discard dirty data.
-    #[error(
-        "--force would discard {0}; add --discard-dirty to accept that, or run `ssdcache drain` first"
-    )]
+    #[error("--force would discard {0}; add --discard-dirty to accept that, or run `ssdcache drain` first")]
     WouldDiscardDirty(String),
     /// Both slots blank.
     #[error(
@@ -280,7 +278,13 @@ pub fn dirty_exposure<D: BlockDevice>(store: &MetaStore<D>) -> Option<String> {
         return None;
     }
     let dirty = |m: &Meta| !m.clean && !m.update;
-    let most = read.iter().flatten().filter_map(|r| r.as_ref().ok()).filter(|m| dirty(m)).map(|m| m.map.iter().flatten().count()).max();
+    let most = read
+        .iter()
+        .flatten()
+        .filter_map(|r| r.as_ref().ok())
+        .filter(|m| dirty(m))
+        .map(|m| m.map.iter().flatten().count())
+        .max();
     let bytes = |n: u64| n * g.segment_size as u64;
     match most {
         Some(0) => None,
@@ -359,7 +363,13 @@ pub fn start<M: BlockDevice>(
             meta.version = meta.version.wrapping_add(1);
             meta.clean = false;
             store.write(&meta)?;
-            return Ok(Started { meta, kind: StartKind::Forced, loaded_version: None, repaired: Vec::new(), copied: 0 });
+            return Ok(Started {
+                meta,
+                kind: StartKind::Forced,
+                loaded_version: None,
+                repaired: Vec::new(),
+                copied: 0,
+            });
         }
         Err(e) => return Err(e),
     };
@@ -472,7 +482,8 @@ mod tests {
                         continue;
                     }
                     // Damage to any one copy: version 2 is still proven.
-                    let l = load(&st).unwrap_or_else(|e| panic!("start {start} len {len} slot {slot} copy {copy}: {e}"));
+                    let l =
+                        load(&st).unwrap_or_else(|e| panic!("start {start} len {len} slot {slot} copy {copy}: {e}"));
                     assert_eq!((l.slot, l.meta.version), (0, 2));
                     assert_eq!(l.meta, m);
                     assert_eq!(l.bad_copies().len(), 1);
@@ -538,7 +549,8 @@ mod tests {
         let err = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap_err();
         assert!(matches!(err, RecoverError::WouldDiscardDirty(_)), "{err}");
         assert!(err.to_string().contains("unknown amount"), "{err}");
-        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: true, ..Default::default() }).unwrap();
+        let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, discard_dirty: true, ..Default::default() })
+            .unwrap();
         assert_eq!(s.kind, StartKind::Forced);
         assert!(s.meta.map.iter().all(Option::is_none));
         assert_eq!(start(&st, &rig.ssd, &rig.hdd, no).unwrap().kind, StartKind::Unclean);
@@ -568,7 +580,10 @@ mod tests {
         let rig = Rig::new();
         let err = start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions::default()).unwrap_err();
         assert!(matches!(err, RecoverError::NotFormatted), "{err}");
-        assert_eq!(start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap().kind, StartKind::Forced);
+        assert_eq!(
+            start(&rig.store(), &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap().kind,
+            StartKind::Forced
+        );
     }
 
     #[test]

@@ -163,12 +163,15 @@ impl Superblock {
         b[12..16].copy_from_slice(&g.segment_size.to_le_bytes());
         b[16..20].copy_from_slice(&g.ssd_segments.to_le_bytes());
         b[24..32].copy_from_slice(&g.hdd_segments.to_le_bytes());
-        let fields =
-            [self.meta_offset, self.data_offset, self.mirror_offset, self.backup_offset, self.device_len, self.backing_id];
-        for (i, v) in fields
-            .iter()
-            .enumerate()
-        {
+        let fields = [
+            self.meta_offset,
+            self.data_offset,
+            self.mirror_offset,
+            self.backup_offset,
+            self.device_len,
+            self.backing_id,
+        ];
+        for (i, v) in fields.iter().enumerate() {
             b[32 + 8 * i..40 + 8 * i].copy_from_slice(&v.to_le_bytes());
         }
         let crc = crc32c::crc32c(&b[..SUPER_CRC_AT]);

@@ -36,7 +36,11 @@ impl LineFormat for Ascii {
         let size = size_field("size", mul_field("size", u64_field("size", f.next())?, self.unit_bytes)?)?;
         let flag = u64_field("op", f.next())?;
         let op = if self.flags {
-            if flag & 1 == 1 { Op::Read } else { Op::Write }
+            if flag & 1 == 1 {
+                Op::Read
+            } else {
+                Op::Write
+            }
         } else {
             match flag {
                 1 => Op::Read,
