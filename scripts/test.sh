@@ -30,8 +30,15 @@ pip_install -r tests/requirements.txt
 step "layers of crates/core (imports point down, no cycles)"
 python3 scripts/check_layers.py
 
+step "formatting (cargo fmt --check: the workspace and the fuzz crate)"
+cargo fmt --all --check
+(cd fuzz && cargo fmt --check)
+
 step "build"
 cargo build --release --locked -p ssdcache-cli
+
+step "lints (cargo clippy --all-targets -D warnings)"
+cargo clippy --workspace --all-targets --release --locked -- -D warnings
 
 step "rust tests"
 cargo test --workspace --locked --release
