@@ -361,6 +361,9 @@ mod tests {
         drop(e);
         let image = std::fs::read(&b).unwrap();
         assert_eq!(&image[(5 << 20) + 3..(5 << 20) + 8], b"world");
+        // Shut down cleanly: nothing dirty, so --force alone may format it
+        // (the older save in the other slot, not clean, is superseded).
+        create(&c, &b, 1 << 20, CacheMode::WriteBack, FORCE).unwrap();
         File::create(&b).unwrap().set_len(8 << 20).unwrap();
         let other = open(&c, &b);
         assert!(other.is_err(), "a backing store of another size is refused");

@@ -269,15 +269,20 @@ pub fn load<D: BlockDevice>(store: &MetaStore<D>) -> Result<Loaded, RecoverError
     Ok(Loaded { meta, slot, copies })
 }
 
-/// What `--force` would throw away, from every valid copy: `None` if no
-/// copy says the SSD may hold dirty data, else a description.
+/// What `--force` would throw away: `None` if the SSD holds no dirty data,
+/// else a description. From the proven-current save when there is one (an
+/// older save superseded by a clean stop says nothing), else from every
+/// valid copy, since any of them may be the current one.
 pub fn dirty_exposure<D: BlockDevice>(store: &MetaStore<D>) -> Option<String> {
     let g = *store.geometry();
-    let read = store.read_all();
+    let dirty = |m: &Meta| !m.clean && !m.update;
+    let read = match load(store) {
+        Ok(l) => [[Ok(l.meta), Err(SlotError::Blank)], [Err(SlotError::Blank), Err(SlotError::Blank)]],
+        Err(_) => store.read_all(),
+    };
     if read.iter().flatten().all(|r| matches!(r, Err(SlotError::Blank))) {
         return None;
     }
-    let dirty = |m: &Meta| !m.clean && !m.update;
     let most = read
         .iter()
         .flatten()
