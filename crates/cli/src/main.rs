@@ -1,6 +1,5 @@
 //! The `ssdcache` command.
 
-mod control;
 mod heap;
 mod output;
 mod plot;

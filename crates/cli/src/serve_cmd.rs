@@ -7,22 +7,21 @@
 //! CACHE holds a 4 KiB superblock, the two metadata slots, then the SSD
 //! segment slots; BACKING stays a plain image (see `cache::layout`).
 
-use crate::control::{self, Reply};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
 use ssdcache_serve::cache::files;
-use ssdcache_serve::cache::inject::{FaultPlan, InjectDevice};
+use ssdcache_serve::cache::inject::FaultPlan;
 use ssdcache_serve::cache::model_device::ModelDevice;
-use ssdcache_serve::cache::{recover, BlockDevice, EngineConfig, FileDevice, StartOptions};
+use ssdcache_serve::cache::{recover, EngineConfig, FileDevice, StartOptions};
 use ssdcache_serve::cache::{CacheMode, Superblock};
+use ssdcache_serve::control::socket::{self as control, Reply};
+use ssdcache_serve::daemon::{self, DaemonConfig};
 use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
-use ssdcache_serve::{Backend, Export, Server};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Paper 000 §3.1: segments of 128 KiB to 1 MiB.
@@ -238,123 +237,38 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     };
     let (inject_cache, inject_backing) =
         (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
-    let server_config = a.limits.server_config()?;
-    let control_path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
-    control::check_path(&control_path)?;
-    ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async move {
-        // Everything that can fail without touching the cache comes first: a
-        // start that fails after recovery would leave it marked unclean.
-        let listener =
-            tokio::net::TcpListener::bind(a.listen).await.with_context(|| format!("listening on {}", a.listen))?;
-        let (control_listener, control_file) = control::bind(&control_path).await?;
-        // Removed on every exit path (if still ours).
-        let _socket = RemoveOnDrop(control_file);
-
-        let model = std::sync::Mutex::new(None);
-        let wrap = |ssd: Arc<dyn BlockDevice>, backing: FileDevice| {
-            let backing: Arc<dyn BlockDevice> = match &model_spec {
-                None => Arc::new(backing),
-                Some(spec) => {
-                    let slow = Arc::new(ModelDevice::from_spec(spec, backing).map_err(std::io::Error::other)?);
-                    eprintln!("ssdcache serve: BENCHMARK backing model {}", slow.describe());
-                    *model.lock().unwrap_or_else(|e| e.into_inner()) = Some(slow.clone());
-                    slow
-                }
-            };
-            let inject = |d: Arc<dyn BlockDevice>, p: &Option<FaultPlan>, what: &str| -> Arc<dyn BlockDevice> {
-                match p {
-                    None => d,
-                    Some(p) => {
-                        eprintln!("ssdcache serve: TEST fault injection on the {what}: {p}");
-                        Arc::new(InjectDevice::new(d, p.clone()))
-                    }
-                }
-            };
-            Ok((inject(ssd, &inject_cache, "cache device"), inject(backing, &inject_backing, "backing device")))
-        };
-        let config = EngineConfig { policy: a.policy.clone(), error_limit: a.max_cache_errors };
-        let opts = StartOptions {
+    let server = a.limits.server_config()?;
+    let control = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
+    let cfg = DaemonConfig {
+        cache: a.cache,
+        backing: a.backing,
+        listen: a.listen,
+        export: a.export,
+        period,
+        idle,
+        engine: EngineConfig { policy: a.policy, error_limit: a.max_cache_errors },
+        start: StartOptions {
             force: a.force,
             discard_dirty: a.discard_dirty,
             clear_degraded: a.clear_degraded,
             backing_moved: a.backing_moved,
-        };
-        let (backend, started, sb) = files::open_files(&a.cache, &a.backing, &wrap, &config, opts)
-            .with_context(|| format!("opening cache {} over {}", a.cache.display(), a.backing.display()))?;
-        let model = model.into_inner().unwrap_or_else(|e| e.into_inner());
-        eprintln!(
-            "ssdcache serve: started a {} cache ({:?}; loaded metadata version {:?}, {} segment(s) copied)",
-            sb.mode.name(),
-            started.kind,
-            started.loaded_version,
-            started.copied
-        );
-        for r in &started.repaired {
-            eprintln!("ssdcache serve: warning: metadata copy repaired: {r}");
-        }
-        let backend = Arc::new(backend);
-        let serving = async {
-            // Every mode: the thread also settles a cache gone degraded.
-            backend.start_period(period, idle);
-            if started.meta.degraded {
-                eprintln!("ssdcache serve: warning: the cache is DEGRADED (a cache-device failure): nothing is cached; `--clear-degraded` resumes caching");
-            }
-            let export = Export::new(a.export.clone(), backend.clone() as Arc<dyn Backend>)
-                .with_description(format!("ssdcache {} cache", sb.mode.name()));
-            let server = Server::new(vec![export], server_config)?;
-            let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
-            let handle = server.start(listener)?;
-            println!("listening on {}", handle.local_addr());
-            eprintln!("ssdcache serve: control socket {}", control_path.display());
-            std::io::stdout().flush()?;
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate())?;
-            let mut int = signal(SignalKind::interrupt())?;
-            let mut usr1 = signal(SignalKind::user_defined1())?;
-            loop {
-                tokio::select! {
-                    _ = int.recv() => break,
-                    _ = term.recv() => break,
-                    _ = usr1.recv() => {
-                        // Not awaited here: a stop signal must be heard while it runs.
-                        let b = backend.clone();
-                        tokio::task::spawn_blocking(move || match b.maintain() {
-                            Ok(r) => eprintln!("ssdcache serve: maintenance: {} segment(s) newly cached, {} cached", r.plan.len(), r.cached),
-                            Err(e) => eprintln!("ssdcache serve: maintenance failed: {e}"),
-                        });
-                    }
-                }
-            }
-            eprintln!("ssdcache serve: stopping");
-            // A running procedure stops at its next safe point.
-            backend.interrupt_maintenance();
-            control_task.abort();
-            // Drains the connections, then Backend::shutdown: write back, clean bit.
-            let report = handle.shutdown().await?;
-            eprintln!("ssdcache serve: stopped cleanly after {} connection(s), {} aborted", report.connections, report.aborted);
-            anyhow::Ok(())
-        };
-        let result = serving.await;
-        if result.is_err() {
-            // Failed after recovery: still leave the cache clean if possible.
-            backend.interrupt_maintenance();
-            if let Err(e) = backend.shutdown() {
-                eprintln!("ssdcache serve: the cache could not be shut down cleanly: {e}");
-            }
-        }
-        result
+        },
+        control,
+        server,
+        backing_model: model_spec,
+        inject_cache,
+        inject_backing,
+    };
+    ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        let events = daemon::signal_events()?;
+        daemon::run(cfg, events, |addr| {
+            println!("listening on {addr}");
+            let _ = std::io::stdout().flush();
+        })
+        .await
     })
-}
-
-/// Removes the control socket when dropped (on every exit path).
-struct RemoveOnDrop(control::SocketFile);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        self.0.remove();
-    }
 }
 
 /// `ssdcache check`: every superblock and metadata copy; exit 1 unless the

@@ -13,8 +13,11 @@
 //! - [`stderr_log`]: the servers' stderr logger (`-v` levels).
 //! - [`cache`]: paper 000's persistent SSD cache: metadata, recovery,
 //!   segment locks, the concurrent data path, the engine (`CachedBackend`)
-//!   with its policy adapter and cache-file layout, fault-injection devices
-//!   and the benchmark's slow HDD-model device.
+//!   with its policy adapter, the cache file, fault-injection devices and
+//!   the benchmark's slow HDD-model device.
+//! - `control` and `daemon` (features `server` and `engine`): the control
+//!   channel (`ssdcache status | flush | maintain`) and the `ssdcache serve`
+//!   daemon's whole life, which the CLI only configures.
 //!
 //! Example: `cargo run -p ssdcache-serve --example serve_file -- disk.img
 //! --listen 127.0.0.1:10809 --export disk`, then `qemu-io -f raw
@@ -22,6 +25,10 @@
 
 pub mod backend;
 pub mod cache;
+#[cfg(all(feature = "server", feature = "engine"))]
+pub mod control;
+#[cfg(all(feature = "server", feature = "engine"))]
+pub mod daemon;
 pub mod nbd;
 #[cfg(feature = "server")]
 pub mod server;

@@ -1,11 +1,9 @@
 //! The control socket of a running `ssdcache serve`: a Unix socket beside the
 //! cache (`CACHE.ctl` by default) through which `ssdcache status | flush |
-//! maintain` talk to the server.
-//!
-//! Protocol: the client sends one line, `status`, `flush` or `maintain`;
-//! the server answers one line of JSON, `{"ok":true,...}` with the command's
-//! result, or `{"ok":false,"error":"..."}`, and closes. Only the owner of
-//! the socket file (and root) can connect: it is created mode 0600.
+//! maintain` talk to the server: the socket, its server loop and its client.
+//! The protocol itself (one command line in, one JSON line out) is
+//! [`super::protocol`]. Only the owner of the socket file (and root) can
+//! connect: it is created mode 0600.
 //!
 //! Timeouts: a client must send its line within [`COMMAND_TIMEOUT`] or the
 //! server closes the connection; the CLI gives up on a server that does not
@@ -23,10 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::protocol::{self, Command};
+use crate::cache::model_device::ModelDevice;
+use crate::cache::{FileCache, FileDevice};
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
-use ssdcache_serve::cache::model_device::ModelDevice;
-use ssdcache_serve::cache::{FileCache, FileDevice};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -161,42 +160,14 @@ async fn read_command(r: impl AsyncRead + Unpin, within: Duration) -> Result<Opt
 
 async fn handle(stream: UnixStream, cache: Arc<FileCache>, model: Model) -> Result<()> {
     let (r, mut w) = stream.into_split();
-    let Some(cmd) = read_command(r, COMMAND_TIMEOUT).await? else { return Ok(()) };
-    let answer = tokio::task::spawn_blocking(move || run(&cmd, &cache, &model)).await?;
-    let mut out = serde_json::to_vec(&answer)?;
-    out.push(b'\n');
-    w.write_all(&out).await?;
+    let Some(line) = read_command(r, COMMAND_TIMEOUT).await? else { return Ok(()) };
+    let answer = tokio::task::spawn_blocking(move || {
+        let model = model.as_deref().map(|m| m as &dyn protocol::BackingModel);
+        protocol::answer(Command::parse(&line), &*cache, model)
+    })
+    .await?;
+    w.write_all(&protocol::encode(&answer)).await?;
     Ok(())
-}
-
-/// Runs one command against the engine (blocking: flush and maintain copy data).
-fn run(cmd: &str, cache: &FileCache, model: &Model) -> Value {
-    let fail = |e: std::io::Error| json!({"ok": false, "error": e.to_string()});
-    match cmd {
-        "status" => {
-            let mut status = serde_json::to_value(cache.status()).unwrap_or(Value::Null);
-            if let Some(m) = model {
-                let s = m.stats();
-                status["backing_model"] = json!({
-                    "spec": m.describe(), "reads": s.reads, "writes": s.writes,
-                    "busy_s": s.busy_ns as f64 / 1e9, "queued_s": s.queued_ns as f64 / 1e9,
-                });
-            }
-            json!({"ok": true, "pid": std::process::id(), "status": status})
-        }
-        "flush" => match cache.write_back() {
-            Ok(n) => {
-                log::info!("control: flush wrote back {n} segment(s)");
-                json!({"ok": true, "written_back": n})
-            }
-            Err(e) => fail(e),
-        },
-        "maintain" => match cache.maintain() {
-            Ok(r) => json!({"ok": true, "report": r}),
-            Err(e) => fail(e),
-        },
-        other => json!({"ok": false, "error": format!("unknown command `{other}` (status, flush, maintain)")}),
-    }
 }
 
 /// What connecting found.
@@ -275,12 +246,11 @@ pub fn request(path: &Path, cmd: &str, timeout: Duration) -> Result<Reply> {
         }
     }
     let line = String::from_utf8_lossy(&answer);
-    let v: Value = serde_json::from_str(line.trim())
-        .with_context(|| format!("the server behind {} answered {line:?}", path.display()))?;
-    if v["ok"] != json!(true) {
-        bail!("the server refused `{cmd}`: {}", v["error"].as_str().unwrap_or("no reason given"));
+    match protocol::decode(&line) {
+        Ok(Ok(v)) => Ok(Reply::Ok(v)),
+        Ok(Err(why)) => bail!("the server refused `{cmd}`: {why}"),
+        Err(e) => bail!("the server behind {} answered {line:?}: {e}", path.display()),
     }
-    Ok(Reply::Ok(v))
 }
 
 #[cfg(test)]
