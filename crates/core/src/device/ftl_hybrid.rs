@@ -89,7 +89,7 @@
 //! map for the log blocks. A page write, read or trim is O(1); a merge is
 //! O(pages per block). Nothing is allocated after construction.
 
-use super::{Device, DeviceStats, FtlError, NandTiming};
+use super::{DeviceStats, Ftl, FtlError, NandTiming};
 use crate::Nanos;
 use std::collections::VecDeque;
 
@@ -163,7 +163,7 @@ struct LogSlot {
 
 const IDLE: LogSlot = LogSlot { lbn: NONE, pbn: NONE, used: 0, in_order: true, prev: NONE, next: NONE };
 
-/// A BAST log-block hybrid FTL; implements [`Device`] with byte addresses on
+/// A BAST log-block hybrid FTL; implements [`Device`](super::Device) with byte addresses on
 /// the logical space (`logical_pages() * page_bytes` bytes).
 #[derive(Clone, Debug)]
 pub struct HybridFtl {
@@ -332,12 +332,6 @@ impl HybridFtl {
         (self.logical_pages - lbn as u64 * self.ppb as u64).min(self.ppb as u64) as u32
     }
 
-    /// Pages `[first, end)` touched by a byte range, split into the part
-    /// inside the logical space and the count of pages past its end (as `PageFtl`).
-    fn pages(&self, offset: u64, len: u64) -> (u64, u64, u64) {
-        self.nand.span(self.logical_pages, offset, len)
-    }
-
     fn take_free(&mut self) -> u32 {
         // The geometry keeps log_blocks + 1 blocks spare, so this holds (see `open_log`).
         self.free.pop_front().expect("a free block always exists when one is needed")
@@ -469,80 +463,6 @@ impl HybridFtl {
         cost
     }
 
-    fn write_page(&mut self, lpn: u32) -> Nanos {
-        let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
-        let mut cost = self.nand.program_ns;
-        self.stats.host_page_writes += 1;
-        self.stats.write_time += self.nand.program_ns;
-        if self.opts.in_place {
-            if self.data[lbn as usize] == NONE {
-                self.data[lbn as usize] = self.take_free();
-            }
-            let p = self.ppn(self.data[lbn as usize], off);
-            if self.p2l[p] == FREE {
-                // An erased data page has no copy anywhere (a log copy would
-                // mean it had been written since the block's last erase).
-                self.p2l[p] = lpn;
-                return cost;
-            }
-        }
-        let mut s = self.log_of[lbn as usize];
-        if s == NONE {
-            let (slot, c) = self.open_log(lbn);
-            (s, cost) = (slot, cost + c);
-        } else if self.head != s {
-            self.unlink(s);
-            self.push_front(s);
-        }
-        // Kill the old copy: in the log if there is one, else in the data block.
-        let idx = s as usize * self.ppb as usize + off as usize;
-        let LogSlot { pbn, used, .. } = self.slots[s as usize];
-        let old = self.log_pos[idx];
-        if old != NONE {
-            let p = self.ppn(pbn, old);
-            self.p2l[p] = STALE;
-        } else if self.data[lbn as usize] != NONE {
-            let p = self.ppn(self.data[lbn as usize], off);
-            if self.p2l[p] < STALE {
-                self.p2l[p] = STALE;
-            }
-        }
-        let p = self.ppn(pbn, used);
-        self.p2l[p] = lpn;
-        self.log_pos[idx] = used;
-        let (ppb, span) = (self.ppb, self.span(lbn));
-        let slot = &mut self.slots[s as usize];
-        slot.in_order &= off == used;
-        slot.used += 1;
-        // Merge as soon as the log block is full, or holds its logical block
-        // completely in order (a partial last logical block has fewer pages).
-        if slot.used == ppb || (slot.in_order && slot.used == span) {
-            cost += self.merge(s);
-        }
-        cost
-    }
-
-    fn trim_page(&mut self, lpn: u32) {
-        let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
-        let s = self.log_of[lbn as usize];
-        if s != NONE {
-            let idx = s as usize * self.ppb as usize + off as usize;
-            let pos = std::mem::replace(&mut self.log_pos[idx], NONE);
-            if pos != NONE {
-                let p = self.ppn(self.slots[s as usize].pbn, pos);
-                self.p2l[p] = STALE;
-                return;
-            }
-        }
-        let d = self.data[lbn as usize];
-        if d != NONE {
-            let p = self.ppn(d, off);
-            if self.p2l[p] < STALE {
-                self.p2l[p] = STALE;
-            }
-        }
-    }
-
     /// Checks the maps against each other and the counters.
     #[cfg(test)]
     pub(crate) fn check(&self) -> Result<(), String> {
@@ -672,35 +592,99 @@ impl HybridFtl {
     }
 }
 
-impl Device for HybridFtl {
-    fn read(&mut self, offset: u64, len: u64) -> Nanos {
-        let span = self.pages(offset, len);
-        self.nand.read(&mut self.stats, span)
+impl Ftl for HybridFtl {
+    fn nand(&self) -> &NandTiming {
+        &self.nand
+    }
+    fn logical_pages(&self) -> u64 {
+        self.logical_pages
+    }
+    fn stats_mut(&mut self) -> &mut DeviceStats {
+        &mut self.stats
+    }
+    fn stats_ref(&self) -> &DeviceStats {
+        &self.stats
     }
 
-    /// A partial-page write costs a full page program (no read-modify-write).
-    fn write(&mut self, offset: u64, len: u64) -> Nanos {
-        let (first, end, outside) = self.pages(offset, len);
-        self.stats.out_of_range_pages += outside;
-        (first..end).map(|lpn| self.write_page(lpn as u32)).sum()
-    }
-
-    /// Only pages the range covers completely are invalidated (a partly
-    /// trimmed page still holds live data); no block is merged or freed.
-    fn trim(&mut self, offset: u64, len: u64) {
-        for lpn in self.nand.whole_pages(self.logical_pages, offset, len) {
-            self.trim_page(lpn as u32);
+    fn write_page(&mut self, lpn: u32) -> Nanos {
+        let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
+        let mut cost = self.nand.program_ns;
+        self.stats.host_page_writes += 1;
+        self.stats.write_time += self.nand.program_ns;
+        if self.opts.in_place {
+            if self.data[lbn as usize] == NONE {
+                self.data[lbn as usize] = self.take_free();
+            }
+            let p = self.ppn(self.data[lbn as usize], off);
+            if self.p2l[p] == FREE {
+                // An erased data page has no copy anywhere (a log copy would
+                // mean it had been written since the block's last erase).
+                self.p2l[p] = lpn;
+                return cost;
+            }
         }
+        let mut s = self.log_of[lbn as usize];
+        if s == NONE {
+            let (slot, c) = self.open_log(lbn);
+            (s, cost) = (slot, cost + c);
+        } else if self.head != s {
+            self.unlink(s);
+            self.push_front(s);
+        }
+        // Kill the old copy: in the log if there is one, else in the data block.
+        let idx = s as usize * self.ppb as usize + off as usize;
+        let LogSlot { pbn, used, .. } = self.slots[s as usize];
+        let old = self.log_pos[idx];
+        if old != NONE {
+            let p = self.ppn(pbn, old);
+            self.p2l[p] = STALE;
+        } else if self.data[lbn as usize] != NONE {
+            let p = self.ppn(self.data[lbn as usize], off);
+            if self.p2l[p] < STALE {
+                self.p2l[p] = STALE;
+            }
+        }
+        let p = self.ppn(pbn, used);
+        self.p2l[p] = lpn;
+        self.log_pos[idx] = used;
+        let (ppb, span) = (self.ppb, self.span(lbn));
+        let slot = &mut self.slots[s as usize];
+        slot.in_order &= off == used;
+        slot.used += 1;
+        // Merge as soon as the log block is full, or holds its logical block
+        // completely in order (a partial last logical block has fewer pages).
+        if slot.used == ppb || (slot.in_order && slot.used == span) {
+            cost += self.merge(s);
+        }
+        cost
     }
 
-    fn stats(&self) -> DeviceStats {
-        self.stats.clone().finish()
+    fn trim_page(&mut self, lpn: u32) {
+        let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
+        let s = self.log_of[lbn as usize];
+        if s != NONE {
+            let idx = s as usize * self.ppb as usize + off as usize;
+            let pos = std::mem::replace(&mut self.log_pos[idx], NONE);
+            if pos != NONE {
+                let p = self.ppn(self.slots[s as usize].pbn, pos);
+                self.p2l[p] = STALE;
+                return;
+            }
+        }
+        let d = self.data[lbn as usize];
+        if d != NONE {
+            let p = self.ppn(d, off);
+            if self.p2l[p] < STALE {
+                self.p2l[p] = STALE;
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::Device;
     use crate::device::PageFtl;
     use proptest::prelude::*;
 

@@ -19,7 +19,7 @@
 //! would cost ~131k steps per GC on the `flashsim` geometry.) Ties go to the
 //! block that reached its valid count last.
 
-use super::{Device, DeviceStats, NandTiming};
+use super::{DeviceStats, Ftl, NandTiming};
 use crate::Nanos;
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -38,7 +38,7 @@ pub enum FtlError {
     OverProvisioning { value: f64, why: String },
 }
 
-/// A page-mapping FTL; implements [`Device`] with byte addresses on the
+/// A page-mapping FTL; implements [`Device`](super::Device) with byte addresses on the
 /// logical space (`logical_pages() * page_bytes` bytes).
 #[derive(Clone, Debug)]
 pub struct PageFtl {
@@ -144,12 +144,6 @@ impl PageFtl {
         (p != NONE).then(|| (p / self.ppb, p % self.ppb))
     }
 
-    /// Pages `[first, end)` touched by a byte range, split into the part
-    /// inside the logical space and the count of pages past its end.
-    fn pages(&self, offset: u64, len: u64) -> (u64, u64, u64) {
-        self.nand.span(self.logical_pages(), offset, len)
-    }
-
     fn frontier_has_room(&self) -> bool {
         self.active != NONE && self.written[self.active as usize] < self.ppb
     }
@@ -247,23 +241,6 @@ impl PageFtl {
         cost + t.erase_ns
     }
 
-    fn write_page(&mut self, lpn: u32) -> Nanos {
-        // Invalidate first so GC never copies the copy we are replacing.
-        self.invalidate(lpn);
-        let mut cost = 0;
-        while !self.frontier_has_room() {
-            if self.free.len() > GC_RESERVE_BLOCKS {
-                self.open_block();
-            } else {
-                cost += self.collect_one();
-            }
-        }
-        self.place(lpn);
-        self.stats.host_page_writes += 1;
-        self.stats.write_time += self.nand.program_ns;
-        cost + self.nand.program_ns
-    }
-
     /// Checks the maps against each other and the counters.
     #[cfg(test)]
     pub(crate) fn check(&self) -> Result<(), String> {
@@ -323,35 +300,46 @@ impl PageFtl {
     }
 }
 
-impl Device for PageFtl {
-    fn read(&mut self, offset: u64, len: u64) -> Nanos {
-        let span = self.pages(offset, len);
-        self.nand.read(&mut self.stats, span)
+impl Ftl for PageFtl {
+    fn nand(&self) -> &NandTiming {
+        &self.nand
+    }
+    fn logical_pages(&self) -> u64 {
+        self.l2p.len() as u64
+    }
+    fn stats_mut(&mut self) -> &mut DeviceStats {
+        &mut self.stats
+    }
+    fn stats_ref(&self) -> &DeviceStats {
+        &self.stats
     }
 
-    /// A partial-page write costs a full page program (no read-modify-write).
-    fn write(&mut self, offset: u64, len: u64) -> Nanos {
-        let (first, end, outside) = self.pages(offset, len);
-        self.stats.out_of_range_pages += outside;
-        (first..end).map(|lpn| self.write_page(lpn as u32)).sum()
-    }
-
-    /// Only pages the range covers completely are invalidated: a partly
-    /// trimmed page still holds live data.
-    fn trim(&mut self, offset: u64, len: u64) {
-        for lpn in self.nand.whole_pages(self.logical_pages(), offset, len) {
-            self.invalidate(lpn as u32);
+    fn write_page(&mut self, lpn: u32) -> Nanos {
+        // Invalidate first so GC never copies the copy we are replacing.
+        self.invalidate(lpn);
+        let mut cost = 0;
+        while !self.frontier_has_room() {
+            if self.free.len() > GC_RESERVE_BLOCKS {
+                self.open_block();
+            } else {
+                cost += self.collect_one();
+            }
         }
+        self.place(lpn);
+        self.stats.host_page_writes += 1;
+        self.stats.write_time += self.nand.program_ns;
+        cost + self.nand.program_ns
     }
 
-    fn stats(&self) -> DeviceStats {
-        self.stats.clone().finish()
+    fn trim_page(&mut self, lpn: u32) {
+        self.invalidate(lpn);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::Device;
     use proptest::prelude::*;
 
     const PAGE: u64 = 4096;

@@ -94,6 +94,52 @@ pub trait Device {
     fn stats(&self) -> DeviceStats;
 }
 
+/// A flash translation layer over [`NandTiming`] pages: what [`PageFtl`] and
+/// [`HybridFtl`] each do differently. Their [`Device`] behaviour, the same
+/// for both, is written once below: byte ranges become page operations, every
+/// page a range touches is one (a partial page is a full read or program),
+/// pages past the logical end are counted in `out_of_range_pages` and cost
+/// nothing, and a trim drops only the pages it covers completely.
+pub trait Ftl {
+    fn nand(&self) -> &NandTiming;
+    /// Pages of the logical space.
+    fn logical_pages(&self) -> u64;
+    fn stats_mut(&mut self) -> &mut DeviceStats;
+    fn stats_ref(&self) -> &DeviceStats;
+    /// Programs logical page `lpn` (inside the logical space); returns its
+    /// cost, including any GC or merge it needed.
+    fn write_page(&mut self, lpn: u32) -> Nanos;
+    /// Drops logical page `lpn` (inside the logical space).
+    fn trim_page(&mut self, lpn: u32);
+}
+
+impl<F: Ftl> Device for F {
+    fn read(&mut self, offset: u64, len: u64) -> Nanos {
+        let nand = *self.nand();
+        let span = nand.span(self.logical_pages(), offset, len);
+        nand.read(self.stats_mut(), span)
+    }
+
+    /// A partial-page write costs a full page program (no read-modify-write).
+    fn write(&mut self, offset: u64, len: u64) -> Nanos {
+        let (first, end, outside) = self.nand().span(self.logical_pages(), offset, len);
+        self.stats_mut().out_of_range_pages += outside;
+        (first..end).map(|lpn| self.write_page(lpn as u32)).sum()
+    }
+
+    /// Only pages the range covers completely are trimmed: a partly trimmed
+    /// page still holds live data.
+    fn trim(&mut self, offset: u64, len: u64) {
+        for lpn in self.nand().whole_pages(self.logical_pages(), offset, len) {
+            self.trim_page(lpn as u32);
+        }
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats_ref().clone().finish()
+    }
+}
+
 /// What a device did, in device pages and time.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DeviceStats {
