@@ -48,7 +48,7 @@ pub fn drain(reader: &mut dyn TraceReader, format: Format, input_len: usize) -> 
                 assert!(n <= max, "read {n} requests when asked for {max}");
                 for r in &out {
                     assert!(r.len > 0, "zero-length request {r:?}");
-                    assert!((r.dev as u64) < ssdcache::sim::MAX_DEVICES, "device out of range {r:?}");
+                    assert!((r.dev as u64) < ssdcache::key::MAX_DEVICES, "device out of range {r:?}");
                 }
                 all.extend_from_slice(&out);
                 assert!(all.len() <= input_len, "{} requests from {input_len} bytes", all.len());
