@@ -453,9 +453,20 @@ mod tests {
         fn store(&self) -> MetaStore<&MemDevice> {
             MetaStore::new(&self.hdd, 32 * SEG, geom()).unwrap()
         }
+
+        /// Formats the metadata, then saves version 2 (not clean) mapping `map`'s
+        /// `(slot, segment)`s.
+        fn saved_v2(&self, st: &MetaStore<&MemDevice>, map: &[(usize, u64)]) -> Meta {
+            let mut m = st.format().unwrap();
+            m.version = 2;
+            m.clean = false;
+            map.iter().for_each(|&(s, h)| m.map[s] = Some(h));
+            st.write(&m).unwrap();
+            m
+        }
     }
 
-    /// A copy of `m` encoded, with bytes `start..end` of it replaced by junk.
+    /// Overwrites bytes `start..end` of one metadata copy with junk; whether that changed anything.
     fn junk(rig: &Rig, st: &MetaStore<&MemDevice>, slot: usize, copy: usize, start: u64, end: u64) -> bool {
         let off = st.offset(slot, copy) + start;
         let mut old = vec![0; (end - start) as usize];
@@ -477,12 +488,7 @@ mod tests {
                 for (slot, copy) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
                     let rig = Rig::new();
                     let st = rig.store();
-                    let mut m = st.format().unwrap();
-                    m.version = 2;
-                    m.clean = false;
-                    m.map[0] = Some(5);
-                    m.freq[5] = 20;
-                    st.write(&m).unwrap();
+                    let m = rig.saved_v2(&st, &[(0, 5)]);
                     if !junk(&rig, &st, slot, copy, start, end) {
                         continue;
                     }
@@ -526,7 +532,7 @@ mod tests {
         assert!(matches!(err, RecoverError::Ambiguous { version: 2, other: 1, .. }), "{err}");
         let msg = err.to_string();
         assert!(msg.contains("drain") && msg.contains("slot 1 primary: unusable"), "{msg}");
-        // --force alone does not discard what the v2 or v3 copies call dirty... v2 is clean, v3 unreadable.
+        // --force may format here: the only valid copies (v2, v1) say clean.
         let s = start(&st, &rig.ssd, &rig.hdd, StartOptions { force: true, ..Default::default() }).unwrap();
         assert_eq!(s.kind, StartKind::Forced);
     }
@@ -535,11 +541,7 @@ mod tests {
     fn both_bad_is_refused_with_a_clear_error_and_force_formats() {
         let rig = Rig::new();
         let st = rig.store();
-        let mut m = st.format().unwrap();
-        m.version = 2;
-        m.clean = false;
-        m.map[0] = Some(3);
-        st.write(&m).unwrap();
+        rig.saved_v2(&st, &[(0, 3)]);
         for (slot, copy) in [(0, 0), (0, 1), (1, 0)] {
             rig.hdd.write_at(&[0xFF; 100], st.offset(slot, copy) + 70).unwrap();
         }
@@ -565,12 +567,7 @@ mod tests {
     fn force_refuses_while_a_valid_copy_says_dirty() {
         let rig = Rig::new();
         let st = rig.store();
-        let mut m = st.format().unwrap();
-        m.version = 2;
-        m.clean = false;
-        m.map[0] = Some(3);
-        m.map[4] = Some(6);
-        st.write(&m).unwrap();
+        let m = rig.saved_v2(&st, &[(0, 3), (4, 6)]);
         // Contradicting copies make load refuse; the dirty copy still counts.
         let mut other = m.clone();
         other.map[4] = None;
