@@ -88,14 +88,7 @@ echo "seed $SEED, $TRIALS trials, $CACHE_MODE cache, $PROFILE build${SABOTAGE:+,
 
 WORK=$(mktemp -d)
 SERVER_PID= WRAP_PID=
-cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-  fi
-  if [ -n "$WRAP_PID" ]; then wait "$WRAP_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap cleanup_wrapped EXIT
 CACHE=$WORK/cache.img BACKING=$WORK/backing.img STATE=$WORK/state.pkl JOURNAL=$WORK/journal.pkl STATS=$WORK/stats.jsonl
 SEG=131072
 truncate -s 64M "$BACKING"
@@ -113,27 +106,10 @@ ERR=
 start() { # starts the server; $1: the start kind its stderr must report
   RUN=$((RUN + 1))
   ERR=$WORK/server$RUN.err
-  rm -f "$WORK/server.pid" "$WORK/server.rc"
-  # A wrapper subshell waits for the server and records its exit status, so
-  # that bash prints no "Killed" job notice for each kill -9.
-  (
-    "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v >"$WORK/server$RUN.out" 2>"$ERR" &
-    echo $! >"$WORK/server.pid"
-    rc=0
-    wait $! || rc=$?
-    echo $rc >"$WORK/server.rc"
-  ) 2>/dev/null &
-  WRAP_PID=$!
-  until [ -s "$WORK/server.pid" ]; do sleep 0.005; done
-  SERVER_PID=$(cat "$WORK/server.pid")
+  spawn_wrapped "$WORK/server$RUN.out" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v
   wait_listening "$SERVER_PID" "$WORK/server$RUN.out" "$ERR" "server (run $RUN)"
   STARTED=$(grep -o 'started .*' "$ERR" || true)
   grep -Eq "started .*\($1;" "$ERR" || { cat "$ERR"; die "restart $RUN: expected a $1 start, the server says: $STARTED"; }
-}
-wait_server() { # waits for the server to exit; sets rc to its exit status
-  wait "$WRAP_PID" || true
-  WRAP_PID= SERVER_PID=
-  rc=$(cat "$WORK/server.rc")
 }
 server_log_ok() { # no panic, no error logged
   if grep -Eq 'panicked|ERROR|maintenance failed|did not drain' "$ERR"; then

@@ -104,14 +104,7 @@ echo "seed $SEED, $TRIALS trials, write-back cache, $PROFILE build${SABOTAGE:+, 
 
 WORK=$(mktemp -d)
 SERVER_PID= WRAP_PID=
-cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-  fi
-  if [ -n "$WRAP_PID" ]; then wait "$WRAP_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap cleanup_wrapped EXIT
 CACHE=$WORK/cache.img BACKING=$WORK/backing.img STATE=$WORK/state.pkl JOURNAL=$WORK/journal.pkl
 STATS=$WORK/stats.jsonl DAMAGE=$WORK/damage.jsonl CJ=$WORK/check.json
 SEG=131072
@@ -147,19 +140,7 @@ ERR=
 start_server() {
   RUN=$((RUN + 1))
   ERR=$WORK/server$RUN.err OUT=$WORK/server$RUN.out
-  rm -f "$WORK/server.pid" "$WORK/server.rc"
-  # A wrapper subshell waits for the server and records its exit status, so
-  # that bash prints no "Killed" job notice for each kill -9.
-  (
-    "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v >"$OUT" 2>"$ERR" &
-    echo $! >"$WORK/server.pid"
-    rc=0
-    wait $! || rc=$?
-    echo $rc >"$WORK/server.rc"
-  ) 2>/dev/null &
-  WRAP_PID=$!
-  until [ -s "$WORK/server.pid" ]; do sleep 0.005; done
-  SERVER_PID=$(cat "$WORK/server.pid")
+  spawn_wrapped "$OUT" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v
   local i
   for i in $(seq 1500); do # 30 s: a start may write back the whole SSD
     if grep -q '^listening on ' "$OUT" 2>/dev/null; then
@@ -174,11 +155,6 @@ start_server() {
   [ -s "$WORK/server.rc" ] || { cat "$ERR"; die "server run $RUN: neither listening nor exited after 30 s"; }
   wait_server
   UP=0
-}
-wait_server() { # waits for the server to exit; sets rc to its exit status
-  wait "$WRAP_PID" || true
-  WRAP_PID= SERVER_PID=
-  rc=$(cat "$WORK/server.rc")
 }
 server_log_ok() { # no panic, no error logged
   if grep -Eq 'panicked|ERROR|maintenance failed|did not drain' "$ERR"; then

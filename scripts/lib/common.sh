@@ -1,4 +1,4 @@
-# Sourced by the serve scripts (test_nbd.sh, test_serve.sh, test_crash.sh,
+# Sourced by the serve scripts (test_nbd.sh, test_serve.sh, test_crash.sh, test_faults.sh, test_integrity.sh,
 # bench_serve.sh): step timing, failure, and waiting for a server's address.
 T0=${EPOCHREALTIME/./}
 elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 1000000)) $((us / 100000 % 10)); }
@@ -35,4 +35,38 @@ wait_listening() {
   ADDR=$(sed -n 's/^listening on //p' "$out")
   [ -n "$ADDR" ] || { cat "$err"; die "$what did not report its address"; }
   URI="nbd://$ADDR/disk"
+}
+
+# The kill -9 trial scripts (test_crash.sh, test_integrity.sh) run the server in
+# a wrapper subshell that waits for it and records its exit status in
+# $WORK/server.rc, so that bash prints no "Killed" job notice for each kill -9.
+# spawn_wrapped OUT ERR CMD...: starts CMD so; sets SERVER_PID and WRAP_PID.
+spawn_wrapped() {
+  local out=$1 err=$2
+  shift 2
+  rm -f "$WORK/server.pid" "$WORK/server.rc"
+  (
+    "$@" >"$out" 2>"$err" &
+    echo $! >"$WORK/server.pid"
+    rc=0
+    wait $! || rc=$?
+    echo $rc >"$WORK/server.rc"
+  ) 2>/dev/null &
+  WRAP_PID=$!
+  until [ -s "$WORK/server.pid" ]; do sleep 0.005; done
+  SERVER_PID=$(cat "$WORK/server.pid")
+}
+# wait_server: waits for the wrapped server to exit; sets rc to its exit status.
+wait_server() {
+  wait "$WRAP_PID" || true
+  WRAP_PID= SERVER_PID=
+  rc=$(cat "$WORK/server.rc")
+}
+# cleanup_wrapped: at exit, kill -9 a wrapped server still running, reap it, remove $WORK.
+cleanup_wrapped() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [ -n "$WRAP_PID" ]; then wait "$WRAP_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
 }
