@@ -9,16 +9,14 @@ test had passed (most likely the driver seeing its own raylet die first).
 The node runs in a temporary directory of its own (`ray start --temp-dir`), so the address
 file `ray start` writes (`ray_current_cluster`) lives there and not in Ray's default temp
 directory, where a later plain `ray.init()` — `ssdcache.sweep(executor="ray")` without an
-address — would find it pointing at a dead head. The node stops as `ray start --block` is
-made to stop, SIGTERM, then whatever is left of its process group is ended and the directory
-removed. (Not `ray stop`: it stops every Ray process on the machine, other users' clusters
-included.)
+address — would find it pointing at a dead head. Once pytest has exited, a detached reaper
+stops the node as `ray start --block` is made to stop, SIGTERM, ends whatever is left of its
+process group and removes the directory. (Not `ray stop`: it stops every Ray process on the
+machine, other users' clusters included.)
 """
 
 import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -73,34 +71,45 @@ def local_ray(tmp_path_factory):
                 time.sleep(0.5)
         yield ray
     finally:
-        # the driver leaves first; only then does the node stop (SIGTERM to `ray start --block`)
+        # The driver leaves first; the node is stopped only once this process has exited.
         if ray.is_initialized():
             ray.shutdown()
-        head.terminate()
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait()
-        _end_group(head.pid)
+        _stop_after_exit(head.pid, temp_dir)
         log.close()
-        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _end_group(pgid: int) -> None:
-    """Ends what is left of the node's process group (its own session: nothing else is in it)."""
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                return
+# Run by a detached reaper: waits for the pytest process to exit, then ends the node's
+# process group (`ray start --block` stops the node on SIGTERM; SIGKILL for what is left)
+# and removes its temp dir.
+_REAPER = """
+import os, shutil, signal, sys, time
+parent, pgid, temp_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def alive(kill):
+    try:
+        kill(0)
+        return True
+    except ProcessLookupError:
+        return False
+while alive(lambda s: os.kill(parent, s)):
+    time.sleep(0.2)
+for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+    if alive(lambda s: os.killpg(pgid, s)):
+        os.killpg(pgid, sig)
+        end = time.monotonic() + wait
+        while time.monotonic() < end and alive(lambda s: os.killpg(pgid, s)):
             time.sleep(0.1)
+shutil.rmtree(temp_dir, ignore_errors=True)
+"""
+
+
+def _stop_after_exit(pgid: int, temp_dir: str) -> None:
+    """Stops the node (its own session: nothing else is in its group) after this process exits.
+    A driver that sees its cluster die while it still runs may end itself with status 1 and
+    no report, after every test passed (seen in CI even after ray.shutdown()), so the cluster
+    outlives the driver by a moment instead."""
+    subprocess.Popen([sys.executable, "-c", _REAPER, str(os.getpid()), str(pgid), temp_dir],
+                     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
 
 
 # First, before the cluster fixture: these need Ray not initialised in this process.
