@@ -7,6 +7,7 @@
 
 pub mod device;
 pub mod key;
+pub mod list;
 pub mod metrics;
 pub mod policy;
 pub mod sim;

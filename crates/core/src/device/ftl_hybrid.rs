@@ -90,6 +90,7 @@
 //! O(pages per block). Nothing is allocated after construction.
 
 use super::{DeviceStats, Ftl, FtlError, NandTiming};
+use crate::list::{LinkStore, Links, List};
 use crate::Nanos;
 use std::collections::VecDeque;
 
@@ -156,12 +157,22 @@ struct LogSlot {
     used: u32,
     /// Every page so far went to the position equal to its offset.
     in_order: bool,
-    /// LRU links: `prev` towards the most recently written.
-    prev: u32,
-    next: u32,
+    /// Links on the LRU list of slots in use.
+    links: Links,
 }
 
-const IDLE: LogSlot = LogSlot { lbn: NONE, pbn: NONE, used: 0, in_order: true, prev: NONE, next: NONE };
+const IDLE: LogSlot = LogSlot { lbn: NONE, pbn: NONE, used: 0, in_order: true, links: Links::NONE };
+
+impl LinkStore for Vec<LogSlot> {
+    #[inline]
+    fn links(&self, idx: u32) -> &Links {
+        &self[idx as usize].links
+    }
+    #[inline]
+    fn links_mut(&mut self, idx: u32) -> &mut Links {
+        &mut self[idx as usize].links
+    }
+}
 
 /// A BAST log-block hybrid FTL; implements [`Device`](super::Device) with byte addresses on
 /// the logical space (`logical_pages() * page_bytes` bytes).
@@ -179,9 +190,8 @@ pub struct HybridFtl {
     /// Slot × offset → position in the slot's log block of that page's newest
     /// copy, or `NONE` (then the data block has the newest copy, if any).
     log_pos: Vec<u32>,
-    /// Most and least recently written slots.
-    head: u32,
-    tail: u32,
+    /// Slots in use, most recently written first.
+    lru: List,
     idle_slots: Vec<u32>,
     /// Physical page → logical page it holds live, or `FREE` / `STALE`.
     p2l: Vec<u32>,
@@ -261,8 +271,7 @@ impl HybridFtl {
             log_of: vec![NONE; lblocks],
             slots: vec![IDLE; logs as usize],
             log_pos: vec![NONE; logs as usize * ppb as usize],
-            head: NONE,
-            tail: NONE,
+            lru: List::new(),
             idle_slots,
             p2l: vec![FREE; physical as usize],
             free: (0..blocks).collect(),
@@ -316,8 +325,8 @@ impl HybridFtl {
     /// a run for the merges still pending.
     pub fn merge_all(&mut self) -> Nanos {
         let mut cost = 0;
-        while self.tail != NONE {
-            cost += self.merge(self.tail);
+        while let Some(s) = self.lru.back() {
+            cost += self.merge(s);
         }
         cost
     }
@@ -361,37 +370,12 @@ impl HybridFtl {
         t
     }
 
-    fn unlink(&mut self, s: u32) {
-        let LogSlot { prev, next, .. } = self.slots[s as usize];
-        if prev != NONE {
-            self.slots[prev as usize].next = next;
-        } else {
-            self.head = next;
-        }
-        if next != NONE {
-            self.slots[next as usize].prev = prev;
-        } else {
-            self.tail = prev;
-        }
-    }
-
-    fn push_front(&mut self, s: u32) {
-        self.slots[s as usize].prev = NONE;
-        self.slots[s as usize].next = self.head;
-        if self.head != NONE {
-            self.slots[self.head as usize].prev = s;
-        } else {
-            self.tail = s;
-        }
-        self.head = s;
-    }
-
     /// Gives logical block `lbn` (which has none) a log block, merging the
     /// least recently written log block first if all are taken.
     fn open_log(&mut self, lbn: u32) -> (u32, Nanos) {
         let mut cost = 0;
         if self.idle_slots.is_empty() {
-            cost += self.merge(self.tail);
+            cost += self.merge(self.lru.back().expect("every slot is in use"));
         }
         let s = self.idle_slots.pop().expect("a merge frees a slot");
         // Blocks in use: at most one data block per logical block plus the
@@ -400,7 +384,7 @@ impl HybridFtl {
         let pbn = self.take_free();
         self.slots[s as usize] = LogSlot { lbn, pbn, ..IDLE };
         self.log_of[lbn as usize] = s;
-        self.push_front(s);
+        self.lru.push_front(&mut self.slots, s);
         (s, cost)
     }
 
@@ -457,7 +441,7 @@ impl HybridFtl {
         self.log_of[lbn as usize] = NONE;
         let base = s as usize * self.ppb as usize;
         self.log_pos[base..base + self.ppb as usize].fill(NONE);
-        self.unlink(s);
+        self.lru.unlink(&mut self.slots, s);
         self.slots[s as usize] = IDLE;
         self.idle_slots.push(s);
         cost
@@ -532,15 +516,15 @@ impl HybridFtl {
             }
         }
         // LRU list: exactly the slots in use, consistently linked.
-        let (mut s, mut prev, mut n) = (self.head, NONE, 0);
+        let (mut s, mut prev, mut n) = (self.lru.front().unwrap_or(NONE), NONE, 0);
         while s != NONE {
             let slot = &self.slots[s as usize];
-            if slot.lbn == NONE || slot.prev != prev || n > self.slots.len() {
+            if slot.lbn == NONE || slot.links.prev != prev || n > self.slots.len() {
                 return Err(format!("LRU list broken at slot {s}"));
             }
-            (prev, s, n) = (s, slot.next, n + 1);
+            (prev, s, n) = (s, slot.links.next, n + 1);
         }
-        if n != in_use || self.tail != prev {
+        if n != in_use || n != self.lru.len() || self.lru.back().unwrap_or(NONE) != prev {
             return Err(format!("LRU list has {n} slots, {in_use} in use"));
         }
         // Every live physical page is the newest copy of its logical page, and vice versa.
@@ -627,9 +611,8 @@ impl Ftl for HybridFtl {
         if s == NONE {
             let (slot, c) = self.open_log(lbn);
             (s, cost) = (slot, cost + c);
-        } else if self.head != s {
-            self.unlink(s);
-            self.push_front(s);
+        } else {
+            self.lru.move_to_front(&mut self.slots, s);
         }
         // Kill the old copy: in the log if there is one, else in the data block.
         let idx = s as usize * self.ppb as usize + off as usize;

@@ -15,13 +15,12 @@
 //! ([`Policy`], [`Replacement`]), what it sees and emits ([`Access`], [`Io`],
 //! [`Effects`]), how it is catalogued and built ([`PolicyInfo`], [`BuildCtx`],
 //! [`Rules`]) and the write [`Mode`]s. Layers, bottom up: the interface; the
-//! building blocks (`list`, [`mode::ModeCache`], `flash::block`, …); one file
+//! building blocks ([`crate::list`], [`mode::ModeCache`], `flash::block`, …); one file
 //! per policy, importing only those two; the [`registry`], which alone knows
 //! every policy. Nothing here imports a policy.
 
 pub mod classic;
 pub mod flash;
-pub mod list;
 pub mod mode;
 pub mod registry;
 #[cfg(test)]

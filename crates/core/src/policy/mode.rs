@@ -36,7 +36,16 @@ impl<R: Replacement> ModeCache<R> {
 
     /// Reports the pages the rule just evicted (in `self.evicted`): each leaves
     /// with `Evict`, and a dirty one is written back at once and is no longer dirty.
+    #[inline]
     fn evictions(&mut self, fx: &mut Effects) {
+        // Most calls (every hit) evict nothing: keep that path a compare, inlined.
+        if !self.evicted.is_empty() {
+            self.report_evictions(fx);
+        }
+    }
+
+    #[inline(never)]
+    fn report_evictions(&mut self, fx: &mut Effects) {
         for &key in &self.evicted {
             let was_dirty = !self.dirty.is_empty() && self.dirty.remove(&key);
             fx.push(Io::Evict { key, dirty: was_dirty });
@@ -48,6 +57,7 @@ impl<R: Replacement> ModeCache<R> {
     }
 
     /// Looks the page up in the rule (which may evict others during a hit).
+    #[inline]
     fn touch(&mut self, a: &Access, dirty: bool, fx: &mut Effects) -> bool {
         let hit = self.repl.touch(a, dirty, &mut self.evicted);
         self.evictions(fx);

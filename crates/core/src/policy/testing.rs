@@ -1,9 +1,9 @@
 //! Helpers for policy unit tests.
 
-use super::list::{Arena, List};
 use super::mode::ModeCache;
 use super::MODES;
 use super::{Access, Effects, Io, Policy, Replacement, NEVER};
+use crate::list::{Arena, List};
 use crate::trace::Op;
 
 pub fn read(key: u64, seq: u64) -> Access {

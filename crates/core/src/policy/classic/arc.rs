@@ -42,7 +42,7 @@
 //! same for unit-size pages), and `REPLACE` falls back to `T1` when `T2` is
 //! empty. Both variants work at every capacity.
 
-use crate::policy::list::{reserve_for, upfront, Arena, List};
+use crate::list::{reserve_for, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

@@ -14,7 +14,7 @@
 //! keys. Which of several never-used-again pages leaves differs from
 //! libCacheSim's heap order, but cannot change any hit or miss.
 
-use crate::policy::list::{reserve_for, upfront, UPFRONT};
+use crate::list::{reserve_for, upfront, UPFRONT};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError, NEVER};
 use hashbrown::{DefaultHashBuilder, HashTable};

@@ -19,7 +19,7 @@
 //! Memory per resident page: a 16-byte arena node (key, links), the counter in
 //! a side array indexed by node (1 byte), and the arena's hash index.
 
-use crate::policy::list::{reserve_for, upfront, Arena, List};
+use crate::list::{reserve_for, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -209,6 +209,6 @@ mod tests {
     #[test]
     fn compact_nodes() {
         // 16-byte node + 1-byte counter per resident page (plus the hash index).
-        assert_eq!(std::mem::size_of::<crate::policy::list::Node<()>>(), 16);
+        assert_eq!(std::mem::size_of::<crate::list::Node<()>>(), 16);
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! Memory per resident page: one 16-byte arena node plus the hash index.
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

@@ -16,10 +16,16 @@
 //! O(1); buckets are recycled through a free list, so nothing allocates once the
 //! arena and bucket table have grown.
 
-use crate::policy::list::{Arena, List, NIL};
+use crate::list::{Arena, List, NIL};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
+// The bucket chain is linked by hand rather than as a `crate::list::List`
+// over the bucket vector: tried, the generic list (which also keeps a tail and
+// a length, clears a node's links on unlink, and goes through one more bounds
+// check per link) made LFU's own code run ~1% more instructions (cachegrind,
+// Zipf 0.9, 2 M requests: 387.5 M against 382.8 M hand-linked), on the path
+// every hit takes, for ~40 lines saved. The pages in each bucket are `List`s.
 struct Bucket {
     freq: u64,
     pages: List,

@@ -57,7 +57,7 @@
 //! Each tracked key (an entry in `S` or `Q`) costs one 24-byte arena node, a
 //! flag byte and a hash slot; a hit or a miss is amortised `O(1)`.
 
-use crate::policy::list::{reserve_for, upfront, Arena, List, NIL};
+use crate::list::{reserve_for, upfront, Arena, InVal, Links, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -76,73 +76,9 @@ const IN_Q: u8 = 8;
 /// The key is in `NH` (its `S` entry is non-resident).
 const IN_NH: u8 = 16;
 
-/// Second pair of links, for `Q` or `NH` (a key is never in both).
-#[derive(Clone, Copy, Debug)]
-struct Links {
-    prev: u32,
-    next: u32,
-}
-
-/// A list threaded through [`Links`]; front = most recent.
-#[derive(Clone, Copy, Debug)]
-struct XList {
-    head: u32,
-    tail: u32,
-    len: usize,
-}
-
-impl XList {
-    fn new() -> Self {
-        XList { head: NIL, tail: NIL, len: 0 }
-    }
-    #[inline]
-    fn push_front(&mut self, a: &mut Arena<Links>, idx: u32) {
-        *a.val_mut(idx) = Links { prev: NIL, next: self.head };
-        if self.head != NIL {
-            a.val_mut(self.head).prev = idx;
-        } else {
-            self.tail = idx;
-        }
-        self.head = idx;
-        self.len += 1;
-    }
-    #[inline]
-    fn unlink(&mut self, a: &mut Arena<Links>, idx: u32) {
-        let Links { prev, next } = *a.val(idx);
-        if prev != NIL {
-            a.val_mut(prev).next = next;
-        } else {
-            self.head = next;
-        }
-        if next != NIL {
-            a.val_mut(next).prev = prev;
-        } else {
-            self.tail = prev;
-        }
-        self.len -= 1;
-    }
-    #[inline]
-    fn move_to_front(&mut self, a: &mut Arena<Links>, idx: u32) {
-        if self.head != idx {
-            self.unlink(a, idx);
-            self.push_front(a, idx);
-        }
-    }
-    #[inline]
-    fn back(&self) -> Option<u32> {
-        (self.tail != NIL).then_some(self.tail)
-    }
-    #[cfg(test)]
-    fn keys(&self, a: &Arena<Links>) -> Vec<u64> {
-        let mut out = Vec::new();
-        let mut cur = self.head;
-        while cur != NIL {
-            out.push(a.key(cur));
-            cur = a.val(cur).next;
-        }
-        out
-    }
-}
+// A node's own links thread it on `S`; its value is a second pair of
+// [`Links`], for `Q` or `NH` (a key is never in both): those two are
+// `List<InVal>`s over the same arena.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
@@ -187,8 +123,8 @@ pub struct Lirs {
     /// Flags of each node, by node index.
     flags: Vec<u8>,
     s: List,
-    q: XList,
-    nh: XList,
+    q: List<InVal>,
+    nh: List<InVal>,
     variant: Variant,
     sizes: LirsSizes,
     capacity: usize,
@@ -214,8 +150,8 @@ impl Lirs {
             arena: Arena::with_capacity(tracked),
             flags: upfront(tracked),
             s: List::new(),
-            q: XList::new(),
-            nh: XList::new(),
+            q: List::default(),
+            nh: List::default(),
             variant,
             sizes,
             capacity,
@@ -240,7 +176,7 @@ impl Lirs {
     }
 
     fn new_node(&mut self, key: u64, flags: u8) -> u32 {
-        let idx = self.arena.insert(key, Links { prev: NIL, next: NIL });
+        let idx = self.arena.insert(key, Links::NONE);
         let i = idx as usize;
         if i < self.flags.len() {
             self.flags[i] = flags;
@@ -329,7 +265,7 @@ impl Lirs {
         }
         self.clear(idx, IN_S | LIR | RES | IN_NH);
         if self.sizes.hir >= 1 {
-            while self.q.len + 1 > self.sizes.hir {
+            while self.q.len() + 1 > self.sizes.hir {
                 self.evict_hir();
             }
             self.set(idx, IN_Q);
@@ -430,8 +366,8 @@ impl Lirs {
                     self.nh.unlink(&mut self.arena, idx);
                     self.clear(idx, IN_NH);
                 }
-                while self.lir + self.q.len + 1 > self.capacity {
-                    while self.q.len >= sz.hir_ceil && self.q.len > 0 {
+                while self.lir + self.q.len() + 1 > self.capacity {
+                    while self.q.len() >= sz.hir_ceil && !self.q.is_empty() {
                         self.evict_hir();
                     }
                     self.evict_lir();
@@ -446,13 +382,13 @@ impl Lirs {
                     // the page before changing anything (LIRS_can_insert).
                     return false;
                 }
-                if self.lir + 1 > sz.lir && self.q.len + 1 > sz.hir {
-                    while self.q.len + 1 > sz.hir {
+                if self.lir + 1 > sz.lir && self.q.len() + 1 > sz.hir {
+                    while self.q.len() + 1 > sz.hir {
                         self.evict_hir();
                     }
                 }
-                while self.lir + self.q.len + 1 > self.capacity {
-                    if self.lir + 1 > sz.lir && self.q.len + 1 > sz.hir {
+                while self.lir + self.q.len() + 1 > self.capacity {
+                    if self.lir + 1 > sz.lir && self.q.len() + 1 > sz.hir {
                         self.evict_hir();
                     } else {
                         debug_assert!(false, "libCacheSim would loop forever here");
@@ -507,7 +443,7 @@ impl Lirs {
         let free = self.capacity.saturating_sub(self.resident);
         let mut warm = false;
         if free == 0 {
-            if self.q.len == 0 {
+            if self.q.is_empty() {
                 self.demote_bottom();
             }
             self.evict_hir();
@@ -608,7 +544,7 @@ impl Replacement for Lirs {
         self.capacity
     }
     fn ghosts(&self) -> usize {
-        self.nh.len
+        self.nh.len()
     }
 }
 
@@ -851,7 +787,7 @@ mod tests {
         let mut l = Lirs::new(50, Variant::LibCacheSim, LirsSizes::libcachesim(50, 0.01), 2.0);
         let keys: Vec<u64> = (0..20).chain(0..20).collect();
         assert_eq!(run_keys(&mut l, &keys), vec![false; keys.len()]);
-        assert_eq!((l.len(), l.ghosts(), l.s.len(), l.q.len), (0, 0, 0, 0));
+        assert_eq!((l.len(), l.ghosts(), l.s.len(), l.q.len()), (0, 0, 0, 0));
         // Through the registry, in every mode: every access misses, nothing is
         // cached, and nothing overruns the capacity.
         for (_, mode, _) in crate::policy::MODES {

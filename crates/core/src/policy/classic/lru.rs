@@ -1,6 +1,6 @@
 //! LRU: evict the least recently used page.
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

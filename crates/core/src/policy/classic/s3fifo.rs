@@ -53,7 +53,7 @@
 //! links), 2 bytes of queue tag and counter in a side array indexed by node,
 //! and the arena's hash index.
 
-use crate::policy::list::{reserve_for, upfront, Arena, List};
+use crate::list::{reserve_for, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -486,7 +486,7 @@ mod tests {
     #[test]
     fn compact_nodes() {
         // 16-byte node + 2 bytes of metadata per tracked key (plus the hash index).
-        assert_eq!(std::mem::size_of::<crate::policy::list::Node<()>>(), 16);
+        assert_eq!(std::mem::size_of::<crate::list::Node<()>>(), 16);
         assert_eq!(std::mem::size_of::<Meta>(), 2);
     }
 }

@@ -40,7 +40,7 @@
 //!   ghost is dropped and room is made for it (`A1in`'s oldest page leaves, to
 //!   `A1out`) before `Am` refuses it, as in libCacheSim.
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

@@ -91,7 +91,7 @@
 
 use super::block::{block_pages, BlockBuffer, Blocks, FabOrder, Order, SizeBuckets, BLOCK_PARAM};
 use super::clc::ClcOrder;
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::{
     check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, Policy, PolicyInfo, PolicyStats, Replacement, Rules,
     Spec, SpecError,

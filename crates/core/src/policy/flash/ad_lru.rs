@@ -46,7 +46,7 @@
 //! next access ([`PendingClean`], as in CFLRU).
 
 use super::page_lists::PendingClean;
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

@@ -17,7 +17,7 @@
 //! missing pages ([`Io::PadRead`], one per run) and writes the whole block as
 //! one run.
 
-use crate::policy::list::{reserve_for, upfront, Arena, List};
+use crate::list::{reserve_for, upfront, Arena, List};
 use crate::policy::{check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, PolicyStats, Spec, SpecError};
 
 /// The `block` parameter every block-unit policy takes.

@@ -42,7 +42,7 @@
 //!   (`Io::ReadForWrite`) as for every policy here.
 
 use super::block::{write_buffer_block, BlockBuffer, Blocks, Order, BLOCK_PARAM, NOT_SEQUENTIAL};
-use crate::policy::list::List;
+use crate::list::List;
 use crate::policy::{
     Access, BuildCtx, Effects, Io, ParamInfo, Policy, PolicyInfo, PolicyStats, Rules, Spec, SpecError,
 };

@@ -41,7 +41,7 @@
 //! pages it is the two-list rule "evict the cold clean LRU page, else demote the
 //! whole mixed list and evict its oldest page" (tested against a plain model).
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

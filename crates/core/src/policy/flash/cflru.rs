@@ -41,7 +41,7 @@
 //! a whole drain, not one walk per page: [`PendingClean`]).
 
 use super::page_lists::PendingClean;
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::ModeCache;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

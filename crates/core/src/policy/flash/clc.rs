@@ -49,7 +49,7 @@
 //!   place its last write gives it.
 
 use super::block::{write_buffer_block, BlockBuffer, Blocks, Order, SizeBuckets, BLOCK_PARAM};
-use crate::policy::list::List;
+use crate::list::List;
 use crate::policy::{Access, BuildCtx, Effects, ParamInfo, Policy, PolicyInfo, PolicyStats, Rules, Spec, SpecError};
 use crate::trace::Op;
 

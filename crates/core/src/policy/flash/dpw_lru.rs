@@ -66,7 +66,7 @@
 //! MRU end and DPW-LRU is LRU exactly (any trace); with `candidates=1` and only
 //! reads it is segmented LRU with a protected segment of `C − ⌊C·er⌋` pages.
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 use crate::trace::Op;

@@ -23,7 +23,7 @@
 //! cleaned by [`Replacement::cleaned`] keeps its place and flag (as a clean
 //! page it is evicted at once when it reaches the LRU end).
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::ModeCache;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 

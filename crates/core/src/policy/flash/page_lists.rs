@@ -8,7 +8,7 @@
 //! one list walk per page. Nothing is allocated once the scratch vectors have
 //! grown.
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 
 /// Merges `add` (nodes in no list, sorted oldest first by `stamp`) into `list`
 /// (front = newest, ordered by `stamp`), keeping the order. `scratch` is reused.

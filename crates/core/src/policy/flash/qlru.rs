@@ -51,7 +51,7 @@
 //! later pages cannot be evicted by its earlier misses: then QLRU can differ
 //! from LRU, within a command. For single-page commands it equals LRU.
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::mode::ModeCache;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 use hashbrown::HashMap;

@@ -1,7 +1,7 @@
 //! Helpers shared by the flash policies' unit tests: drivers, random access
 //! streams, and comparisons against another policy or a plain model.
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::testing::{churn, read, write};
 use crate::policy::{Access, Effects, Io, Policy, Replacement};
 use crate::trace::Op;

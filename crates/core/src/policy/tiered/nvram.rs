@@ -73,7 +73,7 @@
 //! (none of the `paper` variants does) is written through, as in
 //! [`ModeCache`](crate::policy::ModeCache).
 
-use crate::policy::list::{Arena, List};
+use crate::list::{Arena, List};
 use crate::policy::{
     check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, Policy, PolicyInfo, PolicyStats, Replacement, Rules,
     Spec, SpecError, Tier,

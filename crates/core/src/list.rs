@@ -1,10 +1,17 @@
-//! Index-linked lists in one arena, with a key index: the building block of
-//! every list-based policy. Nodes are addressed by `u32`; several [`List`]s can
-//! share an [`Arena`] so a node moves between them (ARC's T1/T2/B1/B2) without
-//! reallocating. No `Rc`, no per-access allocation once the arena has grown.
+//! Index-linked lists: the one list building block of the crate. A [`List`]
+//! is a head, a tail and a length; its nodes are `u32` indices into a store
+//! that keeps each node's [`Links`] ([`LinkStore`]). The policies' store is an
+//! [`Arena`] (nodes with a key index); several [`List`]s can share one so a
+//! node moves between them (ARC's T1/T2/B1/B2) without reallocating. A node
+//! on two lists at once keeps a second pair of links in its value (LIRS's `S`
+//! and `Q`: `List<InVal>` over an `Arena<Links>`); other stores are plain
+//! vectors of records with a [`Links`] field (the hybrid FTL's log blocks;
+//! LFU's bucket chain stays hand-linked, see `lfu.rs`). No `Rc`, no per-access allocation once the store
+//! has grown; every list operation is monomorphised for its store.
 //!
-//! Memory per tracked key: a 16-byte node (key + two links) plus `T`, and about
-//! 5–9 bytes of hash index (a `u32` slot and a control byte per bucket).
+//! Memory per tracked key in an [`Arena`]: a 16-byte node (key + two links)
+//! plus `T`, and about 5–9 bytes of hash index (a `u32` slot and a control
+//! byte per bucket).
 //!
 //! Room grows with use: a structure sized by the cache reserves at most
 //! [`UPFRONT`] entries when it is made, then grows towards its limit as keys
@@ -13,6 +20,7 @@
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 use std::hash::BuildHasher;
+use std::marker::PhantomData;
 
 /// Marks "no node".
 pub const NIL: u32 = u32::MAX;
@@ -46,11 +54,46 @@ fn grow<T>(v: &mut Vec<T>, len: usize, limit: usize) {
     v.reserve_exact(want - v.len());
 }
 
+/// A node's neighbours on one list (`NIL` at the ends or off the list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Links {
+    pub prev: u32,
+    pub next: u32,
+}
+
+impl Links {
+    /// On no list.
+    pub const NONE: Links = Links { prev: NIL, next: NIL };
+}
+
+impl Default for Links {
+    fn default() -> Self {
+        Links::NONE
+    }
+}
+
+/// Which links of a node a list threads through: [`Own`] (the store's own
+/// links for the node) or [`InVal`] (a second pair kept in an arena node's value).
+pub trait Which {}
+/// A list through the store's own links (the default).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Own;
+/// A list through the [`Links`] an `Arena<Links>` keeps as each node's value.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InVal;
+impl Which for Own {}
+impl Which for InVal {}
+
+/// Where the nodes of a list keep their [`Links`], by node index.
+pub trait LinkStore<W: Which = Own> {
+    fn links(&self, idx: u32) -> &Links;
+    fn links_mut(&mut self, idx: u32) -> &mut Links;
+}
+
 #[derive(Clone, Debug)]
 pub struct Node<T> {
     pub key: u64,
-    prev: u32,
-    next: u32,
+    links: Links,
     pub val: T,
 }
 
@@ -109,10 +152,10 @@ impl<T> Arena<T> {
     /// Adds a node for `key` (which must not be present) and indexes it.
     pub fn insert(&mut self, key: u64, val: T) -> u32 {
         debug_assert!(self.find(key).is_none(), "key {key} inserted twice");
-        let node = Node { key, prev: NIL, next: NIL, val };
+        let node = Node { key, links: Links::NONE, val };
         let idx = if self.free != NIL {
             let idx = self.free;
-            self.free = self.nodes[idx as usize].next;
+            self.free = self.nodes[idx as usize].links.next;
             self.nodes[idx as usize] = node;
             idx
         } else {
@@ -140,9 +183,7 @@ impl<T> Arena<T> {
             }
             Err(_) => panic!("node {idx} not indexed"),
         }
-        let node = &mut self.nodes[idx as usize];
-        node.prev = NIL;
-        node.next = self.free;
+        self.nodes[idx as usize].links = Links { prev: NIL, next: self.free };
         self.free = idx;
         self.live -= 1;
         key
@@ -169,17 +210,48 @@ impl<T> Arena<T> {
     }
 }
 
-/// A doubly linked list of arena nodes. Front = most recent by convention.
-#[derive(Clone, Copy, Debug)]
-pub struct List {
+impl<T> LinkStore for Arena<T> {
+    #[inline]
+    fn links(&self, idx: u32) -> &Links {
+        &self.nodes[idx as usize].links
+    }
+    #[inline]
+    fn links_mut(&mut self, idx: u32) -> &mut Links {
+        &mut self.nodes[idx as usize].links
+    }
+}
+
+impl LinkStore<InVal> for Arena<Links> {
+    #[inline]
+    fn links(&self, idx: u32) -> &Links {
+        &self.nodes[idx as usize].val
+    }
+    #[inline]
+    fn links_mut(&mut self, idx: u32) -> &mut Links {
+        &mut self.nodes[idx as usize].val
+    }
+}
+
+/// A doubly linked list of nodes of a [`LinkStore`], through their `W` links.
+/// Front = most recent by convention.
+#[derive(Debug)]
+pub struct List<W: Which = Own> {
     head: u32,
     tail: u32,
     len: u32,
+    which: PhantomData<W>,
 }
 
-impl Default for List {
+impl<W: Which> Clone for List<W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W: Which> Copy for List<W> {}
+
+impl<W: Which> Default for List<W> {
     fn default() -> Self {
-        List { head: NIL, tail: NIL, len: 0 }
+        List { head: NIL, tail: NIL, len: 0, which: PhantomData }
     }
 }
 
@@ -187,6 +259,9 @@ impl List {
     pub fn new() -> Self {
         Self::default()
     }
+}
+
+impl<W: Which> List<W> {
     #[inline]
     pub fn len(&self) -> usize {
         self.len as usize
@@ -207,15 +282,11 @@ impl List {
     }
 
     #[inline]
-    pub fn push_front<T>(&mut self, a: &mut Arena<T>, idx: u32) {
+    pub fn push_front<S: LinkStore<W> + ?Sized>(&mut self, a: &mut S, idx: u32) {
         let old = self.head;
-        {
-            let n = &mut a.nodes[idx as usize];
-            n.prev = NIL;
-            n.next = old;
-        }
+        *a.links_mut(idx) = Links { prev: NIL, next: old };
         if old != NIL {
-            a.nodes[old as usize].prev = idx;
+            a.links_mut(old).prev = idx;
         } else {
             self.tail = idx;
         }
@@ -224,15 +295,11 @@ impl List {
     }
 
     #[inline]
-    pub fn push_back<T>(&mut self, a: &mut Arena<T>, idx: u32) {
+    pub fn push_back<S: LinkStore<W> + ?Sized>(&mut self, a: &mut S, idx: u32) {
         let old = self.tail;
-        {
-            let n = &mut a.nodes[idx as usize];
-            n.next = NIL;
-            n.prev = old;
-        }
+        *a.links_mut(idx) = Links { prev: old, next: NIL };
         if old != NIL {
-            a.nodes[old as usize].next = idx;
+            a.links_mut(old).next = idx;
         } else {
             self.head = idx;
         }
@@ -240,43 +307,101 @@ impl List {
         self.len += 1;
     }
 
+    /// Links `idx` (on no list) right after `at` (in this list), towards the back.
+    #[inline]
+    pub fn insert_after<S: LinkStore<W> + ?Sized>(&mut self, a: &mut S, at: u32, idx: u32) {
+        let next = a.links(at).next;
+        *a.links_mut(idx) = Links { prev: at, next };
+        a.links_mut(at).next = idx;
+        if next != NIL {
+            a.links_mut(next).prev = idx;
+        } else {
+            self.tail = idx;
+        }
+        self.len += 1;
+    }
+
     /// Unlinks `idx`, which must be in this list.
     #[inline]
-    pub fn unlink<T>(&mut self, a: &mut Arena<T>, idx: u32) {
-        let (prev, next) = {
-            let n = &a.nodes[idx as usize];
-            (n.prev, n.next)
-        };
+    pub fn unlink<S: LinkStore<W> + ?Sized>(&mut self, a: &mut S, idx: u32) {
+        let Links { prev, next } = *a.links(idx);
         if prev != NIL {
-            a.nodes[prev as usize].next = next;
+            a.links_mut(prev).next = next;
         } else {
             debug_assert_eq!(self.head, idx);
             self.head = next;
         }
         if next != NIL {
-            a.nodes[next as usize].prev = prev;
+            a.links_mut(next).prev = prev;
         } else {
             debug_assert_eq!(self.tail, idx);
             self.tail = prev;
         }
-        let n = &mut a.nodes[idx as usize];
-        n.prev = NIL;
-        n.next = NIL;
+        *a.links_mut(idx) = Links::NONE;
         self.len -= 1;
     }
 
     /// Moves `idx` (in this list) to the front.
     #[inline]
-    pub fn move_to_front<T>(&mut self, a: &mut Arena<T>, idx: u32) {
+    pub fn move_to_front<S: LinkStore<W> + ?Sized>(&mut self, a: &mut S, idx: u32) {
         if self.head != idx {
             self.unlink(a, idx);
             self.push_front(a, idx);
         }
     }
 
+    /// Unlinks and returns the back node.
+    #[inline]
+    pub fn pop_back<S: LinkStore<W> + ?Sized>(&mut self, a: &mut S) -> Option<u32> {
+        let idx = self.back()?;
+        self.unlink(a, idx);
+        Some(idx)
+    }
+
+    /// Unlinks and returns the front node.
+    #[inline]
+    pub fn pop_front<S: LinkStore<W> + ?Sized>(&mut self, a: &mut S) -> Option<u32> {
+        let idx = self.front()?;
+        self.unlink(a, idx);
+        Some(idx)
+    }
+
+    /// The node after `idx` (towards the back).
+    #[inline]
+    pub fn next_of<S: LinkStore<W> + ?Sized>(&self, a: &S, idx: u32) -> Option<u32> {
+        let n = a.links(idx).next;
+        (n != NIL).then_some(n)
+    }
+
+    /// The node before `idx` (towards the front).
+    #[inline]
+    pub fn prev_of<S: LinkStore<W> + ?Sized>(&self, a: &S, idx: u32) -> Option<u32> {
+        let p = a.links(idx).prev;
+        (p != NIL).then_some(p)
+    }
+
+    /// The nodes from front to back (the store stays borrowed meanwhile, so
+    /// no list can change).
+    pub fn nodes<'a, S: LinkStore<W> + ?Sized>(&self, a: &'a S) -> impl Iterator<Item = u32> + 'a {
+        let mut cur = self.head;
+        std::iter::from_fn(move || {
+            let idx = cur;
+            if idx == NIL {
+                return None;
+            }
+            cur = a.links(idx).next;
+            Some(idx)
+        })
+    }
+}
+
+impl<W: Which> List<W> {
     /// Unlinks and frees the node of `key`, which must be in this list if it is in
     /// the arena at all. Returns whether it was there.
-    pub fn remove_key<T>(&mut self, a: &mut Arena<T>, key: u64) -> bool {
+    pub fn remove_key<T>(&mut self, a: &mut Arena<T>, key: u64) -> bool
+    where
+        Arena<T>: LinkStore<W>,
+    {
         match a.find(key) {
             Some(idx) => {
                 self.unlink(a, idx);
@@ -287,58 +412,13 @@ impl List {
         }
     }
 
-    /// Unlinks and returns the back node.
-    #[inline]
-    pub fn pop_back<T>(&mut self, a: &mut Arena<T>) -> Option<u32> {
-        let idx = self.back()?;
-        self.unlink(a, idx);
-        Some(idx)
-    }
-
-    /// Unlinks and returns the front node.
-    #[inline]
-    pub fn pop_front<T>(&mut self, a: &mut Arena<T>) -> Option<u32> {
-        let idx = self.front()?;
-        self.unlink(a, idx);
-        Some(idx)
-    }
-
-    /// The node after `idx` (towards the back).
-    #[inline]
-    pub fn next_of<T>(&self, a: &Arena<T>, idx: u32) -> Option<u32> {
-        let n = a.nodes[idx as usize].next;
-        (n != NIL).then_some(n)
-    }
-
-    /// The node before `idx` (towards the front).
-    #[inline]
-    pub fn prev_of<T>(&self, a: &Arena<T>, idx: u32) -> Option<u32> {
-        let p = a.nodes[idx as usize].prev;
-        (p != NIL).then_some(p)
-    }
-
-    /// The nodes from front to back (the arena stays borrowed meanwhile, so
-    /// no list can change).
-    pub fn nodes<'a, T>(&self, a: &'a Arena<T>) -> impl Iterator<Item = u32> + 'a {
-        let mut cur = self.head;
-        std::iter::from_fn(move || {
-            let idx = cur;
-            if idx == NIL {
-                return None;
-            }
-            cur = a.nodes[idx as usize].next;
-            Some(idx)
-        })
-    }
-
     /// Keys from front to back (for tests and debugging).
-    pub fn keys<T>(&self, a: &Arena<T>) -> Vec<u64> {
+    pub fn keys<T>(&self, a: &Arena<T>) -> Vec<u64>
+    where
+        Arena<T>: LinkStore<W>,
+    {
         let mut out = Vec::with_capacity(self.len());
-        let mut cur = self.head;
-        while cur != NIL {
-            out.push(a.nodes[cur as usize].key);
-            cur = a.nodes[cur as usize].next;
-        }
+        out.extend(self.nodes(a).map(|idx| a.key(idx)));
         out
     }
 }
@@ -408,5 +488,39 @@ mod tests {
         }
         assert_eq!(l.nodes(&a).collect::<Vec<_>>(), vec![idx[2], idx[1], idx[0]]);
         assert_eq!(l.nodes(&a).map(|i| a.key(i)).collect::<Vec<_>>(), l.keys(&a));
+    }
+
+    #[test]
+    fn second_links_and_other_stores() {
+        // A node on two lists: its own links and the pair in its value.
+        let mut a: Arena<Links> = Arena::with_capacity(4);
+        let (mut own, mut second) = (List::new(), List::<InVal>::default());
+        let x = a.insert(1, Links::NONE);
+        let y = a.insert(2, Links::NONE);
+        own.push_front(&mut a, x);
+        own.push_front(&mut a, y);
+        second.push_front(&mut a, y);
+        second.push_front(&mut a, x);
+        assert_eq!((own.keys(&a), second.keys(&a)), (vec![2, 1], vec![1, 2]));
+        second.unlink(&mut a, x);
+        assert_eq!((own.keys(&a), second.keys(&a)), (vec![2, 1], vec![2]));
+        // A plain vector of links, with insertion after a node.
+        struct V(Vec<Links>);
+        impl LinkStore for V {
+            fn links(&self, idx: u32) -> &Links {
+                &self.0[idx as usize]
+            }
+            fn links_mut(&mut self, idx: u32) -> &mut Links {
+                &mut self.0[idx as usize]
+            }
+        }
+        let mut v = V(vec![Links::NONE; 4]);
+        let mut l = List::new();
+        l.push_front(&mut v, 0);
+        l.insert_after(&mut v, 0, 2);
+        l.insert_after(&mut v, 0, 1);
+        l.push_back(&mut v, 3);
+        assert_eq!(l.nodes(&v).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!((l.len(), l.back(), l.prev_of(&v, 3)), (4, Some(3), Some(2)));
     }
 }
