@@ -4,7 +4,7 @@ use crate::output;
 use crate::run::TraceInput;
 use anyhow::{bail, Result};
 use clap::Args;
-use ssdcache::mrc::{exact_lru, LruProfile, Point};
+use ssdcache::mrc::{exact_lru, Curve, Point};
 use ssdcache::sim::run::{parse_cache, parse_page, with_trace_name};
 use ssdcache::spec::split_list;
 use ssdcache::units::format_bytes;
@@ -35,27 +35,13 @@ pub struct MrcArgs {
     pub csv: bool,
 }
 
-/// One trace's curve as printed.
-#[derive(serde::Serialize)]
-struct Curve {
-    trace: String,
-    policy: &'static str,
-    method: &'static str,
-    page_bytes: u64,
-    requests: u64,
-    read_pages: u64,
-    write_pages: u64,
-    trims: u64,
-    footprint_pages: u64,
-    skipped: u64,
-    points: Vec<Point>,
-}
-
-/// A CSV row: the trace and policy beside each point's fields.
+/// A CSV row: the trace, policy and method beside each point's fields (the
+/// columns of Python's `ssdcache.mrc`).
 #[derive(serde::Serialize)]
 struct Row<'a> {
     trace: &'a str,
     policy: &'static str,
+    method: &'static str,
     #[serde(flatten)]
     point: &'a Point,
 }
@@ -85,7 +71,7 @@ pub fn run(args: MrcArgs) -> Result<()> {
             Some(bytes) => bytes.iter().map(|b| pages_in(*b, page_bytes, &name)).collect::<Result<Vec<u64>>>()?,
             None => profile.even_sizes(args.points),
         };
-        curves.push(curve(name, &profile, &sizes));
+        curves.push(profile.curve(name, &sizes));
     }
     if args.json {
         for c in &curves {
@@ -95,7 +81,9 @@ pub fn run(args: MrcArgs) -> Result<()> {
     } else if args.csv {
         let rows: Vec<Row> = curves
             .iter()
-            .flat_map(|c| c.points.iter().map(|point| Row { trace: &c.trace, policy: c.policy, point }))
+            .flat_map(|c| {
+                c.points.iter().map(|point| Row { trace: &c.trace, policy: c.policy, method: c.method, point })
+            })
             .collect();
         output::csv_rows(&rows, &[])
     } else {
@@ -109,22 +97,6 @@ fn pages_in(bytes: u64, page_bytes: u64, trace: &str) -> Result<u64> {
         bail!("{trace}: --cache {}: smaller than one page ({})", format_bytes(bytes), format_bytes(page_bytes));
     }
     Ok(bytes / page_bytes)
-}
-
-fn curve(trace: String, p: &LruProfile, sizes: &[u64]) -> Curve {
-    Curve {
-        trace,
-        policy: "lru",
-        method: "exact",
-        page_bytes: p.page_bytes,
-        requests: p.requests,
-        read_pages: p.read_pages,
-        write_pages: p.write_pages,
-        trims: p.trims,
-        footprint_pages: p.footprint_pages,
-        skipped: p.skipped,
-        points: sizes.iter().map(|&s| p.at(s)).collect(),
-    }
 }
 
 fn print(c: &Curve) {

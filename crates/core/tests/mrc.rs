@@ -43,9 +43,9 @@ fn exact_lru_curve_equals_sim_on_every_real_trace() {
             let c = run(&source, &lru(pages)).unwrap().counters;
             let p = profile.at(pages);
             assert_eq!(
-                (p.hits, p.read_hits, p.write_hits, p.request_hits, p.dirty_writebacks),
-                (c.hits, c.read_hits, c.write_hits, c.request_hits, c.dirty_writebacks),
-                "{name} at {pages} pages: (hits, read, write, request hits, write-backs), mrc vs sim"
+                (p.hits, p.read_hits, p.write_hits, p.request_hits, p.dirty_writebacks, p.dirty_at_end),
+                (c.hits, c.read_hits, c.write_hits, c.request_hits, c.dirty_writebacks, c.drain_writes),
+                "{name} at {pages} pages: (hits, read, write, request hits, write-backs, drained at the end), mrc vs sim"
             );
         }
     }

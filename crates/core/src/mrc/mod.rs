@@ -3,7 +3,7 @@
 //! [`exact_lru`] profiles LRU (write-back, the `sim` default) exactly, from
 //! stack distances ([`stack`]): for every cache size at once, the page hits
 //! (read and write apart), the request hits (a request hits when all its pages
-//! do), and the dirty write-backs. Its numbers equal those of `ssdcache sim
+//! do), the dirty write-backs, and the dirty pages left at the end. Its numbers equal those of `ssdcache sim
 //! --policy lru` at each size, with two exceptions it reports: trims (LRU with
 //! deletions is no longer a stack algorithm, see [`LruProfile::trims`]) and
 //! nothing else.
@@ -209,7 +209,7 @@ pub struct Point {
     pub request_miss_ratio: f64,
     /// Dirty pages evicted and written back during the run (`sim`'s `dirty_writebacks`).
     pub dirty_writebacks: u64,
-    /// Pages still dirty when the trace ends (`sim --drain` writes them back).
+    /// Pages still dirty when the trace ends (`sim` drains them: its `drain_writes`).
     pub dirty_at_end: u64,
 }
 
@@ -248,6 +248,23 @@ impl LruProfile {
         }
     }
 
+    /// The curve at `sizes` (pages), as `ssdcache mrc --json` prints it.
+    pub fn curve(&self, trace: String, sizes: &[u64]) -> Curve {
+        Curve {
+            trace,
+            policy: "lru",
+            method: "exact",
+            page_bytes: self.page_bytes,
+            requests: self.requests,
+            read_pages: self.read_pages,
+            write_pages: self.write_pages,
+            trims: self.trims,
+            footprint_pages: self.footprint_pages,
+            skipped: self.skipped,
+            points: sizes.iter().map(|&s| self.at(s)).collect(),
+        }
+    }
+
     /// `n` sizes evenly spaced up to the footprint (at least one page each).
     pub fn even_sizes(&self, n: u64) -> Vec<u64> {
         let top = self.footprint_pages.max(1);
@@ -255,6 +272,23 @@ impl LruProfile {
         sizes.dedup();
         sizes
     }
+}
+
+/// One trace's curve: what it was, and a [`Point`] per size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Curve {
+    pub trace: String,
+    pub policy: &'static str,
+    /// "exact": from stack distances, equal to a `sim` run at every size.
+    pub method: &'static str,
+    pub page_bytes: u64,
+    pub requests: u64,
+    pub read_pages: u64,
+    pub write_pages: u64,
+    pub trims: u64,
+    pub footprint_pages: u64,
+    pub skipped: u64,
+    pub points: Vec<Point>,
 }
 
 /// Profiles LRU on `source` with pages of `page_bytes`, in one streaming pass.

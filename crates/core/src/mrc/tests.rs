@@ -26,9 +26,12 @@ fn equals_sim_at_every_size(workload: &str) {
         let r = run(&source, &spec(pages)).unwrap();
         let p = profile.at(pages);
         let c = &r.counters;
-        let sim = (c.hits, c.read_hits, c.write_hits, c.request_hits, c.dirty_writebacks);
-        let ours = (p.hits, p.read_hits, p.write_hits, p.request_hits, p.dirty_writebacks);
-        assert_eq!(ours, sim, "{workload} at {pages} pages: (hits, read, write, request hits, write-backs)");
+        let sim = (c.hits, c.read_hits, c.write_hits, c.request_hits, c.dirty_writebacks, c.drain_writes);
+        let ours = (p.hits, p.read_hits, p.write_hits, p.request_hits, p.dirty_writebacks, p.dirty_at_end);
+        assert_eq!(
+            ours, sim,
+            "{workload} at {pages} pages: (hits, read, write, request hits, write-backs, drained at the end)"
+        );
     }
 }
 
