@@ -37,6 +37,7 @@ except ImportError as e:  # pragma: no cover - depends on the build
     ) from e
 
 from ._result import Result
+from ._mrc import mrc
 from ._run import simulate
 from ._sweep import sweep
 from ._trace import Trace, load
@@ -50,6 +51,7 @@ __all__ = [
     "simulate",
     "sweep",
     "load",
+    "mrc",
     "Result",
     "Trace",
     "policies",

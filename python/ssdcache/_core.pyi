@@ -65,6 +65,11 @@ def run(trace: Union[Trace, TraceDict, Mapping[str, Any]], spec: Union[Spec, Map
     """One simulation, the GIL released; the report as the JSON text `ssdcache sim --json`
     prints. Bad input raises ValueError with the CLI's message."""
 
+def mrc(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str],
+        cache: Union[list[Union[int, str]], None] = None, points: int = 20) -> str:
+    """The exact LRU miss-ratio curve in one pass (the GIL released), as the JSON text
+    `ssdcache mrc --json` prints. Bad input raises ValueError with the CLI's message."""
+
 def load(trace: Union[Trace, TraceDict, Mapping[str, Any]]) -> Trace:
     """Reads a trace into memory once (the GIL released)."""
 

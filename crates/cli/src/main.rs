@@ -1,6 +1,7 @@
 //! The `ssdcache` command.
 
 mod heap;
+mod mrc_cmd;
 mod output;
 mod plot;
 mod policies;
@@ -28,6 +29,9 @@ enum Command {
     /// With no arguments, runs every classic policy on a bundled synthetic workload.
     /// Lists (--policy, --cache, --mode, repeated --trace/--gen) run every combination in parallel.
     Sim(run::SimArgs),
+    /// Miss-ratio curve of a trace in one pass: every cache size's LRU misses
+    /// (read, write, request) and dirty write-backs, exact, from stack distances.
+    Mrc(mrc_cmd::MrcArgs),
     /// List every policy with its parameters and defaults, and the cache modes.
     Policies,
     /// List the backing device models (--device), their parameters and presets.
@@ -72,6 +76,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Sim(args) => run::sim(args),
+        Command::Mrc(args) => mrc_cmd::run(args),
         Command::Policies => {
             policies::print();
             Ok(())

@@ -432,11 +432,19 @@ fn csv_cell(v: &serde_json::Value) -> String {
 }
 
 pub fn csv(reports: &[Report]) -> Result<()> {
+    // (a series is a list per run: --json carries it)
+    csv_rows(reports, &["series"])
+}
+
+/// Prints `rows` as CSV: a header from the first row's fields, then one line
+/// per row; fields named in `drop` are left out.
+pub fn csv_rows<T: serde::Serialize>(rows: &[T], drop: &[&str]) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    for (i, r) in reports.iter().enumerate() {
+    for (i, r) in rows.iter().enumerate() {
         let serde_json::Value::Object(mut map) = serde_json::to_value(r)? else { unreachable!() };
-        // (a series is a list per run: --json carries it)
-        map.remove("series");
+        for field in drop {
+            map.remove(*field);
+        }
         if i == 0 {
             writeln!(out, "{}", map.keys().cloned().collect::<Vec<_>>().join(","))?;
         }

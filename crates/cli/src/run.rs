@@ -20,8 +20,9 @@ pub const DEFAULT_GEN: &str = "mix(zipf(alpha=0.9,keys=16384,read=70%,unit=bytes
 const DEFAULT_POLICIES: &str = "lru,fifo,clock,lfu,2q,arc,lirs,s3fifo,belady";
 const DEFAULT_CACHES: &str = "4MiB,16MiB";
 
+/// Where requests come from: trace files or generator specs, and how to read them.
 #[derive(Args, Debug)]
-pub struct SimArgs {
+pub struct TraceInput {
     /// Trace file(s); repeat for several. Compressed (gz, xz, bz2, zstd) files read transparently.
     #[arg(long, short)]
     pub trace: Vec<PathBuf>,
@@ -37,6 +38,28 @@ pub struct SimArgs {
     /// Column mapping for --format csv, e.g. 'time=0,op=1,offset=2,size=3'.
     #[arg(long)]
     pub csv_columns: Option<String>,
+}
+
+impl TraceInput {
+    /// The sources named, or the bundled default workload when none is.
+    pub fn sources(&self) -> Result<Vec<TraceSource>> {
+        let mut out = self
+            .trace
+            .iter()
+            .map(|p| TraceSource::file(p, self.format, self.skip_bad, self.csv_columns.as_deref()))
+            .collect::<Result<Vec<TraceSource>, SimError>>()?;
+        out.extend(self.gen.iter().map(|g| TraceSource::Gen(g.clone())));
+        if out.is_empty() {
+            out.push(TraceSource::Gen(DEFAULT_GEN.to_string()));
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub input: TraceInput,
     /// Policy spec(s), comma-separated: NAME or NAME(key=value,...). `ssdcache policies` lists them.
     #[arg(long, short)]
     pub policy: Option<String>,
@@ -86,19 +109,6 @@ pub struct SimArgs {
     pub jobs: Option<usize>,
 }
 
-fn sources(args: &SimArgs) -> Result<Vec<TraceSource>> {
-    let mut out = args
-        .trace
-        .iter()
-        .map(|p| TraceSource::file(p, args.format, args.skip_bad, args.csv_columns.as_deref()))
-        .collect::<Result<Vec<TraceSource>, SimError>>()?;
-    out.extend(args.gen.iter().map(|g| TraceSource::Gen(g.clone())));
-    if out.is_empty() {
-        out.push(TraceSource::Gen(DEFAULT_GEN.to_string()));
-    }
-    Ok(out)
-}
-
 pub fn sim(args: SimArgs) -> Result<()> {
     check_repeat(args.repeat)?;
     let page_bytes = parse_page(&args.page)?;
@@ -113,7 +123,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
     }
     let queues = queues(&args)?;
     let interval = args.interval.as_deref().map(parse_interval).transpose()?;
-    let mut sources = sources(&args)?;
+    let mut sources = args.input.sources()?;
     let mut grid = Vec::new();
     for s in 0..sources.len() {
         for p in &policies {
@@ -153,7 +163,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
             let was_file = matches!(s, TraceSource::File { .. });
             *s = s.load().map_err(|e| with_trace_name(e, s))?;
             if let TraceSource::Memory { format, name, skipped, .. } = s {
-                if was_file && args.format == Format::Auto {
+                if was_file && args.input.format == Format::Auto {
                     eprintln!("{name}: format {format} (auto)");
                 }
                 if *skipped > 0 {

@@ -1,4 +1,4 @@
-//! `ssdcache sim` on hostile input, run as the built binary: bad values are
+//! `ssdcache sim` and `ssdcache mrc` on hostile input, run as the built binary: bad values are
 //! one-line errors with exit status 2, and odd but valid input does not make
 //! memory or threads grow without bound.
 
@@ -27,8 +27,13 @@ impl Drop for Temp {
 
 /// Runs `ssdcache sim ARGS` with heap statistics on.
 fn sim(args: &[&str]) -> Output {
+    ssdcache("sim", args)
+}
+
+/// Runs `ssdcache COMMAND ARGS` with heap statistics on.
+fn ssdcache(command: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ssdcache"))
-        .arg("sim")
+        .arg(command)
         .args(args)
         .env("SSDCACHE_HEAP_STATS", "1")
         .output()
@@ -217,4 +222,30 @@ fn jobs_5000_on_one_run_does_not_start_5000_threads() {
     // A sweep still runs every combination.
     let o = sim(&["-t", t.path(), "-f", "ssdsim", "-p", "lru,fifo,arc", "-c", "1MiB,2MiB", "-j", "5000", "--json"]);
     assert_eq!(ok_json(&o).len(), 6);
+}
+
+#[test]
+fn mrc_memory_follows_the_footprint_not_the_trace() {
+    // 2 M requests over 5,000 keys: a tree grown with the trace would take 8 MB;
+    // compacted, it and everything else stay under 2 MB (0.9 MB measured).
+    let o = ssdcache("mrc", &["--gen", "zipf(keys=5000,requests=2M,read=60%)", "--points", "3", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(heap_peak(&o) < 2 * MB, "peak heap {} bytes", heap_peak(&o));
+}
+
+#[test]
+fn mrc_bad_arguments_are_one_line_errors() {
+    for (args, says) in [
+        (&["--gen", "zipf(keys=10,requests=10)", "--policy", "arc"][..], "lru only"),
+        (&["--gen", "zipf(keys=10,requests=10)", "--points", "0"][..], "--points 0"),
+        (&["--gen", "zipf(keys=10,requests=10)", "--cache", "100B"][..], "smaller than one page"),
+        (&["--gen", "zipf(keys=10,requests=10)", "--page", "0"][..], "--page"),
+        (&["--trace", "/nonexistent/trace.csv"][..], "/nonexistent/trace.csv"),
+    ] {
+        let o = ssdcache("mrc", args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }

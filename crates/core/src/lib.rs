@@ -9,6 +9,7 @@ pub mod device;
 pub mod key;
 pub mod list;
 pub mod metrics;
+pub mod mrc;
 pub mod policy;
 pub mod sim;
 pub mod spec;

@@ -294,6 +294,47 @@ fn run(py: Python<'_>, trace: &Bound<'_, PyAny>, spec: &Bound<'_, PyAny>) -> PyR
     Ok(py.detach(|| guarded(|| convert::run_json(&source, &spec, repeat).map_err(|e| convert::one_line(&e))))?)
 }
 
+/// The exact LRU miss-ratio curve of a trace in one pass, as the JSON text
+/// `ssdcache mrc --json` prints: at `cache` sizes (bytes or "64MiB" each), or
+/// at `points` sizes evenly spaced up to the footprint.
+#[pyfunction]
+#[pyo3(signature = (trace, page, cache=None, points=20))]
+fn mrc(
+    py: Python<'_>,
+    trace: &Bound<'_, PyAny>,
+    page: &Bound<'_, PyAny>,
+    cache: Option<Vec<Bound<'_, PyAny>>>,
+    points: u64,
+) -> PyResult<String> {
+    let page = ssdcache::sim::run::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
+    let sizes: Option<Vec<u64>> = cache
+        .map(|list| {
+            list.iter()
+                .map(|c| {
+                    let bytes =
+                        ssdcache::sim::run::parse_cache(&size("cache", c)?).map_err(|e| value_error(e.to_string()))?;
+                    if bytes < page {
+                        return Err(value_error(format!("cache: {bytes} bytes is smaller than one page ({page})")));
+                    }
+                    Ok(bytes / page)
+                })
+                .collect::<PyResult<Vec<u64>>>()
+        })
+        .transpose()?;
+    if !(1..=100_000).contains(&points) {
+        return Err(value_error(format!("points must be 1 to 100000, not {points}")));
+    }
+    let source = source_of(trace)?;
+    Ok(py.detach(|| {
+        guarded(|| {
+            let profile = ssdcache::mrc::exact_lru(&source, page)
+                .map_err(|e| convert::one_line(&ssdcache::sim::run::with_trace_name(e, &source)))?;
+            let sizes = sizes.unwrap_or_else(|| profile.even_sizes(points));
+            serde_json::to_string(&profile.curve(source.name(), &sizes)).map_err(|e| e.to_string())
+        })
+    })?)
+}
+
 /// A trace read into memory once, to replay many times without reparsing.
 #[pyclass(module = "ssdcache._core", name = "Trace", frozen)]
 struct Trace {
@@ -435,6 +476,7 @@ fn modes() -> Vec<&'static str> {
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(mrc, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(generators, m)?)?;

@@ -1,0 +1,313 @@
+//! Miss-ratio curves: every cache size's result from one pass over a trace.
+//!
+//! [`exact_lru`] profiles LRU (write-back, the `sim` default) exactly, from
+//! stack distances ([`stack`]): for every cache size at once, the page hits
+//! (read and write apart), the request hits (a request hits when all its pages
+//! do), the dirty write-backs, and the dirty pages left at the end. Its numbers equal those of `ssdcache sim
+//! --policy lru` at each size, with two exceptions it reports: trims (LRU with
+//! deletions is no longer a stack algorithm, see [`LruProfile::trims`]) and
+//! nothing else.
+//!
+//! Write-backs in the same pass: a dirty page is written back when it is
+//! evicted, and in a cache of C pages it is evicted before its next use exactly
+//! when that use's stack distance exceeds C. Each key keeps the smallest size
+//! from which it is still dirty (`dirty_from`: 1 after a write, then the largest
+//! distance it has reached since); a use at distance d ends the dirty life of
+//! the sizes `dirty_from..d`, which is one write-back each, added to a
+//! difference array over sizes.
+
+pub mod stack;
+
+use crate::sim::run::TraceSource;
+use crate::sim::{pages_of, SimError};
+use crate::trace::{Op, Request, BATCH};
+use serde::Serialize;
+use stack::Stack;
+
+/// Counts over distances: `hist[d]` uses at stack distance d (index 0 unused).
+#[derive(Default)]
+struct Histogram(Vec<u64>);
+
+impl Histogram {
+    fn add(&mut self, d: u64) {
+        let d = d as usize;
+        if d >= self.0.len() {
+            self.0.resize(d + 1, 0);
+        }
+        self.0[d] += 1;
+    }
+
+    /// `out[c]` = uses at distance ≤ c, for c in 0..len.
+    fn cumulative(&self, len: usize) -> Vec<u64> {
+        let mut sum = 0;
+        (0..len)
+            .map(|c| {
+                sum += self.0.get(c).copied().unwrap_or(0);
+                sum
+            })
+            .collect()
+    }
+}
+
+/// Changes over sizes: `diff[c]` is added to every size ≥ c.
+#[derive(Default)]
+struct SizeDiff(Vec<i64>);
+
+impl SizeDiff {
+    fn add(&mut self, from: u64, delta: i64) {
+        let c = from as usize;
+        if c >= self.0.len() {
+            self.0.resize(c + 1, 0);
+        }
+        self.0[c] += delta;
+    }
+
+    fn cumulative(&self, len: usize) -> Vec<u64> {
+        let mut sum = 0i64;
+        (0..len)
+            .map(|c| {
+                sum += self.0.get(c).copied().unwrap_or(0);
+                sum as u64
+            })
+            .collect()
+    }
+}
+
+/// One pass's worth of counting (see the module doc).
+#[derive(Default)]
+struct Profiler {
+    stack: Stack,
+    read: Histogram,
+    write: Histogram,
+    request: Histogram,
+    writebacks: SizeDiff,
+    requests: u64,
+    read_pages: u64,
+    write_pages: u64,
+    trims: u64,
+    distinct: u64,
+}
+
+impl Profiler {
+    /// One page use; returns its stack distance (`u64::MAX` on a first use).
+    fn access(&mut self, key: u64, write: bool) -> u64 {
+        let (distance, e) = self.stack.access(key);
+        let d = match distance {
+            Some(d) => {
+                if e.dirty_from != 0 && d > e.dirty_from {
+                    // evicted dirty, so written back, in every cache of dirty_from..d pages
+                    self.writebacks.add(e.dirty_from, 1);
+                    self.writebacks.add(d, -1);
+                }
+                e.dirty_from = if write {
+                    1
+                } else if e.dirty_from != 0 {
+                    e.dirty_from.max(d)
+                } else {
+                    0
+                };
+                d
+            }
+            None => {
+                e.dirty_from = u64::from(write);
+                self.distinct += 1;
+                u64::MAX
+            }
+        };
+        if d != u64::MAX {
+            if write { &mut self.write } else { &mut self.read }.add(d);
+        }
+        d
+    }
+
+    fn request(&mut self, r: &Request, keys: impl Iterator<Item = u64>) {
+        self.requests += 1;
+        match r.op {
+            Op::Trim => {
+                self.trims += 1;
+                for key in keys {
+                    self.stack.remove(key);
+                }
+            }
+            op => {
+                let write = op == Op::Write;
+                let mut worst = 0;
+                for key in keys {
+                    worst = worst.max(self.access(key, write));
+                    *if write { &mut self.write_pages } else { &mut self.read_pages } += 1;
+                }
+                if worst != u64::MAX {
+                    self.request.add(worst);
+                }
+            }
+        }
+    }
+
+    fn finish(mut self, page_bytes: u64, skipped: u64) -> LruProfile {
+        let len = self.stack.len().max(self.distinct as usize) + 2;
+        // A page dirty from size `from` and now at depth `depth` was evicted, so
+        // written back, in caches of from..depth pages; it is still dirty in larger ones.
+        let mut dirty_end = SizeDiff::default();
+        for (e, depth) in self.stack.entries().filter(|(e, _)| e.dirty_from != 0) {
+            let still = e.dirty_from.max(depth);
+            self.writebacks.add(e.dirty_from, 1);
+            self.writebacks.add(still, -1);
+            dirty_end.add(still, 1);
+        }
+        LruProfile {
+            page_bytes,
+            requests: self.requests,
+            read_pages: self.read_pages,
+            write_pages: self.write_pages,
+            trims: self.trims,
+            footprint_pages: self.distinct,
+            skipped,
+            read_hits: self.read.cumulative(len),
+            write_hits: self.write.cumulative(len),
+            request_hits: self.request.cumulative(len),
+            writebacks: self.writebacks.cumulative(len),
+            dirty_at_end: dirty_end.cumulative(len),
+        }
+    }
+}
+
+/// Every cache size's LRU result, from [`exact_lru`].
+pub struct LruProfile {
+    pub page_bytes: u64,
+    pub requests: u64,
+    pub read_pages: u64,
+    pub write_pages: u64,
+    /// Trim requests. A trim removes its pages from the cache, which leaves
+    /// a free slot that only sizes holding the page have; LRU with deletions
+    /// is not a stack algorithm, so with trims the curve (which drops the page
+    /// from the stack) is exact only at sizes ≥ the footprint.
+    pub trims: u64,
+    /// Distinct pages used (trimmed and reused pages count once per life).
+    pub footprint_pages: u64,
+    /// Malformed records skipped (`--skip-bad`).
+    pub skipped: u64,
+    read_hits: Vec<u64>,
+    write_hits: Vec<u64>,
+    request_hits: Vec<u64>,
+    writebacks: Vec<u64>,
+    dirty_at_end: Vec<u64>,
+}
+
+/// One cache size's result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    pub cache_pages: u64,
+    pub cache_bytes: u64,
+    pub hits: u64,
+    pub read_hits: u64,
+    pub write_hits: u64,
+    pub misses: u64,
+    pub miss_ratio: f64,
+    pub read_miss_ratio: f64,
+    pub write_miss_ratio: f64,
+    pub request_hits: u64,
+    pub request_miss_ratio: f64,
+    /// Dirty pages evicted and written back during the run (`sim`'s `dirty_writebacks`).
+    pub dirty_writebacks: u64,
+    /// Pages still dirty when the trace ends (`sim` drains them: its `drain_writes`).
+    pub dirty_at_end: u64,
+}
+
+/// part / whole, 0 for an empty whole (no writes: no write misses).
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+impl LruProfile {
+    /// The result of a cache of `pages` pages.
+    pub fn at(&self, pages: u64) -> Point {
+        let last = self.read_hits.len() - 1;
+        let c = (pages as usize).min(last);
+        let (read_hits, write_hits) = (self.read_hits[c], self.write_hits[c]);
+        let hits = read_hits + write_hits;
+        let all = self.read_pages + self.write_pages;
+        let page_requests = self.requests - self.trims;
+        Point {
+            cache_pages: pages,
+            cache_bytes: pages * self.page_bytes,
+            hits,
+            read_hits,
+            write_hits,
+            misses: all - hits,
+            miss_ratio: ratio(all - hits, all),
+            read_miss_ratio: ratio(self.read_pages - read_hits, self.read_pages),
+            write_miss_ratio: ratio(self.write_pages - write_hits, self.write_pages),
+            request_hits: self.request_hits[c],
+            request_miss_ratio: ratio(page_requests - self.request_hits[c], page_requests),
+            dirty_writebacks: self.writebacks[c],
+            dirty_at_end: self.dirty_at_end[c],
+        }
+    }
+
+    /// The curve at `sizes` (pages), as `ssdcache mrc --json` prints it.
+    pub fn curve(&self, trace: String, sizes: &[u64]) -> Curve {
+        Curve {
+            trace,
+            policy: "lru",
+            method: "exact",
+            page_bytes: self.page_bytes,
+            requests: self.requests,
+            read_pages: self.read_pages,
+            write_pages: self.write_pages,
+            trims: self.trims,
+            footprint_pages: self.footprint_pages,
+            skipped: self.skipped,
+            points: sizes.iter().map(|&s| self.at(s)).collect(),
+        }
+    }
+
+    /// `n` sizes evenly spaced up to the footprint (at least one page each).
+    pub fn even_sizes(&self, n: u64) -> Vec<u64> {
+        let top = self.footprint_pages.max(1);
+        let mut sizes: Vec<u64> = (1..=n).map(|i| (top * i).div_ceil(n).max(1)).collect();
+        sizes.dedup();
+        sizes
+    }
+}
+
+/// One trace's curve: what it was, and a [`Point`] per size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Curve {
+    pub trace: String,
+    pub policy: &'static str,
+    /// "exact": from stack distances, equal to a `sim` run at every size.
+    pub method: &'static str,
+    pub page_bytes: u64,
+    pub requests: u64,
+    pub read_pages: u64,
+    pub write_pages: u64,
+    pub trims: u64,
+    pub footprint_pages: u64,
+    pub skipped: u64,
+    pub points: Vec<Point>,
+}
+
+/// Profiles LRU on `source` with pages of `page_bytes`, in one streaming pass.
+pub fn exact_lru(source: &TraceSource, page_bytes: u64) -> Result<LruProfile, SimError> {
+    if page_bytes == 0 {
+        return Err(SimError::Config("--page: a page has at least one byte".into()));
+    }
+    let (mut reader, _format) = source.open()?;
+    let unit = reader.unit();
+    let mut p = Profiler::default();
+    let mut batch = Vec::with_capacity(BATCH);
+    while reader.read_batch(&mut batch, BATCH)? > 0 {
+        for r in &batch {
+            let pages = pages_of(r, unit, page_bytes, p.requests)?;
+            p.request(r, pages.keys());
+        }
+    }
+    Ok(p.finish(page_bytes, reader.skipped()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+use super::*;
+use crate::policy::Mode;
+use crate::sim::run::{run, RunSpec};
+
+fn spec(cache_pages: u64) -> RunSpec {
+    RunSpec {
+        policy: "lru".into(),
+        cache_bytes: cache_pages * 4096,
+        page_bytes: 4096,
+        mode: Mode::WriteBack,
+        device: None,
+        cache_device: None,
+        interval: None,
+        queue: None,
+    }
+}
+
+/// The profile at every size from 1 page to past the footprint equals a
+/// separate `sim` run of LRU at that size: page, read, write and request hits,
+/// and dirty write-backs.
+fn equals_sim_at_every_size(workload: &str) {
+    let source = TraceSource::Gen(workload.into()).load().unwrap();
+    let profile = exact_lru(&source, 4096).unwrap();
+    assert!(profile.footprint_pages > 20, "{workload}: too small to test");
+    for pages in 1..=profile.footprint_pages + 2 {
+        let r = run(&source, &spec(pages)).unwrap();
+        let p = profile.at(pages);
+        let c = &r.counters;
+        let sim = (c.hits, c.read_hits, c.write_hits, c.request_hits, c.dirty_writebacks, c.drain_writes);
+        let ours = (p.hits, p.read_hits, p.write_hits, p.request_hits, p.dirty_writebacks, p.dirty_at_end);
+        assert_eq!(
+            ours, sim,
+            "{workload} at {pages} pages: (hits, read, write, request hits, write-backs, drained at the end)"
+        );
+    }
+}
+
+#[test]
+fn single_pages_with_reads_and_writes() {
+    equals_sim_at_every_size("zipf(alpha=0.8,keys=300,requests=4000,read=70%,seed=3)");
+}
+
+#[test]
+fn multi_page_requests_and_partial_writes() {
+    // byte-addressed requests of 1–5 pages, misaligned: request hits need every page,
+    // partial writes read before writing (which changes no hit)
+    equals_sim_at_every_size("uniform(keys=200,requests=1500,read=60%,size=1KiB..20KiB,align=1KiB,seed=5)");
+}
+
+#[test]
+fn a_scan_loop_misses_until_it_fits() {
+    equals_sim_at_every_size("mix(loop(keys=60,read=50%),zipf(keys=100,read=0%),weights=50%/50%,requests=1200,seed=2)");
+}
+
+#[test]
+fn sizes_are_even_and_reach_the_footprint() {
+    let source = TraceSource::Gen("zipf(keys=1000,requests=5000,seed=1)".into());
+    let p = exact_lru(&source, 4096).unwrap();
+    let sizes = p.even_sizes(4);
+    assert_eq!(sizes.len(), 4);
+    assert_eq!(*sizes.last().unwrap(), p.footprint_pages);
+    assert!(sizes.windows(2).all(|w| w[0] < w[1]));
+    let full = p.at(p.footprint_pages);
+    assert_eq!(full.misses, p.footprint_pages, "at the footprint only first uses miss");
+    assert_eq!(full.dirty_writebacks, 0, "nothing is evicted");
+}
+
+#[test]
+fn a_zero_page_is_refused() {
+    let source = TraceSource::Gen("zipf(keys=10,requests=10)".into());
+    assert!(matches!(exact_lru(&source, 0), Err(SimError::Config(_))));
+}
+
+#[test]
+fn dirty_pages_at_the_end_are_those_not_yet_evicted() {
+    // write A, write B: a one-page cache evicts A dirty (one write-back) and
+    // ends with B dirty; a two-page cache ends with both dirty.
+    let source = TraceSource::Gen("mix(scan(length=2,read=0%),weights=100%,requests=2,seed=1)".into());
+    let p = exact_lru(&source, 4096).unwrap();
+    assert_eq!((p.at(1).dirty_writebacks, p.at(1).dirty_at_end), (1, 1));
+    assert_eq!((p.at(2).dirty_writebacks, p.at(2).dirty_at_end), (0, 2));
+}
