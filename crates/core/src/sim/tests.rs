@@ -67,8 +67,8 @@ fn modes_differ_as_documented() {
     let wt = sim("lru", Mode::WriteThrough, 8, reqs.clone());
     assert_eq!((wt.hits, wt.backing_writes, wt.drain_writes), (2, 2, 0));
     let ro = sim("lru", Mode::ReadOnly, 8, reqs.clone());
-    // the write invalidates page 0, so the second read misses
-    assert_eq!((ro.hits, ro.backing_reads, ro.backing_writes, ro.invalidations), (1, 2, 2, 1));
+    // the write invalidates page 0 (not a hit), so the second read misses
+    assert_eq!((ro.hits, ro.backing_reads, ro.backing_writes, ro.invalidations), (0, 2, 2, 1));
     let wo = sim("lru", Mode::WriteOnly, 8, reqs.clone());
     // the first read is not inserted, the write is; the second read hits the written page
     assert_eq!((wo.hits, wo.backing_reads, wo.drain_writes), (1, 1, 2));

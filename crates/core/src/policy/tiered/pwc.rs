@@ -1024,7 +1024,7 @@ mod tests {
         assert_eq!(go(read(1, 1)), (true, vec![], 1, 0));
         assert_eq!(
             go(write(1, 2)),
-            (true, vec![Io::Invalidate { key: 1, dirty: false }, Io::WriteThrough { key: 1 }], 0, 0)
+            (false, vec![Io::Invalidate { key: 1, dirty: false }, Io::WriteThrough { key: 1 }], 0, 0)
         );
         assert!(!go(read(1, 3)).0);
         assert_eq!(go(write(2, 4)), (false, vec![Io::WriteThrough { key: 2 }], 1, 0));
