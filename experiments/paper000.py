@@ -87,7 +87,7 @@ def run(workload, source, cache, systems, **kw):
     df = sweep(source, list(systems.values()), cache, **DEV, **kw)
     rows, series = [], {}
     for name, r in zip(systems, reports(df)):
-        series[name] = r["series"]
+        series[name] = r.get("series", [])
         rows.append(row(workload, cache, name, r))
     return rows, series, df
 
@@ -147,6 +147,21 @@ def main():
         r, series, df = run(f"{label} x10", path, cache, real, repeat=10, interval=f"{period}ns")
         rows += r
         plot(out, f"{label}, replayed 10 times", f"days_{label.split()[0].lower()}.png", series)
+    # Ablation: the segment size, i.e. what a real-time fill costs (4 KiB = the page-unit LRU).
+    sizes = ["4KiB", "16KiB", "64KiB", "128KiB", "256KiB", "1MiB"]
+    ab = {f"{kind} {size}": f"{spec}segment={size})" for size in sizes
+          for kind, spec in [("LRU seg", "segment-lru(mode=read-only,"), ("PWC", "pwc(period=24h,idle=1h,")]}
+    r, _, _ = run("desktop 10 d, segment ablation", DESKTOP, "2GiB", ab)
+    rows += r
+    by = {x["system"]: x for x in r}
+    md += "\nDesktop, 10 days, 2 GiB: segment size (read-only segment LRU vs PWC), totals\n\n"
+    md += markdown(["segment", "LRU seg served %", "LRU seg HDD s", "LRU seg MB/s", "PWC served %", "PWC MB/s",
+                    "PWC MB/s req", "PWC / LRU seg"],
+                   [[size, by[f"LRU seg {size}"]["served_pct"], by[f"LRU seg {size}"]["hdd_s"],
+                     by[f"LRU seg {size}"]["throughput_mb_s"], by[f"PWC {size}"]["served_pct"],
+                     by[f"PWC {size}"]["throughput_mb_s"], by[f"PWC {size}"]["throughput_req_mb_s"],
+                     by[f"PWC {size}"]["throughput_mb_s"] / by[f"LRU seg {size}"]["throughput_mb_s"]]
+                    for size in sizes])
     md += "\nTotals (real traces: segment-unit systems use 128 KiB segments)\n\n"
     md += markdown(["workload", "cache", "system", "hit %", "served %", "served bytes %", "HDD s", "SSD s",
                     "maintenance s", "MB/s", "MB/s req"],
