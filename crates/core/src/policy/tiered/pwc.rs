@@ -68,8 +68,11 @@
 //! and write-only / read-only contradict the segment cache.
 //!
 //! The paper's baseline, "an LRU SSD cache that cannot cache writes" (a write
-//! to a cached block evicts it from the SSD and goes to the HDD, §1, §4.1), is
-//! exactly `lru(mode=read-only)` (tested below).
+//! to a cached block evicts it from the SSD and goes to the HDD, §1, §4.1),
+//! managed in segments and filled in real time (§4.2), is
+//! `segment-lru(mode=read-only)` (`tiered::segment_lru`); its page-unit
+//! variant, whose fills cost nearly nothing, is `lru(mode=read-only)` (tested
+//! below).
 //!
 //! **Choices where the paper is silent** (our reading):
 //! - Hot is `frequency >= threshold` (§3.4 and Fig. 4 say "20 or more"; §3.3
@@ -1095,9 +1098,9 @@ mod tests {
         assert_eq!(procedure(&mut p), expect);
     }
 
-    /// Paper 000's baseline, an LRU SSD cache that cannot cache writes, is
-    /// `lru(mode=read-only)`: reads are cached; a write to a cached block
-    /// evicts it and goes to the HDD; a write miss goes to the HDD uncached.
+    /// Paper 000's baseline in page units, `lru(mode=read-only)`: reads are
+    /// cached; a write to a cached block evicts it and goes to the HDD (not a
+    /// hit); a write miss goes to the HDD uncached.
     #[test]
     fn the_papers_lru_baseline_is_lru_read_only() {
         let ctx = BuildCtx { capacity: 2, mode: Mode::ReadOnly, page_bytes: 4096 };
