@@ -64,6 +64,9 @@ class Result:
     hits: int
     read_hits: int
     write_hits: int
+    served_pages: int
+    served_bytes: int
+    write_hits_to_backing: int
     backing_reads: int
     backing_writes: int
     read_for_write: int
@@ -93,6 +96,8 @@ class Result:
     read_hit_ratio: float
     write_hit_ratio: float
     request_hit_ratio: float
+    served_ratio: float
+    served_bytes_ratio: float
     backing_accesses: int
     skipped: int
     device: str

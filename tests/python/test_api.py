@@ -107,10 +107,30 @@ def test_core_traces_are_traces_too():
     assert df.iloc[0].to_dict() == df.iloc[1].to_dict()
 
 
+def test_served_columns_beside_the_hit_ratio():
+    """Paper 000's measure: the share served without the backing device, in the
+    report, the DataFrame and the series; a read-only cache's invalidating
+    writes are not hits, a write-through write hit is a hit but not served."""
+    df = ssdcache.sweep(GEN, ["lru(mode=read-only)", "lru(mode=write-through)", "segment-lru(mode=read-only)"],
+                        "1MiB", interval="1s", progress=False)
+    for col in ("served_pages", "served_ratio", "served_bytes", "served_bytes_ratio", "write_hits_to_backing"):
+        assert col in df.columns
+    ro, wt, seg = (r for _, r in df.iterrows())
+    assert ro["served_ratio"] == pytest.approx(ro["served_pages"] / ro["pages"])
+    assert ro["served_bytes_ratio"] == pytest.approx(ro["served_bytes"] / (ro["read_bytes"] + ro["write_bytes"]))
+    assert ro["write_hits"] == 0 and ro["hits"] == ro["served_pages"] and ro["invalidations"] > 0
+    assert wt["write_hits_to_backing"] == wt["write_hits"] > 0
+    assert wt["served_pages"] == wt["read_hits"] < wt["hits"]
+    assert seg["write_hits"] == 0 and seg["served_pages"] == seg["read_hits"]
+    series = df.attrs["series"][0]
+    assert sum(b["served_pages"] for b in series) == ro["served_pages"]
+    assert all(b["served_ratio"] == pytest.approx(b["served_pages"] / b["pages"]) for b in series)
+
+
 def test_catalogues():
     pols = ssdcache.policies()
     names = [p["name"] for p in pols]
-    for n in ("lru", "arc", "belady", "cflru", "qlru", "abm", "pwc"):
+    for n in ("lru", "arc", "belady", "cflru", "qlru", "abm", "pwc", "segment-lru"):
         assert n in names
     arc = pols[names.index("2q")]
     assert {"name", "about", "params"} <= set(arc)

@@ -105,6 +105,15 @@ pub fn detail(r: &Report) {
         ),
         ("hits / misses", format!("{} / {}", thousands(c.hits), thousands(r.misses))),
         (
+            "served by the cache",
+            format!(
+                "{} of page accesses, {} of bytes  (no backing I/O for the access's own data)",
+                pct(r.served_ratio),
+                pct(r.served_bytes_ratio)
+            ),
+        ),
+        ("write hits to backing", format!("{}  (hits that still wrote backing)", thousands(c.write_hits_to_backing))),
+        (
             "backing reads",
             format!("{} pages (of which read-for-write {})", thousands(c.backing_reads), thousands(c.read_for_write)),
         ),
@@ -246,17 +255,18 @@ pub fn detail(r: &Report) {
 /// The per-interval series of one run.
 fn series(r: &Report) {
     println!(
-        "\n{:>9} {:>10} {:>8} {:>8} {:>12} {:>12} {:>12}",
-        "interval", "requests", "hit%", "read%", "mean lat ms", "maint s", "MB/s"
+        "\n{:>9} {:>10} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12}",
+        "interval", "requests", "hit%", "read%", "served%", "mean lat ms", "maint s", "MB/s"
     );
     // (only intervals with requests are listed: their numbers say which)
     for b in &r.series {
         println!(
-            "{:>9} {:>10} {:>8.2} {:>8.2} {:>12.3} {:>12.3} {:>12.2}",
+            "{:>9} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>12.3} {:>12.3} {:>12.2}",
             b.interval,
             thousands(b.requests),
             100.0 * b.hit_ratio,
             100.0 * b.read_hit_ratio,
+            100.0 * b.served_ratio,
             b.mean_latency_ns / 1e6,
             b.maintenance_ns as f64 / 1e9,
             b.throughput_mb_s
@@ -298,6 +308,7 @@ pub fn table(reports: &[Report]) {
         "hit%",
         "read%",
         "write%",
+        "served%",
         "bk reads",
         "bk writes",
         "writebacks",
@@ -330,6 +341,7 @@ pub fn table(reports: &[Report]) {
             format!("{:.2}", 100.0 * r.hit_ratio),
             format!("{:.2}", 100.0 * r.read_hit_ratio),
             format!("{:.2}", 100.0 * r.write_hit_ratio),
+            format!("{:.2}", 100.0 * r.served_ratio),
             thousands(c.backing_reads),
             thousands(c.backing_writes),
             thousands(c.dirty_writebacks),

@@ -25,6 +25,20 @@ pub struct Counters {
     pub hits: u64,
     pub read_hits: u64,
     pub write_hits: u64,
+    /// Page accesses (reads and writes) served without the backing device:
+    /// the access's own data neither came from it (no `Fetch`, no
+    /// `ReadForWrite`) nor went to it (no `WriteThrough`) — a read hit, or a
+    /// write the cache absorbed (write-back / write-only, hit or admitted
+    /// miss). Not served: a read miss, any write in write-through,
+    /// write-around or read-only mode, a partial write miss that needs the old
+    /// page first. Write-backs and padding reads that replacement causes are
+    /// charged to the devices but do not make the access itself unserved.
+    pub served_pages: u64,
+    /// The request bytes that fell in served page accesses.
+    pub served_bytes: u64,
+    /// Write hits that still wrote the backing device (write-through,
+    /// write-around): hits in `write_hits`, but not served.
+    pub write_hits_to_backing: u64,
 
     /// Pages read from the backing device (misses served, read-for-write).
     pub backing_reads: u64,
@@ -115,6 +129,10 @@ pub struct Report {
     pub read_hit_ratio: f64,
     pub write_hit_ratio: f64,
     pub request_hit_ratio: f64,
+    /// `served_pages / pages`: what paper 000's hit-ratio figures measure.
+    pub served_ratio: f64,
+    /// `served_bytes / (read_bytes + write_bytes)`.
+    pub served_bytes_ratio: f64,
     /// Paper 003 formula (1) over the classification above.
     pub backing_accesses: u64,
     /// Lines skipped as malformed (`--skip-bad`).
@@ -211,12 +229,18 @@ pub struct IntervalStats {
     pub hits: u64,
     pub read_pages: u64,
     pub read_hits: u64,
+    /// Page accesses and bytes served without the backing device (see
+    /// [`Counters::served_pages`]).
+    pub served_pages: u64,
+    pub served_bytes: u64,
     /// Device time the requests cost (backing and cache device).
     pub service_ns: Nanos,
     /// Device time maintenance cost in the interval.
     pub maintenance_ns: Nanos,
     pub hit_ratio: f64,
     pub read_hit_ratio: f64,
+    pub served_ratio: f64,
+    pub served_bytes_ratio: f64,
     /// Mean device time per request.
     pub mean_latency_ns: f64,
     /// Bytes over the device time spent (requests and maintenance): what the
@@ -229,6 +253,8 @@ impl IntervalStats {
     pub fn finish(mut self) -> IntervalStats {
         self.hit_ratio = ratio(self.hits, self.pages);
         self.read_hit_ratio = ratio(self.read_hits, self.read_pages);
+        self.served_ratio = ratio(self.served_pages, self.pages);
+        self.served_bytes_ratio = ratio(self.served_bytes, self.bytes);
         self.mean_latency_ns = ratio(self.service_ns, self.requests);
         let busy = self.service_ns + self.maintenance_ns;
         self.throughput_mb_s = if busy == 0 { 0.0 } else { self.bytes as f64 / 1e6 / (busy as f64 / 1e9) };
@@ -281,6 +307,8 @@ impl Report {
             read_hit_ratio: ratio(c.read_hits, c.read_pages),
             write_hit_ratio: ratio(c.write_hits, c.write_pages),
             request_hit_ratio: ratio(c.request_hits, c.requests - c.trim_requests),
+            served_ratio: ratio(c.served_pages, c.pages),
+            served_bytes_ratio: ratio(c.served_bytes, c.read_bytes + c.write_bytes),
             backing_accesses: c.backing_accesses(),
             skipped,
             counters: c,

@@ -25,6 +25,11 @@ fn specs() -> Vec<String> {
         if p.params.iter().any(|param| param.name == "block") {
             out.push(format!("{}(block=4)", p.name));
         }
+        // Segment-unit caches (PWC, segment LRU): 2-page segments, so the
+        // small caches below hold some (the default 1 MiB is 256 pages).
+        if p.params.iter().any(|param| param.name == "segment") {
+            out.push(format!("{}(segment=8KiB)", p.name));
+        }
     }
     out
 }
@@ -112,7 +117,15 @@ fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> 
         };
         for (j, io) in fx.io.iter().enumerate() {
             match *io {
-                Io::Fetch { key: k, .. } | Io::ReadForWrite { key: k } => {
+                Io::Fetch { key: k, pages } => {
+                    // Every page of a run (a segment fill reads many); a write
+                    // miss's fill reads the previous version of the page written.
+                    for p in k..k + pages as u64 {
+                        let fresh = m.backing.get(&p) == m.latest.get(&p) || op == Op::Write && p == key;
+                        prop_assert!(fresh, "{ctx}: stale read of {p}");
+                    }
+                }
+                Io::ReadForWrite { key: k } => {
                     // (a read-for-write of the page being written fetches its previous version)
                     let fresh = m.backing.get(&k) == m.latest.get(&k) || op == Op::Write && k == key;
                     prop_assert!(fresh, "{ctx}: stale read of {k}");
@@ -150,7 +163,11 @@ fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> 
                     prop_assert!(written > 0, "{ctx}: a write-back run with nothing written");
                 }
                 Io::CacheWrite { key: k } => {
-                    prop_assert_eq!(k, key, "{}", ctx);
+                    // The accessed page, or one a segment fill of this access read from backing.
+                    let filled = fx.io[..j]
+                        .iter()
+                        .any(|io| matches!(*io, Io::Fetch { key: f, pages } if f <= k && k < f + pages as u64));
+                    prop_assert!(k == key || filled, "{ctx}: cache write of {k}, neither accessed nor fetched");
                     m.cached.insert(k, m.latest.get(&k).copied().unwrap_or(0));
                 }
                 Io::Evict { key: k, dirty } => {
@@ -160,8 +177,9 @@ fn check(spec: &str, mode: Mode, capacity: usize, trace: &[(Op, u64, bool)]) -> 
                     prop_assert!(ok, "{}: evicted {} dirty={} but covered by {:?}", ctx, k, dirty, run);
                     evicted_dirty.push(k);
                 }
-                Io::Invalidate { key: k, .. } => {
-                    prop_assert_eq!(k, key, "{}", ctx);
+                Io::Invalidate { key: k, dirty } => {
+                    // Another page may go only clean (a write dropping its whole segment).
+                    prop_assert!(k == key || !dirty, "{ctx}: dirty page {k} invalidated by an access to {key}");
                     m.cached.remove(&k);
                 }
             }
@@ -274,7 +292,9 @@ proptest! {
     fn belady_bounds_every_policy_and_a_big_cache_only_misses_cold(keys in prop::collection::vec(0u64..60, 1..600), capacity in 1usize..40) {
         let opt = misses("belady", capacity, &keys).unwrap();
         let distinct = keys.iter().collect::<HashSet<_>>().len() as u64;
-        for spec in specs() {
+        // (a segment fill also brings pages not asked for yet: the page-unit
+        // bounds do not hold for it)
+        for spec in specs().into_iter().filter(|s| !s.contains("segment=")) {
             let Some(m) = misses(&spec, capacity, &keys) else { continue };
             prop_assert!(opt <= m, "belady {} > {} {}", opt, spec, m);
             prop_assert!(m >= distinct, "{} below the compulsory misses", spec);

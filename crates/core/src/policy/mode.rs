@@ -133,8 +133,9 @@ impl<R: Replacement> ModeCache<R> {
                 fx.push(Io::WriteThrough { key: a.key });
             }
             Mode::ReadOnly => {
-                fx.hit = self.repl.contains(a.key);
-                if fx.hit {
+                // Not a hit: the cached copy is dropped and the write goes to
+                // backing, so the cache served nothing (paper 000's baseline).
+                if self.repl.contains(a.key) {
                     self.remove(a.key, fx);
                     fx.push(Io::Invalidate { key: a.key, dirty: false });
                 }

@@ -33,6 +33,7 @@ pub static POLICIES: &[PolicyInfo] = &[
     flash::clc::INFO,
     flash::abm::INFO,
     tiered::pwc::INFO,
+    tiered::segment_lru::INFO,
     tiered::nvram::READ_VOLATILE,
     tiered::nvram::READ_GLOBAL,
 ];

@@ -265,7 +265,8 @@ impl<'p> Simulator<'p> {
         if self.maintains {
             self.maintain(r.time);
         }
-        let before = (self.counters.pages, self.counters.hits, self.counters.read_pages, self.counters.read_hits);
+        let c = &self.counters;
+        let before = (c.pages, c.hits, c.read_pages, c.read_hits, c.served_pages, c.served_bytes);
         self.requests += 1;
         // (page-unit traces give lengths in pages)
         let bytes = match unit {
@@ -294,7 +295,7 @@ impl<'p> Simulator<'p> {
             self.fx.clear();
             self.policy.access(&a, &mut self.fx);
             all_hit &= self.fx.hit;
-            account(&mut self.counters, &a, &self.fx);
+            account(&mut self.counters, &a, &self.fx, page_share(r, unit, &pr, p, self.cfg.page_bytes));
             if self.devices.any() {
                 let read_hit = (self.fx.hit && r.op == Op::Read).then_some(a.key);
                 busy += self.devices.charge(&self.fx, read_hit);
@@ -315,6 +316,8 @@ impl<'p> Simulator<'p> {
                 hits: c.hits - before.1,
                 read_pages: c.read_pages - before.2,
                 read_hits: c.read_hits - before.3,
+                served_pages: c.served_pages - before.4,
+                served_bytes: c.served_bytes - before.5,
                 service_ns: busy,
                 ..Default::default()
             };
@@ -337,9 +340,21 @@ impl<'p> Simulator<'p> {
     }
 }
 
-/// Charges one access's effects to the counters.
+/// The bytes of request `r` that fall in its `p`-th page (of `pr`).
 #[inline(always)]
-fn account(c: &mut Counters, a: &Access, fx: &Effects) {
+fn page_share(r: &Request, unit: Unit, pr: &PageRange, p: u64, page_bytes: u64) -> u64 {
+    if unit == Unit::Pages {
+        return page_bytes;
+    }
+    let lo = (pr.first + p).saturating_mul(page_bytes);
+    let end = r.addr.saturating_add(r.len as u64);
+    end.min(lo.saturating_add(page_bytes)).saturating_sub(r.addr.max(lo))
+}
+
+/// Charges one access's effects to the counters; `bytes` is the request's
+/// share in the page.
+#[inline(always)]
+fn account(c: &mut Counters, a: &Access, fx: &Effects, bytes: u64) {
     let hit = fx.hit as u64;
     match a.op {
         Op::Read => {
@@ -357,18 +372,28 @@ fn account(c: &mut Counters, a: &Access, fx: &Effects) {
         Op::Trim => c.trim_pages += 1,
     }
     let mut evicted_dirty = false;
+    // Whether the access's own data came from or went to the backing device.
+    let mut own_backing = false;
+    let mut wrote_through = false;
     for io in &fx.io {
         match *io {
-            Io::Fetch { pages, .. } => c.backing_reads += pages as u64,
+            Io::Fetch { pages, .. } => {
+                c.backing_reads += pages as u64;
+                own_backing = true;
+            }
             Io::ReadForWrite { .. } => {
                 c.backing_reads += 1;
                 c.read_for_write += 1;
+                own_backing = true;
             }
             Io::PadRead { pages, .. } => {
                 c.backing_reads += pages as u64;
                 c.padding_reads += pages as u64;
             }
-            Io::WriteThrough { .. } => c.backing_writes += 1,
+            Io::WriteThrough { .. } => {
+                c.backing_writes += 1;
+                wrote_through = true;
+            }
             Io::WriteBack { pages, .. } => {
                 c.backing_writes += pages as u64;
                 c.dirty_writebacks += pages as u64;
@@ -384,6 +409,11 @@ fn account(c: &mut Counters, a: &Access, fx: &Effects) {
             }
         }
     }
+    if a.op != Op::Trim && !own_backing && !wrote_through {
+        c.served_pages += 1;
+        c.served_bytes += bytes;
+    }
+    c.write_hits_to_backing += (a.op == Op::Write && fx.hit && wrote_through) as u64;
     // Paper 003's DRAM + NVRAM caches: hits by tier, moves between tiers, and
     // the dirty page a move keeps in the cache (Write Global) but wrote back.
     let t = &fx.tier;

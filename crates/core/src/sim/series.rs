@@ -24,6 +24,8 @@ struct Counts {
     hits: u64,
     read_pages: u64,
     read_hits: u64,
+    served_pages: u64,
+    served_bytes: u64,
     service_ns: Nanos,
     maintenance_ns: Nanos,
 }
@@ -89,6 +91,8 @@ impl Series {
         b.hits += delta.hits;
         b.read_pages += delta.read_pages;
         b.read_hits += delta.read_hits;
+        b.served_pages += delta.served_pages;
+        b.served_bytes += delta.served_bytes;
         b.service_ns += delta.service_ns;
     }
 
@@ -115,6 +119,8 @@ impl Series {
                     hits: c.hits,
                     read_pages: c.read_pages,
                     read_hits: c.read_hits,
+                    served_pages: c.served_pages,
+                    served_bytes: c.served_bytes,
                     service_ns: c.service_ns,
                     maintenance_ns: c.maintenance_ns,
                     ..Default::default()

@@ -67,8 +67,8 @@ fn modes_differ_as_documented() {
     let wt = sim("lru", Mode::WriteThrough, 8, reqs.clone());
     assert_eq!((wt.hits, wt.backing_writes, wt.drain_writes), (2, 2, 0));
     let ro = sim("lru", Mode::ReadOnly, 8, reqs.clone());
-    // the write invalidates page 0, so the second read misses
-    assert_eq!((ro.hits, ro.backing_reads, ro.backing_writes, ro.invalidations), (1, 2, 2, 1));
+    // the write invalidates page 0 (not a hit), so the second read misses
+    assert_eq!((ro.hits, ro.backing_reads, ro.backing_writes, ro.invalidations), (0, 2, 2, 1));
     let wo = sim("lru", Mode::WriteOnly, 8, reqs.clone());
     // the first read is not inserted, the write is; the second read hits the written page
     assert_eq!((wo.hits, wo.backing_reads, wo.drain_writes), (1, 1, 2));
@@ -185,4 +185,67 @@ fn repeat_replays_back_to_back_one_mean_gap_apart() {
     let times: Vec<u64> = requests.iter().map(|r| r.time).collect();
     assert_eq!(times, vec![0, 10, 30, 40, 50, 70, 80, 90, 110]);
     assert_eq!(name, "t x3");
+}
+
+/// What "served without the backing device" means in each mode: the access's
+/// own data neither read from backing nor written to it. Hits are counted
+/// apart: a write-through write hit is a hit but is not served.
+#[test]
+fn served_pages_and_bytes_per_mode() {
+    // read miss, read hit, write hit, write miss (of a new page), read of it.
+    let reqs = vec![
+        req(Op::Read, 0, 4096),
+        req(Op::Read, 0, 4096),
+        req(Op::Write, 0, 4096),
+        req(Op::Write, 4096, 4096),
+        req(Op::Read, 4096, 4096),
+    ];
+    let served = |mode| {
+        let c = sim("lru", mode, 8, reqs.clone());
+        (c.hits, c.served_pages, c.write_hits_to_backing, c.served_bytes)
+    };
+    // write-back: both writes absorbed, the read hit and the read of the written page served.
+    assert_eq!(served(Mode::WriteBack), (3, 4, 0, 4 * 4096));
+    // write-through: every write goes to backing; the write hit still counts as a hit.
+    assert_eq!(served(Mode::WriteThrough), (3, 2, 1, 2 * 4096));
+    // write-around: as write-through, and the write miss is not cached.
+    assert_eq!(served(Mode::WriteAround), (2, 1, 1, 4096));
+    // write-only: reads are not cached (both miss); both writes absorbed, the
+    // second read hits the written page.
+    assert_eq!(served(Mode::WriteOnly), (1, 3, 0, 3 * 4096));
+    // read-only: the write to the cached page invalidates it: no hit, not served.
+    assert_eq!(served(Mode::ReadOnly), (1, 1, 0, 4096));
+    // A partial write miss that must read the old page first is not served.
+    let c = sim("lru", Mode::WriteBack, 8, vec![req(Op::Write, 100, 200)]);
+    assert_eq!((c.read_for_write, c.served_pages), (1, 0));
+}
+
+#[test]
+fn served_bytes_are_the_request_bytes_in_each_served_page() {
+    // Bytes [4000, 8200) over pages 0–2: 96 + 4096 + 8 bytes; read twice.
+    let c = sim("lru", Mode::WriteBack, 8, vec![req(Op::Read, 4000, 4200), req(Op::Read, 4000, 4200)]);
+    assert_eq!((c.served_pages, c.served_bytes, c.read_bytes), (3, 4200, 8400));
+    let (mut p, _) = build("lru", &BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 }).unwrap();
+    let reqs = vec![req(Op::Read, 4000, 4200), req(Op::Read, 4000, 4200), req(Op::Trim, 0, 4096)];
+    let mut rd = MemoryReader::new(reqs.into(), Unit::Bytes);
+    let (c, series) =
+        Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).with_series(1000).run_with_series(&mut rd).unwrap();
+    // trims are not page accesses and serve nothing
+    assert_eq!((c.served_pages, c.trim_pages), (3, 1));
+    let r = crate::metrics::Report::new(crate::metrics::RunInfo::default(), c, 0);
+    assert_eq!((r.served_ratio, r.served_bytes_ratio), (0.5, 0.5));
+    assert_eq!((series[0].served_pages, series[0].served_bytes, series[0].served_ratio), (3, 4200, 0.5));
+}
+
+/// Paper 000's baselines: the segment LRU fills whole segments on a read
+/// miss (the next pages then hit), charged to both devices; an invalidating
+/// write is neither a hit nor served.
+#[test]
+fn the_segment_baseline_serves_the_rest_of_a_filled_segment() {
+    // 4-page (16 KiB) segments, 2 of them.
+    let reqs = vec![req(Op::Read, 0, 4096), req(Op::Read, 4096, 8192), req(Op::Write, 0, 4096), req(Op::Read, 0, 4096)];
+    let c = sim("segment-lru(segment=16KiB)", Mode::ReadOnly, 8, reqs);
+    assert_eq!((c.pages, c.hits, c.served_pages, c.write_hits), (5, 2, 2, 0));
+    // two fills of 4 pages read from backing and written to the cache; the write invalidated 4 pages
+    assert_eq!((c.backing_reads, c.cache_writes, c.invalidations, c.backing_writes), (8, 8, 4, 1));
 }

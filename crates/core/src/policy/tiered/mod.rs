@@ -1,7 +1,7 @@
 //! Caches over more than one kind of memory: paper 003's DRAM + NVRAM buffer
 //! cache ([`nvram`]: Read Volatile and Read Global, with Write Global and
 //! Write Purge), and paper 000's persistent SSD cache in front of an HDD
-//! ([`pwc`]).
+//! ([`pwc`]) and the segment-unit LRU it is compared against ([`segment_lru`]).
 //!
 //! A tiered cache keeps each tier under its own replacement rule, built by
 //! the registry from a nested spec (`tier=2q(kin=30%)`, through
@@ -10,3 +10,4 @@
 
 pub mod nvram;
 pub mod pwc;
+pub mod segment_lru;

@@ -68,8 +68,11 @@
 //! and write-only / read-only contradict the segment cache.
 //!
 //! The paper's baseline, "an LRU SSD cache that cannot cache writes" (a write
-//! to a cached block evicts it from the SSD and goes to the HDD, §1, §4.1), is
-//! exactly `lru(mode=read-only)` (tested below).
+//! to a cached block evicts it from the SSD and goes to the HDD, §1, §4.1),
+//! managed in segments and filled in real time (§4.2), is
+//! `segment-lru(mode=read-only)` (`tiered::segment_lru`); its page-unit
+//! variant, whose fills cost nearly nothing, is `lru(mode=read-only)` (tested
+//! below).
 //!
 //! **Choices where the paper is silent** (our reading):
 //! - Hot is `frequency >= threshold` (§3.4 and Fig. 4 say "20 or more"; §3.3
@@ -77,8 +80,17 @@
 //! - First fill applies when the segments ever touched are *at most* as many
 //!   as the SSD's (the paper says "fewer"; at equality they all fit as well).
 //!   Segments decayed to 0 still count as touched.
-//! - Decay happens only at the procedure (Fig. 4, Fig. 5 lines 6–7), not at
-//!   every reference that makes a segment hot (§3.3's wording).
+//! - When frequencies decay (`aging`): the paper says both. §3.3: "for
+//!   recency, the decay procedure runs *whenever* the number of hot segments
+//!   exceeds the number of cacheable (SSD) segments … it runs in a thread
+//!   apart from I/O service" — a background task, continuous. Fig. 4 (나) and
+//!   Fig. 5 lines 6–7 (and §3.4: "when the procedure starts, decay is run so
+//!   that the hot segments do not outnumber the SSD's") show it inside the
+//!   procedure. `aging=procedure` (the default, as before) decays only there;
+//!   `aging=continuous` also decays, until the hot segments fit, at every
+//!   reference that makes one more segment hot than the SSD has slots (the
+//!   background thread taken as instantaneous). With a cache smaller than one
+//!   segment nothing ever decays continuously (there is nothing to fit).
 //! - The evict clock starts at the last slot, so its first search begins at
 //!   slot 0, as in Fig. 4 (c); an empty slot counts as a slot to fill (no
 //!   eviction).
@@ -134,6 +146,9 @@ pub struct PwcConfig {
     pub idle: Nanos,
     /// Write-back (PWC) or write-through (no dirty data).
     pub write_back: bool,
+    /// Decay also whenever a reference makes more segments hot than the SSD
+    /// has slots (§3.3's background task), not only inside the procedure.
+    pub continuous_decay: bool,
 }
 
 impl PwcConfig {
@@ -147,6 +162,7 @@ impl PwcConfig {
             period: 86_400_000_000_000,
             idle: 0,
             write_back: true,
+            continuous_decay: false,
         }
     }
 }
@@ -171,6 +187,10 @@ pub struct Pwc {
     /// The segment referenced last and its row: consecutive references count
     /// once, and stay off the hash.
     last: Option<(u64, u32)>,
+    /// Segments whose frequency is at least the threshold.
+    hot: usize,
+    /// Decay rounds run so far (at procedures and continuously).
+    decays: u64,
     /// SSD segment slots.
     nslots: usize,
     /// The address map: the row each SSD slot caches, or [`NONE`]. Grown as
@@ -206,6 +226,8 @@ impl Pwc {
             table: Vec::new(),
             index: HashMap::new(),
             last: None,
+            hot: 0,
+            decays: 0,
             nslots,
             slots: Vec::new(),
             dirty_bits: Vec::new(),
@@ -268,6 +290,11 @@ impl Pwc {
         self.procedures
     }
 
+    /// Decay rounds run so far (each multiplies every frequency once).
+    pub fn decays(&self) -> u64 {
+        self.decays
+    }
+
     /// Seeds the state a persistent cache saved (for the cache engine in
     /// `crates/serve`, which restarts from its metadata; the simulator never
     /// calls this): the HDD segment each slot caches, the frequency of each
@@ -298,6 +325,7 @@ impl Pwc {
         self.slot_dirty.fill(0);
         self.dirty = 0;
         self.evict_hand = evict_clock.min(self.nslots.saturating_sub(1));
+        self.hot = self.hot_count();
     }
 
     /// The row of `seg`, added with frequency 0 if absent (no reference counted).
@@ -347,8 +375,18 @@ impl Pwc {
             (table.len() - 1) as u32
         });
         let e = &mut self.table[row as usize];
+        let before = e.freq;
         e.freq = e.freq.saturating_add(self.cfg.increment);
         self.last = Some((seg, row));
+        if before < self.cfg.threshold && e.freq >= self.cfg.threshold {
+            self.hot += 1;
+            // §3.3: "whenever the hot segments outnumber the SSD's segments".
+            if self.cfg.continuous_decay && self.nslots > 0 {
+                while self.hot > self.nslots {
+                    self.decay();
+                }
+            }
+        }
         row
     }
 
@@ -402,12 +440,16 @@ impl Pwc {
         self.table.iter().filter(|e| e.freq >= self.cfg.threshold).count()
     }
 
-    /// Multiplies every frequency by the decay factor.
+    /// Multiplies every frequency by the decay factor (and recounts the hot ones).
     fn decay(&mut self) {
-        let m = self.cfg.decay_permille;
+        let (m, threshold) = (self.cfg.decay_permille, self.cfg.threshold);
+        let mut hot = 0;
         for e in &mut self.table {
             e.freq = (e.freq as u32 * m / 1000) as u16;
+            hot += (e.freq >= threshold) as usize;
         }
+        self.hot = hot;
+        self.decays += 1;
     }
 
     /// Moves the evict clock to the next slot that is empty or holds a segment
@@ -434,8 +476,9 @@ impl Pwc {
             return;
         }
         let first_fill = self.table.len() <= n;
+        debug_assert_eq!(self.hot, self.hot_count());
         if !first_fill {
-            while self.hot_count() > n {
+            while self.hot > n {
                 self.decay();
             }
         }
@@ -593,6 +636,7 @@ fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, Spec
         period: duration(spec, "period")?,
         idle: duration(spec, "idle")?,
         write_back: ctx.mode == Mode::WriteBack,
+        continuous_decay: spec.choice("aging", &["procedure", "continuous"])? == "continuous",
     };
     Ok(Box::new(Pwc::new(ctx.capacity, cfg)))
 }
@@ -630,6 +674,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
             name: "idle",
             default: "0",
             about: "a gap between requests this long runs the procedure (with period: the due one); 0 = off",
+        },
+        ParamInfo {
+            name: "aging",
+            default: "procedure",
+            about: "when frequencies decay: procedure (only there, Fig. 4-5) or continuous (also whenever the hot \
+                    segments outnumber the SSD's, §3.3)",
         },
     ],
     build,
@@ -764,6 +814,44 @@ mod tests {
         assert_eq!(freqs(&p, 16), [16, 0, 0, 25, 0, 0, 23, 13, 0, 20, 0, 0, 22, 0, 12, 0]);
         assert_eq!(p.mapping(), vec![Some(6), Some(3), Some(9), Some(12)]);
         assert_eq!(p.evict_clock(), 2);
+    }
+
+    /// `aging=continuous` (§3.3): the reference that makes more segments hot
+    /// than the SSD has slots decays every frequency at once, until they fit;
+    /// `aging=procedure` lets them outnumber the slots until the procedure.
+    #[test]
+    fn continuous_aging_decays_as_soon_as_the_hot_segments_outnumber_the_slots() {
+        let cfg = PwcConfig { period: 0, continuous_decay: true, ..PwcConfig::paper(1) };
+        let mut cont = Pwc::new(2, cfg);
+        let mut proc = pwc(2, 1);
+        // Round-robin over segments 0, 1, 2: after 4 rounds each is at 20.
+        let mut seq = 0;
+        for _ in 0..4 {
+            for s in 0..3u64 {
+                run(&mut cont, read(s, seq));
+                run(&mut proc, read(s, seq));
+                seq += 1;
+                assert!(cont.hot <= 2 && cont.hot == cont.hot_count(), "hot {} at access {seq}", cont.hot);
+            }
+        }
+        // The third reference to reach 20 made 3 hot > 2 slots: 20·0.8 = 16
+        // each, no longer hot; once.
+        assert_eq!(freqs(&cont, 3), [16, 16, 16]);
+        assert_eq!(cont.decays(), 1);
+        assert_eq!((freqs(&proc, 3), proc.decays(), proc.hot), (vec![20, 20, 20], 0, 3));
+        // The procedure decays the other one the same way, later.
+        run(&mut proc, read(3, seq));
+        run(&mut cont, read(3, seq));
+        procedure(&mut proc);
+        assert_eq!((freqs(&proc, 3), proc.decays()), (vec![16, 16, 16], 1));
+        // Nothing hot: the continuous cache's procedure has nothing to cache.
+        assert!(procedure(&mut cont).is_empty());
+        // A cache of no slot never decays continuously.
+        let mut none = Pwc::new(0, cfg);
+        for i in 0..8 {
+            run(&mut none, read(i % 2, i));
+        }
+        assert_eq!((none.decays(), freqs(&none, 2)), (0, vec![20, 20]));
     }
 
     #[test]
@@ -977,7 +1065,9 @@ mod tests {
         assert_eq!(p.stats(), PolicyStats { capacity: 1024, resident: 0, dirty: 0, ghosts: 0 });
         assert!(build_spec("pwc(segment=128KiB,threshold=10,idle=30min,period=0)", &ctx).is_ok());
         assert!(build_spec("pwc(mode=wt)", &ctx).is_ok());
+        assert!(build_spec("pwc(aging=continuous)", &ctx).is_ok());
         for (bad, what) in [
+            ("pwc(aging=sometimes)", "aging"),
             ("pwc(segment=12KiB)", "power-of-two"),
             ("pwc(segment=6000)", "power-of-two"),
             ("pwc(threshold=0)", "between 1"),
@@ -1008,9 +1098,9 @@ mod tests {
         assert_eq!(procedure(&mut p), expect);
     }
 
-    /// Paper 000's baseline, an LRU SSD cache that cannot cache writes, is
-    /// `lru(mode=read-only)`: reads are cached; a write to a cached block
-    /// evicts it and goes to the HDD; a write miss goes to the HDD uncached.
+    /// Paper 000's baseline in page units, `lru(mode=read-only)`: reads are
+    /// cached; a write to a cached block evicts it and goes to the HDD (not a
+    /// hit); a write miss goes to the HDD uncached.
     #[test]
     fn the_papers_lru_baseline_is_lru_read_only() {
         let ctx = BuildCtx { capacity: 2, mode: Mode::ReadOnly, page_bytes: 4096 };
@@ -1024,7 +1114,7 @@ mod tests {
         assert_eq!(go(read(1, 1)), (true, vec![], 1, 0));
         assert_eq!(
             go(write(1, 2)),
-            (true, vec![Io::Invalidate { key: 1, dirty: false }, Io::WriteThrough { key: 1 }], 0, 0)
+            (false, vec![Io::Invalidate { key: 1, dirty: false }, Io::WriteThrough { key: 1 }], 0, 0)
         );
         assert!(!go(read(1, 3)).0);
         assert_eq!(go(write(2, 4)), (false, vec![Io::WriteThrough { key: 2 }], 1, 0));
@@ -1088,6 +1178,7 @@ mod tests {
                 period in 0u64..60,
                 idle in 0u64..30,
                 write_back in any::<bool>(),
+                continuous_decay in any::<bool>(),
             ) {
                 let cfg = PwcConfig {
                     segment_pages: 1 << seg_log,
@@ -1097,6 +1188,7 @@ mod tests {
                     period,
                     idle,
                     write_back,
+                    continuous_decay,
                 };
                 let mut p = Pwc::new(capacity, cfg);
                 let mut m = Model::default();
