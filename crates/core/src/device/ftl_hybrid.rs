@@ -642,6 +642,15 @@ impl Ftl for HybridFtl {
         cost
     }
 
+    fn physical_pages(&self) -> u64 {
+        self.p2l.len() as u64
+    }
+
+    /// Every live physical page is the one copy of a logical page (`check`).
+    fn unwritten_pages(&self) -> u64 {
+        self.logical_pages - self.p2l.iter().filter(|&&p| p < STALE).count() as u64
+    }
+
     fn trim_page(&mut self, lpn: u32) {
         let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
         let s = self.log_of[lbn as usize];

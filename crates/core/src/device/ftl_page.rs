@@ -334,6 +334,14 @@ impl Ftl for PageFtl {
     fn trim_page(&mut self, lpn: u32) {
         self.invalidate(lpn);
     }
+
+    fn physical_pages(&self) -> u64 {
+        self.p2l.len() as u64
+    }
+
+    fn unwritten_pages(&self) -> u64 {
+        self.l2p.iter().filter(|&&p| p == NONE).count() as u64
+    }
 }
 
 #[cfg(test)]
@@ -540,3 +548,4 @@ mod tests {
         }
     }
 }
+
