@@ -204,8 +204,7 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     // whole blocks (a logical space of whole blocks gets ⌈blocks / (1 - op)⌉),
     // and at least one spare block for GC.
     let ppb = nand.pages_per_block as u64;
-    let mut physical =
-        ((logical_pages as f64 / (1.0 - op) / ppb as f64).ceil() as u64).max(logical_blocks + 1);
+    let mut physical = ((logical_pages as f64 / (1.0 - op) / ppb as f64).ceil() as u64).max(logical_blocks + 1);
     let too_big = |_| spec.invalid("size", "more than 2^32 blocks");
     if !hybrid {
         let blocks = u32::try_from(physical).map_err(too_big)?;
@@ -350,6 +349,33 @@ mod tests {
         // Sequential overwrites: whole blocks go invalid together, GC copies nothing.
         assert_eq!(dev.stats().extra_page_writes, 0);
         assert!(dev.stats().erases > 0);
+    }
+
+    #[test]
+    fn footprint_size_is_page_exact_and_spare_rounds_to_blocks() {
+        // 64,000 touched 4 KiB pages (what the layout reports for size=footprint).
+        let ctx = DeviceCtx { footprint_bytes: 64_000 * 4096 };
+        let (dev, _) = build("ftl(nand=ull,op=23%,size=footprint)", &ctx).unwrap();
+        let s = dev.stats();
+        // 64 pages a block: ⌈64,000 / 0.77 / 64⌉ = 1299 blocks.
+        assert_eq!((s.logical_pages, s.physical_pages), (64_000, 1299 * 64));
+        assert!((s.physical_per_logical - 1.0 / 0.77).abs() < 0.001, "{}", s.physical_per_logical);
+        assert_eq!(s.unwritten_pages, 64_000);
+        // Whole blocks of logical space: ⌈blocks / (1 - op)⌉ as before.
+        let (dev, _) = build("ftl(nand=ull,op=10%)", &CTX).unwrap();
+        assert_eq!(dev.stats().physical_pages, 285 * 64);
+        let (dev, _) = build("ftl(nand=ull,precondition=seq)", &CTX).unwrap();
+        let s = dev.stats();
+        assert_eq!((s.unwritten_pages, s.precondition_host_page_writes, s.host_page_writes), (0, 16384, 0));
+        assert_eq!(footprint_page("ftl(nand=slc,size=footprint)").unwrap(), Some(16384));
+        assert_eq!(footprint_page("ftl(nand=slc,page=8KiB,size=footprint)").unwrap(), Some(8192));
+        assert_eq!(footprint_page("ftl(nand=slc)").unwrap(), None);
+        assert_eq!(footprint_page("ssd").unwrap(), None);
+        let err = footprint_page("hdd(size=footprint)").unwrap_err().to_string();
+        assert!(err.contains("size") && err.contains("flash"), "{err}");
+        assert!(build("hdd(size=footprint)", &CTX).is_err());
+        let err = build("ftl(precondition=twice)", &CTX).err().unwrap().to_string();
+        assert!(err.contains("precondition") && err.contains("none, seq, random"), "{err}");
     }
 
     #[test]

@@ -548,7 +548,8 @@ impl HybridFtl {
         }
         let s = &self.stats;
         let programmed = self.p2l.iter().filter(|&&p| p != FREE).count() as u64;
-        if programmed + self.erased_programmed != s.host_page_writes + s.extra_page_writes {
+        if programmed + self.erased_programmed != s.host_page_writes + s.extra_page_writes + s.precondition_page_writes
+        {
             return Err(format!(
                 "{} pages programmed, stats say {} host + {} extra",
                 programmed + self.erased_programmed,

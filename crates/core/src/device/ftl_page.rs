@@ -292,8 +292,10 @@ impl PageFtl {
         if self.free.len() < GC_RESERVE_BLOCKS {
             return Err("GC reserve used up".into());
         }
-        let programmed = self.stats.erases * ppb as u64 + self.written.iter().map(|&w| w as u64).sum::<u64>();
-        if programmed != self.stats.host_page_writes + self.stats.extra_page_writes {
+        let s = &self.stats;
+        let erases = s.erases + s.precondition_erases;
+        let programmed = erases * ppb as u64 + self.written.iter().map(|&w| w as u64).sum::<u64>();
+        if programmed != s.host_page_writes + s.extra_page_writes + s.precondition_page_writes {
             return Err(format!("{programmed} pages programmed but stats say host+extra differ"));
         }
         Ok(())
@@ -664,4 +666,3 @@ mod tests {
         }
     }
 }
-

@@ -152,6 +152,7 @@ pub trait Ftl {
         let st = self.stats_mut();
         st.precondition_page_writes = programs(&s);
         st.precondition_host_page_writes = s.host_page_writes;
+        st.precondition_erases = s.erases;
         st.precondition_write_amplification = last_wa;
     }
 }
@@ -278,6 +279,8 @@ pub struct DeviceStats {
     pub precondition_page_writes: u64,
     /// Host page writes of the preconditioning.
     pub precondition_host_page_writes: u64,
+    /// Erases of the preconditioning.
+    pub precondition_erases: u64,
     /// `precondition=random`: write amplification of its last window of
     /// random overwrites (the steady state it reached); 1 after `seq`; 0 without.
     pub precondition_write_amplification: f64,
@@ -307,6 +310,82 @@ impl DeviceStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tiny() -> NandTiming {
+        NandTiming { page_bytes: 4096, pages_per_block: 16, read_ns: 10, program_ns: 100, erase_ns: 1000 }
+    }
+
+    #[test]
+    fn spare_is_reported_and_unwritten_pages_counted() {
+        // 64 blocks × 16 pages, 900 logical pages; write 300 of them, trim 50.
+        let mut d = PageFtl::with_logical_pages(tiny(), 64, 900).unwrap();
+        d.write(0, 300 * 4096);
+        d.trim(0, 50 * 4096);
+        let s = d.stats();
+        assert_eq!((s.physical_pages, s.logical_pages, s.unwritten_pages), (1024, 900, 650));
+        assert_eq!(s.physical_per_logical, 1024.0 / 900.0);
+        assert_eq!(s.unwritten_share, 650.0 / 900.0);
+        assert_eq!(s.physical_per_written, 1024.0 / 250.0);
+        let mut h = HybridFtl::with_logical_pages(tiny(), 64, 900, HybridOptions::default()).unwrap();
+        h.write(0, 300 * 4096);
+        h.write(0, 10 * 4096); // log copies replace data copies: still 300 written
+        h.trim(0, 50 * 4096);
+        let s = h.stats();
+        assert_eq!((s.physical_pages, s.logical_pages, s.unwritten_pages), (1024, 900, 650));
+        // Devices that are not flash report none of it.
+        let s = Memory::new(MemoryParams::preset("dram").unwrap()).stats();
+        assert_eq!((s.physical_pages, s.physical_per_logical), (0, 0.0));
+    }
+
+    #[test]
+    fn preconditioning_fills_and_is_left_out_of_the_counters() {
+        let fresh = PageFtl::with_logical_pages(tiny(), 64, 900).unwrap();
+        assert_eq!(fresh.stats().unwritten_pages, 900);
+        let mut none = fresh.clone();
+        none.precondition(Precondition::None);
+        assert_eq!(none.stats(), fresh.stats());
+        let mut seq = fresh.clone();
+        seq.precondition(Precondition::Seq);
+        let s = seq.stats();
+        assert_eq!((s.host_page_writes, s.extra_page_writes, s.erases, s.write_time), (0, 0, 0, 0));
+        assert_eq!((s.unwritten_pages, s.precondition_host_page_writes, s.precondition_page_writes), (0, 900, 900));
+        assert_eq!(s.precondition_write_amplification, 1.0);
+        seq.check().unwrap();
+        let mut rnd = fresh.clone();
+        rnd.precondition(Precondition::Random);
+        let s = rnd.stats();
+        assert_eq!((s.host_page_writes, s.extra_page_writes, s.erases), (0, 0, 0));
+        assert_eq!(s.unwritten_pages, 0);
+        assert!(s.precondition_host_page_writes >= 3 * 900, "fill + at least two windows");
+        assert!(s.precondition_host_page_writes <= (1 + PRECONDITION_MAX_WINDOWS as u64) * 900);
+        assert!(s.precondition_page_writes > s.precondition_host_page_writes);
+        rnd.check().unwrap();
+        // Random overwrites on the preconditioned device start at the steady
+        // state: the first window already has the WA the preconditioning
+        // reached, where a sequentially filled device starts lower.
+        let window = |d: &mut PageFtl| {
+            use rand::{Rng, SeedableRng};
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+            for _ in 0..900 {
+                d.write(rng.gen_range(0..900u64) * 4096, 4096);
+            }
+            d.stats().write_amplification
+        };
+        let steady = s.precondition_write_amplification;
+        let (wa_rnd, wa_seq) = (window(&mut rnd), window(&mut seq));
+        assert!((wa_rnd / steady - 1.0).abs() < 0.1, "{wa_rnd} vs steady {steady}");
+        assert!(wa_seq < 0.9 * wa_rnd, "{wa_seq} vs {wa_rnd}");
+        // The same for the hybrid FTL; seeded, so it repeats.
+        let mut h = HybridFtl::with_logical_pages(tiny(), 64, 900, HybridOptions::default()).unwrap();
+        let mut h2 = h.clone();
+        h.precondition(Precondition::Random);
+        h2.precondition(Precondition::Random);
+        let s = h.stats();
+        assert_eq!(s, h2.stats());
+        assert_eq!((s.host_page_writes, s.full_merges, s.unwritten_pages), (0, 0, 0));
+        assert!(s.precondition_write_amplification > 2.0, "{s:?}");
+        h.check().unwrap();
+    }
 
     #[test]
     fn write_amplification_is_derived() {

@@ -248,6 +248,47 @@ mod tests {
         assert!(l.offset(page_key(0, (100 << 20) / pb).unwrap(), pb) >= l.footprint);
     }
 
+    /// The audit's case: uniform random writes over 64,000 pages. `size=auto`
+    /// lays out the touched 16 MiB chunks (4 × 4096 pages = 65,536), so
+    /// 1,536 never-written pages act as extra spare; `size=footprint` lays
+    /// out exactly the 64,000 pages, densely and in address order.
+    #[test]
+    fn footprint_layout_packs_exactly_the_touched_pages() {
+        let pb = 4096;
+        let mut x = 99u64;
+        let mut reqs: Vec<Request> = (0..64_000).map(|p| req(0, p * pb, 4096)).collect();
+        for _ in 0..50_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            reqs.push(req(0, (x >> 33) % 64_000 * pb, 4096));
+        }
+        let auto = Backing::new("ftl(nand=ull,op=23%)", &reqs, Unit::Bytes, pb).unwrap();
+        assert_eq!(auto.layout.footprint, 65_536 * pb);
+        assert_eq!(auto.stats().logical_pages, 65_536);
+        let exact = Backing::new("ftl(nand=ull,op=23%,size=footprint)", &reqs, Unit::Bytes, pb).unwrap();
+        assert_eq!(exact.stats().logical_pages, 64_000);
+        // Sparse: two far-apart runs and a lone page on a second device.
+        let reqs = [req(0, 1 << 40, 3 * 4096), req(0, 8 * pb, 8192), req(1, 5 * pb, 100)];
+        let l = Layout::scan_pages(&reqs, Unit::Bytes, pb, pb).unwrap();
+        assert_eq!(l.footprint, 6 * pb);
+        assert_eq!(l.offset(page_key(0, 8).unwrap(), pb), 0);
+        assert_eq!(l.offset(page_key(0, 9).unwrap(), pb), pb);
+        assert_eq!(l.offset(page_key(0, (1 << 40) / pb + 2).unwrap(), pb), 4 * pb);
+        assert_eq!(l.offset(page_key(1, 5).unwrap(), pb), 5 * pb);
+        assert!(l.offset(page_key(0, 10).unwrap(), pb) >= l.footprint, "untouched: past the end");
+        // 16 KiB flash pages under 4 KiB trace pages: the touched flash pages.
+        let l = Layout::scan_pages(&reqs, Unit::Bytes, pb, 4 * pb).unwrap();
+        assert_eq!(l.footprint, 3 * 4 * pb);
+        assert_eq!(l.offset(page_key(0, 9).unwrap(), pb), pb);
+        assert_eq!(l.offset(page_key(1, 5).unwrap(), pb), 2 * 4 * pb + pb);
+    }
+
+    #[test]
+    fn a_request_spanning_three_chunks_lays_out_all_three() {
+        let l = Layout::scan(&[req(0, 0, (2 * CHUNK_BYTES + 4096) as u32)], Unit::Bytes, 4096, true).unwrap();
+        assert_eq!(l.footprint, 3 * CHUNK_BYTES);
+        assert_eq!(l.offset(page_key(0, CHUNK_BYTES / 4096 + 1).unwrap(), 4096), CHUNK_BYTES + 4096);
+    }
+
     #[test]
     fn chunks_hold_whole_blocks_of_every_nand_preset() {
         for p in crate::device::PRESETS {
