@@ -177,7 +177,7 @@ pub fn detail(r: &Report) {
         }
         if s.precondition_page_writes > 0 {
             println!(
-                "{:<22} {} host page writes, {} programs (steady WA {:.3}); not counted above",
+                "{:<22} {} host page writes, {} programs (WA {:.3} at its end); not counted above",
                 "preconditioned",
                 thousands(s.precondition_host_page_writes),
                 thousands(s.precondition_page_writes),
