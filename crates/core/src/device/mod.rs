@@ -132,7 +132,7 @@ pub trait Ftl {
         if how == Precondition::Random {
             // Windows of one logical space of uniform random overwrites (seeded,
             // so runs repeat), until a window's write amplification is within
-            // STEADY of the previous one's: GC has reached its steady state.
+            // PRECONDITION_STEADY of the previous one's: GC has reached its steady state.
             use rand::{Rng, SeedableRng};
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(PRECONDITION_SEED);
             let mut prev = f64::INFINITY;
@@ -142,7 +142,7 @@ pub trait Ftl {
                     self.write_page(rng.gen_range(0..logical) as u32);
                 }
                 last_wa = (programs(self.stats_ref()) - before) as f64 / logical as f64;
-                if (last_wa - prev).abs() <= STEADY * last_wa {
+                if (last_wa - prev).abs() <= PRECONDITION_STEADY * last_wa {
                     break;
                 }
                 prev = last_wa;
@@ -161,7 +161,7 @@ pub trait Ftl {
 pub const PRECONDITION_SEED: u64 = 0x5EED_F1A5;
 /// `precondition=random` stops when two successive windows' write
 /// amplification differ by at most this share…
-pub const STEADY: f64 = 0.01;
+pub const PRECONDITION_STEADY: f64 = 0.01;
 /// … or after this many windows (a small device's windows are noisy).
 pub const PRECONDITION_MAX_WINDOWS: u32 = 16;
 
@@ -184,7 +184,7 @@ pub enum Precondition {
     /// data, GC finds whole-invalid blocks until the trace fragments them.
     Seq,
     /// The sequential fill, then uniform random overwrites of the whole
-    /// logical space until GC reaches its steady state (see [`STEADY`]).
+    /// logical space until GC reaches its steady state (see [`PRECONDITION_STEADY`]).
     Random,
 }
 
