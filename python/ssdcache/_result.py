@@ -114,6 +114,15 @@ class Result:
     write_time_ns: int
     extra_write_time_ns: int
     erase_time_ns: int
+    physical_pages: int
+    logical_pages: int
+    unwritten_pages: int
+    physical_per_logical: float
+    unwritten_share: float
+    physical_per_written: float
+    precondition_page_writes: int
+    precondition_host_page_writes: int
+    precondition_write_amplification: float
     execution_time_ns: int
     queue_depth: int
     iat_scale: float

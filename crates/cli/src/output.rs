@@ -173,6 +173,26 @@ pub fn detail(r: &Report) {
         for (k, v) in rows {
             println!("{k:<22} {v}");
         }
+        if s.physical_pages > 0 {
+            // What GC had to work with: the nominal spare, and the never-written
+            // (or trimmed) logical pages that act as more.
+            println!(
+                "{:<22} physical/logical {:.3}; {:.1}% of logical pages unwritten at the end → physical/written {:.3}",
+                "effective spare",
+                s.physical_per_logical,
+                100.0 * s.unwritten_share,
+                s.physical_per_written
+            );
+        }
+        if s.precondition_page_writes > 0 {
+            println!(
+                "{:<22} {} host page writes, {} programs (WA {:.3} at its end); not counted above",
+                "preconditioned",
+                thousands(s.precondition_host_page_writes),
+                thousands(s.precondition_page_writes),
+                s.precondition_write_amplification
+            );
+        }
         if s.out_of_range_pages > 0 {
             println!(
                 "{:<22} {} pages past the device's end (not charged)",

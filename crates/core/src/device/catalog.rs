@@ -3,8 +3,8 @@
 //! be overridden by a parameter; `ssdcache devices` lists them.
 
 use super::{
-    Device, Hdd, HddParams, HybridFtl, HybridOptions, LogBlocks, Memory, MemoryParams, NandTiming, PageFtl, Ssd,
-    SsdParams,
+    Device, Ftl, Hdd, HddParams, HybridFtl, HybridOptions, LogBlocks, Memory, MemoryParams, NandTiming, PageFtl,
+    Precondition, Ssd, SsdParams,
 };
 use crate::spec::{ParamInfo, Spec, SpecError};
 use crate::units::{format_bytes, parse_duration_ns};
@@ -15,8 +15,8 @@ pub type BoxedDevice = Box<dyn Device + Send>;
 /// What a builder needs besides the spec.
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceCtx {
-    /// Bytes of address space the trace uses after layout (`size=auto` sizes
-    /// the device to hold it).
+    /// Bytes of address space the trace uses after layout (`size=auto` and
+    /// `size=footprint` size the device to hold it).
     pub footprint_bytes: u64,
 }
 
@@ -53,7 +53,18 @@ pub static DEVICES: &[DeviceInfo] = &[
                 "timing preset: slc, mlc1, mlc2, ull (paper 001 Table 1), flashsim (paper 002 Table 1)",
             ),
             param("op", "7%", "over-provisioning: spare share of physical capacity"),
-            param("size", "auto", "logical capacity; auto = the trace's footprint"),
+            param(
+                "size",
+                "auto",
+                "logical capacity: auto = the touched 16 MiB chunks of the trace (untouched pages in them act as \
+                 spare), footprint = exactly the touched pages, or a size",
+            ),
+            param(
+                "precondition",
+                "none",
+                "before the run: none (fresh, all erased), seq (one sequential fill), random (fill, then random \
+                 overwrites until GC is at steady state); not counted in the run",
+            ),
             param("page", "(preset)", "NAND page size"),
             param("block", "(preset)", "NAND block size"),
             param("read", "(preset)", "page read latency, e.g. 25us"),
@@ -147,9 +158,14 @@ fn duration(spec: &Spec, key: &str) -> Result<u64, SpecError> {
     parse_duration_ns(spec.raw(key)).map_err(|e| spec.invalid(key, e.why))
 }
 
-/// `size=auto` → the footprint (at least `min`), else the given size.
+/// `size=auto` or `size=footprint` → the footprint as laid out (at least
+/// `min`), else the given size.
 fn size(spec: &Spec, ctx: &DeviceCtx, min: u64) -> Result<u64, SpecError> {
-    if spec.raw("size").eq_ignore_ascii_case("auto") {
+    let raw = spec.raw("size");
+    if raw.eq_ignore_ascii_case("footprint") && spec.name != "ftl" {
+        return Err(spec.invalid("size", "footprint is for flash (ftl) devices; a disk keeps its real offsets"));
+    }
+    if raw.eq_ignore_ascii_case("auto") || raw.eq_ignore_ascii_case("footprint") {
         Ok(ctx.footprint_bytes.max(min))
     } else {
         spec.bytes("size")
@@ -178,18 +194,23 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     if op >= 1.0 {
         return Err(spec.invalid("op", "must be below 100%"));
     }
+    let precondition = Precondition::from_name(&spec.choice("precondition", Precondition::NAMES)?)
+        .expect("choice returns one of the names");
     let logical_bytes = size(spec, ctx, 1)?;
     let block = nand.block_bytes();
     let logical_blocks = logical_bytes.div_ceil(block);
-    // Physical blocks: the logical ones plus the spare share, and at least one spare for GC.
-    let mut physical = ((logical_blocks as f64 / (1.0 - op)).ceil() as u64).max(logical_blocks + 1);
     let logical_pages = logical_bytes.div_ceil(nand.page_bytes);
+    // Physical blocks: the logical pages plus the spare share, rounded up to
+    // whole blocks (a logical space of whole blocks gets ⌈blocks / (1 - op)⌉),
+    // and at least one spare block for GC.
+    let ppb = nand.pages_per_block as u64;
+    let mut physical = ((logical_pages as f64 / (1.0 - op) / ppb as f64).ceil() as u64).max(logical_blocks + 1);
     let too_big = |_| spec.invalid("size", "more than 2^32 blocks");
     if !hybrid {
         let blocks = u32::try_from(physical).map_err(too_big)?;
         let ftl = PageFtl::with_logical_pages(nand, blocks, logical_pages)
             .map_err(|e| spec.invalid("size", e.to_string()))?;
-        return Ok(Box::new(ftl));
+        return Ok(prepared(ftl, precondition));
     }
     // The hybrid FTL keeps its log blocks and one merge target out of the spare space.
     let logs = match log_blocks(spec)? {
@@ -202,7 +223,29 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     let opts = HybridOptions { log_blocks: LogBlocks::Count(logs), in_place: spec.flag("in_place")? };
     let ftl = HybridFtl::with_logical_pages(nand, blocks, logical_pages, opts)
         .map_err(|e| spec.invalid("log_blocks", e.to_string()))?;
-    Ok(Box::new(ftl))
+    Ok(prepared(ftl, precondition))
+}
+
+fn prepared<F: Ftl + Send + 'static>(mut ftl: F, how: Precondition) -> BoxedDevice {
+    ftl.precondition(how);
+    Box::new(ftl)
+}
+
+/// The unit a spec's device is laid out in with `size=footprint`: its flash
+/// page (the trace's touched pages are packed at that granularity), or
+/// `None` for every other size. `size=footprint` on a device that is not
+/// flash is an error.
+pub fn footprint_page(text: &str) -> Result<Option<u64>, SpecError> {
+    let (spec, info) = parse(text)?;
+    if !info.params.iter().any(|p| p.name == "size") || !spec.raw("size").eq_ignore_ascii_case("footprint") {
+        return Ok(None);
+    }
+    size(&spec, &DeviceCtx { footprint_bytes: 0 }, 1)?; // (a disk: the error above)
+    let mut page = NandTiming::preset(spec.raw("nand")).map_err(|e| spec.invalid("nand", e.to_string()))?.page_bytes;
+    if given(&spec, "page") {
+        page = spec.bytes("page")?;
+    }
+    Ok(Some(page.max(1)))
 }
 
 /// `log_blocks=16` (a count) or `log_blocks=3%` (a share of physical blocks).
@@ -306,6 +349,33 @@ mod tests {
         // Sequential overwrites: whole blocks go invalid together, GC copies nothing.
         assert_eq!(dev.stats().extra_page_writes, 0);
         assert!(dev.stats().erases > 0);
+    }
+
+    #[test]
+    fn footprint_size_is_page_exact_and_spare_rounds_to_blocks() {
+        // 64,000 touched 4 KiB pages (what the layout reports for size=footprint).
+        let ctx = DeviceCtx { footprint_bytes: 64_000 * 4096 };
+        let (dev, _) = build("ftl(nand=ull,op=23%,size=footprint)", &ctx).unwrap();
+        let s = dev.stats();
+        // 64 pages a block: ⌈64,000 / 0.77 / 64⌉ = 1299 blocks.
+        assert_eq!((s.logical_pages, s.physical_pages), (64_000, 1299 * 64));
+        assert!((s.physical_per_logical - 1.0 / 0.77).abs() < 0.001, "{}", s.physical_per_logical);
+        assert_eq!(s.unwritten_pages, 64_000);
+        // Whole blocks of logical space: ⌈blocks / (1 - op)⌉ as before.
+        let (dev, _) = build("ftl(nand=ull,op=10%)", &CTX).unwrap();
+        assert_eq!(dev.stats().physical_pages, 285 * 64);
+        let (dev, _) = build("ftl(nand=ull,precondition=seq)", &CTX).unwrap();
+        let s = dev.stats();
+        assert_eq!((s.unwritten_pages, s.precondition_host_page_writes, s.host_page_writes), (0, 16384, 0));
+        assert_eq!(footprint_page("ftl(nand=slc,size=footprint)").unwrap(), Some(16384));
+        assert_eq!(footprint_page("ftl(nand=slc,page=8KiB,size=footprint)").unwrap(), Some(8192));
+        assert_eq!(footprint_page("ftl(nand=slc)").unwrap(), None);
+        assert_eq!(footprint_page("ssd").unwrap(), None);
+        let err = footprint_page("hdd(size=footprint)").unwrap_err().to_string();
+        assert!(err.contains("size") && err.contains("flash"), "{err}");
+        assert!(build("hdd(size=footprint)", &CTX).is_err());
+        let err = build("ftl(precondition=twice)", &CTX).err().unwrap().to_string();
+        assert!(err.contains("precondition") && err.contains("none, seq, random"), "{err}");
     }
 
     #[test]

@@ -548,7 +548,8 @@ impl HybridFtl {
         }
         let s = &self.stats;
         let programmed = self.p2l.iter().filter(|&&p| p != FREE).count() as u64;
-        if programmed + self.erased_programmed != s.host_page_writes + s.extra_page_writes {
+        if programmed + self.erased_programmed != s.host_page_writes + s.extra_page_writes + s.precondition_page_writes
+        {
             return Err(format!(
                 "{} pages programmed, stats say {} host + {} extra",
                 programmed + self.erased_programmed,
@@ -640,6 +641,15 @@ impl Ftl for HybridFtl {
             cost += self.merge(s);
         }
         cost
+    }
+
+    fn physical_pages(&self) -> u64 {
+        self.p2l.len() as u64
+    }
+
+    /// Every live physical page is the one copy of a logical page (`check`).
+    fn unwritten_pages(&self) -> u64 {
+        self.logical_pages - self.p2l.iter().filter(|&&p| p < STALE).count() as u64
     }
 
     fn trim_page(&mut self, lpn: u32) {
@@ -740,6 +750,59 @@ mod tests {
         let s = d.stats();
         assert_eq!(merges(&d), (10, 0, 0));
         assert_eq!((s.extra_page_writes, s.erases, s.write_amplification), (0, 5, 1.0));
+        d.check().unwrap();
+    }
+
+    /// Every kind of merge, with and without an old data block to erase,
+    /// on the empty device without in-place writes (free B0..B7, handed out
+    /// oldest first; 2 log slots; a copy is 110, an erase 1000, a program 100):
+    ///
+    /// 1. 1 0 → lbn 0's log B0, out of order. 4 → lbn 1's log B1, in order.
+    /// 2. 8: no slot free; the LRU one is lbn 0's → full merge into fresh B2:
+    ///    copy 0 and 1 (2 copies), erase the log B0 (no old data block):
+    ///    free [B3..B7 B0]; lbn 2 logs into B3. Cost 100 + 2·110 + 1000.
+    /// 3. 5 6 7 complete lbn 1's log in order → switch merge, nothing to
+    ///    copy or erase (no old data block): B1 is lbn 1's data block.
+    /// 4. 9 (lbn 2, in order), merge_all → partial merge with no old data
+    ///    block: no copy, no erase; B3 is lbn 2's data block.
+    /// 5. 4 5 → lbn 1's log B4, in order; merge_all → partial merge: copy 6 7
+    ///    from B1 (2 copies), erase B1. Free [B5 B6 B7 B0 B1].
+    /// 6. 9 8 → lbn 2's log B5, out of order; merge_all → full merge into B6:
+    ///    copy 8 9 from the log (pages 2, 3 of B3 were never written: no
+    ///    copy), erase log B5 and old data block B3. Free [B7 B0 B1 B5 B3].
+    ///
+    /// Host 12, copies 2 + 2 + 2 = 6, erases B0 B1 B5 B3 = 4; merges 1
+    /// switch, 2 partial, 2 full; WA 18/12.
+    #[test]
+    fn every_merge_kind_hand_computed_without_in_place() {
+        let mut d = small(false);
+        write_pages(&mut d, &[1, 0, 4]);
+        assert_eq!(d.write(8 * PAGE, PAGE), 100 + 2 * COPY + 1000);
+        assert_eq!(merges(&d), (0, 0, 1));
+        assert_eq!((d.physical_of(0), d.physical_of(1), d.physical_of(8)), (Some((2, 0)), Some((2, 1)), Some((3, 0))));
+        assert_eq!(write_pages(&mut d, &[5, 6, 7]), 3 * 100);
+        assert_eq!(merges(&d), (1, 0, 1));
+        assert_eq!(d.physical_of(6), Some((1, 2)));
+        d.write(9 * PAGE, PAGE);
+        assert_eq!(d.merge_all(), 0);
+        assert_eq!(merges(&d), (1, 1, 1));
+        assert_eq!(d.physical_of(9), Some((3, 1)));
+        write_pages(&mut d, &[4, 5]);
+        assert_eq!(d.physical_of(5), Some((4, 1)));
+        assert_eq!(d.merge_all(), 2 * COPY + 1000);
+        assert_eq!(merges(&d), (1, 2, 1));
+        assert_eq!((d.physical_of(6), d.physical_of(7)), (Some((4, 2)), Some((4, 3))));
+        write_pages(&mut d, &[9, 8]);
+        assert_eq!(d.physical_of(8), Some((5, 1)));
+        assert_eq!(d.merge_all(), 2 * COPY + 2 * 1000);
+        assert_eq!((d.physical_of(8), d.physical_of(9)), (Some((6, 0)), Some((6, 1))));
+        let s = d.stats();
+        assert_eq!(merges(&d), (1, 2, 2));
+        assert_eq!((s.host_page_writes, s.extra_page_writes, s.erases), (12, 6, 4));
+        assert_eq!(s.write_amplification, 18.0 / 12.0);
+        assert_eq!((s.write_time, s.extra_write_time, s.erase_time), (1200, 6 * COPY, 4000));
+        assert_eq!(d.free_blocks(), 5);
+        assert_eq!((s.logical_pages, s.unwritten_pages), (20, 12));
         d.check().unwrap();
     }
 

@@ -111,6 +111,94 @@ pub trait Ftl {
     fn write_page(&mut self, lpn: u32) -> Nanos;
     /// Drops logical page `lpn` (inside the logical space).
     fn trim_page(&mut self, lpn: u32);
+    /// Pages of the physical space (logical space plus spare).
+    fn physical_pages(&self) -> u64;
+    /// Logical pages that hold no data now: never written, or trimmed. Until
+    /// they are written they act as extra spare for GC.
+    fn unwritten_pages(&self) -> u64;
+
+    /// Brings the device to the state `how` asks for before a run (see
+    /// [`Precondition`]); what that wrote is kept in the `precondition_*`
+    /// counters and left out of every other one.
+    fn precondition(&mut self, how: Precondition) {
+        let logical = self.logical_pages();
+        if how == Precondition::None || logical == 0 {
+            return;
+        }
+        for lpn in 0..logical {
+            self.write_page(lpn as u32);
+        }
+        let mut last_wa = 1.0;
+        if how == Precondition::Random {
+            // Windows of one logical space of uniform random overwrites (seeded,
+            // so runs repeat), until a window's write amplification is within
+            // PRECONDITION_STEADY of the previous one's: GC has reached its steady state.
+            use rand::{Rng, SeedableRng};
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(PRECONDITION_SEED);
+            let mut prev = f64::INFINITY;
+            for _ in 0..PRECONDITION_MAX_WINDOWS {
+                let before = programs(self.stats_ref());
+                for _ in 0..logical {
+                    self.write_page(rng.gen_range(0..logical) as u32);
+                }
+                last_wa = (programs(self.stats_ref()) - before) as f64 / logical as f64;
+                if (last_wa - prev).abs() <= PRECONDITION_STEADY * last_wa {
+                    break;
+                }
+                prev = last_wa;
+            }
+        }
+        let s = std::mem::take(self.stats_mut());
+        let st = self.stats_mut();
+        st.precondition_page_writes = programs(&s);
+        st.precondition_host_page_writes = s.host_page_writes;
+        st.precondition_erases = s.erases;
+        st.precondition_write_amplification = last_wa;
+    }
+}
+
+/// Seed of the random overwrites of `precondition=random`.
+pub const PRECONDITION_SEED: u64 = 0x5EED_F1A5;
+/// `precondition=random` stops when two successive windows' write
+/// amplification differ by at most this share…
+pub const PRECONDITION_STEADY: f64 = 0.01;
+/// … or after this many windows (a small device's windows are noisy).
+pub const PRECONDITION_MAX_WINDOWS: u32 = 16;
+
+/// Pages the device programmed: the host's and its own copies.
+fn programs(s: &DeviceStats) -> u64 {
+    s.host_page_writes + s.extra_page_writes
+}
+
+/// How a flash device is prepared before a run, as MQSim preconditions its
+/// SSDs: a fresh device has only erased blocks, so GC copies nothing until
+/// the trace has written more than the spare, and never-written pages act as
+/// spare for the whole run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precondition {
+    /// A fresh device: every page erased.
+    #[default]
+    None,
+    /// One sequential write of the whole logical space: every page holds
+    /// data, GC finds whole-invalid blocks until the trace fragments them.
+    Seq,
+    /// The sequential fill, then uniform random overwrites of the whole
+    /// logical space until GC reaches its steady state (see [`PRECONDITION_STEADY`]).
+    Random,
+}
+
+impl Precondition {
+    pub const NAMES: &'static [&'static str] = &["none", "seq", "random"];
+
+    pub fn from_name(name: &str) -> Option<Precondition> {
+        match name {
+            "none" => Some(Precondition::None),
+            "seq" => Some(Precondition::Seq),
+            "random" => Some(Precondition::Random),
+            _ => None,
+        }
+    }
 }
 
 impl<F: Ftl> Device for F {
@@ -136,7 +224,11 @@ impl<F: Ftl> Device for F {
     }
 
     fn stats(&self) -> DeviceStats {
-        self.stats_ref().clone().finish()
+        let mut s = self.stats_ref().clone();
+        s.physical_pages = self.physical_pages();
+        s.logical_pages = self.logical_pages();
+        s.unwritten_pages = self.unwritten_pages();
+        s.finish()
     }
 }
 
@@ -168,6 +260,30 @@ pub struct DeviceStats {
     pub extra_write_time: Nanos,
     #[serde(rename = "erase_time_ns")]
     pub erase_time: Nanos,
+    /// Flash only (0 elsewhere): pages of the physical space, …
+    pub physical_pages: u64,
+    /// … of the logical space, …
+    pub logical_pages: u64,
+    /// … and logical pages holding no data at the end of the run (never
+    /// written, or trimmed): GC uses them as spare.
+    pub unwritten_pages: u64,
+    /// `physical_pages / logical_pages`: the nominal spare (`op=7%` → 1.075).
+    pub physical_per_logical: f64,
+    /// `unwritten_pages / logical_pages`.
+    pub unwritten_share: f64,
+    /// `physical_pages / (logical_pages - unwritten_pages)`: the spare GC
+    /// effectively had at the end of the run.
+    pub physical_per_written: f64,
+    /// Pages programmed (host + GC copies) to precondition the device before
+    /// the run; not in any counter above.
+    pub precondition_page_writes: u64,
+    /// Host page writes of the preconditioning.
+    pub precondition_host_page_writes: u64,
+    /// Erases of the preconditioning.
+    pub precondition_erases: u64,
+    /// `precondition=random`: write amplification of its last window of
+    /// random overwrites (the steady state it reached); 1 after `seq`; 0 without.
+    pub precondition_write_amplification: f64,
 }
 
 impl DeviceStats {
@@ -178,6 +294,10 @@ impl DeviceStats {
         } else {
             (self.host_page_writes + self.extra_page_writes) as f64 / self.host_page_writes as f64
         };
+        let per = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
+        self.physical_per_logical = per(self.physical_pages, self.logical_pages);
+        self.unwritten_share = per(self.unwritten_pages, self.logical_pages);
+        self.physical_per_written = per(self.physical_pages, self.logical_pages.saturating_sub(self.unwritten_pages));
         self
     }
 
@@ -190,6 +310,82 @@ impl DeviceStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tiny() -> NandTiming {
+        NandTiming { page_bytes: 4096, pages_per_block: 16, read_ns: 10, program_ns: 100, erase_ns: 1000 }
+    }
+
+    #[test]
+    fn spare_is_reported_and_unwritten_pages_counted() {
+        // 64 blocks × 16 pages, 900 logical pages; write 300 of them, trim 50.
+        let mut d = PageFtl::with_logical_pages(tiny(), 64, 900).unwrap();
+        d.write(0, 300 * 4096);
+        d.trim(0, 50 * 4096);
+        let s = d.stats();
+        assert_eq!((s.physical_pages, s.logical_pages, s.unwritten_pages), (1024, 900, 650));
+        assert_eq!(s.physical_per_logical, 1024.0 / 900.0);
+        assert_eq!(s.unwritten_share, 650.0 / 900.0);
+        assert_eq!(s.physical_per_written, 1024.0 / 250.0);
+        let mut h = HybridFtl::with_logical_pages(tiny(), 64, 900, HybridOptions::default()).unwrap();
+        h.write(0, 300 * 4096);
+        h.write(0, 10 * 4096); // log copies replace data copies: still 300 written
+        h.trim(0, 50 * 4096);
+        let s = h.stats();
+        assert_eq!((s.physical_pages, s.logical_pages, s.unwritten_pages), (1024, 900, 650));
+        // Devices that are not flash report none of it.
+        let s = Memory::new(MemoryParams::preset("dram").unwrap()).stats();
+        assert_eq!((s.physical_pages, s.physical_per_logical), (0, 0.0));
+    }
+
+    #[test]
+    fn preconditioning_fills_and_is_left_out_of_the_counters() {
+        let fresh = PageFtl::with_logical_pages(tiny(), 64, 900).unwrap();
+        assert_eq!(fresh.stats().unwritten_pages, 900);
+        let mut none = fresh.clone();
+        none.precondition(Precondition::None);
+        assert_eq!(none.stats(), fresh.stats());
+        let mut seq = fresh.clone();
+        seq.precondition(Precondition::Seq);
+        let s = seq.stats();
+        assert_eq!((s.host_page_writes, s.extra_page_writes, s.erases, s.write_time), (0, 0, 0, 0));
+        assert_eq!((s.unwritten_pages, s.precondition_host_page_writes, s.precondition_page_writes), (0, 900, 900));
+        assert_eq!(s.precondition_write_amplification, 1.0);
+        seq.check().unwrap();
+        let mut rnd = fresh.clone();
+        rnd.precondition(Precondition::Random);
+        let s = rnd.stats();
+        assert_eq!((s.host_page_writes, s.extra_page_writes, s.erases), (0, 0, 0));
+        assert_eq!(s.unwritten_pages, 0);
+        assert!(s.precondition_host_page_writes >= 3 * 900, "fill + at least two windows");
+        assert!(s.precondition_host_page_writes <= (1 + PRECONDITION_MAX_WINDOWS as u64) * 900);
+        assert!(s.precondition_page_writes > s.precondition_host_page_writes);
+        rnd.check().unwrap();
+        // Random overwrites on the preconditioned device start at the steady
+        // state: the first window already has the WA the preconditioning
+        // reached, where a sequentially filled device starts lower.
+        let window = |d: &mut PageFtl| {
+            use rand::{Rng, SeedableRng};
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+            for _ in 0..900 {
+                d.write(rng.gen_range(0..900u64) * 4096, 4096);
+            }
+            d.stats().write_amplification
+        };
+        let steady = s.precondition_write_amplification;
+        let (wa_rnd, wa_seq) = (window(&mut rnd), window(&mut seq));
+        assert!((wa_rnd / steady - 1.0).abs() < 0.1, "{wa_rnd} vs steady {steady}");
+        assert!(wa_seq < 0.9 * wa_rnd, "{wa_seq} vs {wa_rnd}");
+        // The same for the hybrid FTL; seeded, so it repeats.
+        let mut h = HybridFtl::with_logical_pages(tiny(), 64, 900, HybridOptions::default()).unwrap();
+        let mut h2 = h.clone();
+        h.precondition(Precondition::Random);
+        h2.precondition(Precondition::Random);
+        let s = h.stats();
+        assert_eq!(s, h2.stats());
+        assert_eq!((s.host_page_writes, s.full_merges, s.unwritten_pages), (0, 0, 0));
+        assert!(s.precondition_write_amplification > 2.0, "{s:?}");
+        h.check().unwrap();
+    }
 
     #[test]
     fn write_amplification_is_derived() {

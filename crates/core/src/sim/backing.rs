@@ -7,6 +7,12 @@
 //! into chunks (a few MiB, a whole number of flash blocks), and only chunks
 //! that are touched are laid out, consecutively, in address order. Order and
 //! contiguity inside a chunk are kept, so sequential runs stay sequential.
+//! The pages of a touched chunk the trace never writes are logical pages GC
+//! can use as spare, so on a sparse trace `size=auto` gives the device more
+//! spare than its `op` says. `size=footprint` packs page by page instead
+//! (chunks of one flash page, or one trace page if larger): the logical
+//! space is exactly the touched pages, still in address order, so runs of
+//! touched pages stay sequential.
 //! Disks keep real offsets (seek distance matters): each trace device is laid
 //! after the previous one's highest address.
 
@@ -39,17 +45,34 @@ impl Layout {
     /// Lays out the pages `requests` touch. `dense` packs touched chunks; else
     /// each trace device keeps its offsets, devices one after another.
     pub fn scan(requests: &[Request], unit: Unit, page_bytes: u64, dense: bool) -> Result<Layout, SimError> {
-        // Highest page end per (device, chunk) — or per device for disks.
         let chunk = if dense { CHUNK_BYTES.max(page_bytes) } else { u64::MAX };
+        Layout::scan_chunks(requests, unit, page_bytes, chunk)
+    }
+
+    /// Packs exactly the touched pages (`size=footprint`): chunks of one
+    /// `flash_page`, or of one trace page if that is larger (a multiple of it:
+    /// page sizes are powers of two).
+    pub fn scan_pages(requests: &[Request], unit: Unit, page_bytes: u64, flash_page: u64) -> Result<Layout, SimError> {
+        Layout::scan_chunks(requests, unit, page_bytes, flash_page.max(page_bytes))
+    }
+
+    /// Packs the touched chunks of `chunk` bytes (`u64::MAX`: one per trace device, kept at its offsets).
+    fn scan_chunks(requests: &[Request], unit: Unit, page_bytes: u64, chunk: u64) -> Result<Layout, SimError> {
+        let dense = chunk != u64::MAX;
+        // Highest page end per (device, chunk) — or per device for disks.
         let mut ends: HashMap<(u32, u64), u64> = HashMap::new();
         for (i, r) in requests.iter().enumerate() {
             let pr = pages_of(r, unit, page_bytes, i as u64)?;
-            for key in [pr.keys().next(), pr.keys().last()].into_iter().flatten() {
-                let (dev, page) = split_key(key);
-                let off = page.saturating_mul(page_bytes);
-                let c = if dense { off / chunk } else { 0 };
+            let (Some(first), Some(last)) = (pr.keys().next(), pr.keys().last()) else { continue };
+            let (dev, first) = split_key(first);
+            let last = split_key(last).1;
+            let (lo, hi) = (first.saturating_mul(page_bytes), last.saturating_mul(page_bytes));
+            // Every chunk from the first page's to the last one's (a request
+            // may span more than two).
+            let (c0, c1) = if dense { (lo / chunk, hi / chunk) } else { (0, 0) };
+            for c in c0..=c1 {
                 let end = ends.entry((dev, c)).or_insert(0);
-                *end = (*end).max(off + page_bytes);
+                *end = (*end).max(if c == c1 { hi + page_bytes } else { (c + 1) * chunk });
             }
         }
         let mut keys: Vec<(u32, u64)> = ends.keys().copied().collect();
@@ -133,7 +156,10 @@ impl Backing {
     /// Builds the device `spec` names, sized to the pages `requests` touch.
     pub fn new(spec: &str, requests: &[Request], unit: Unit, page_bytes: u64) -> Result<Backing, SimError> {
         let (_, info) = catalog::parse(spec)?;
-        let layout = Layout::scan(requests, unit, page_bytes, info.dense)?;
+        let layout = match catalog::footprint_page(spec)? {
+            Some(flash_page) => Layout::scan_pages(requests, unit, page_bytes, flash_page)?,
+            None => Layout::scan(requests, unit, page_bytes, info.dense)?,
+        };
         let (device, canonical) = catalog::build(spec, &DeviceCtx { footprint_bytes: layout.footprint })?;
         Ok(Backing { device, spec: canonical.canonical(), layout, page_bytes })
     }
@@ -220,6 +246,47 @@ mod tests {
         assert_eq!(l.offset(page_key(1, 0).unwrap(), pb), 2 * CHUNK_BYTES);
         // An untouched page lands past the footprint.
         assert!(l.offset(page_key(0, (100 << 20) / pb).unwrap(), pb) >= l.footprint);
+    }
+
+    /// The audit's case: uniform random writes over 64,000 pages. `size=auto`
+    /// lays out the touched 16 MiB chunks (4 × 4096 pages = 65,536), so
+    /// 1,536 never-written pages act as extra spare; `size=footprint` lays
+    /// out exactly the 64,000 pages, densely and in address order.
+    #[test]
+    fn footprint_layout_packs_exactly_the_touched_pages() {
+        let pb = 4096;
+        let mut x = 99u64;
+        let mut reqs: Vec<Request> = (0..64_000).map(|p| req(0, p * pb, 4096)).collect();
+        for _ in 0..50_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            reqs.push(req(0, (x >> 33) % 64_000 * pb, 4096));
+        }
+        let auto = Backing::new("ftl(nand=ull,op=23%)", &reqs, Unit::Bytes, pb).unwrap();
+        assert_eq!(auto.layout.footprint, 65_536 * pb);
+        assert_eq!(auto.stats().logical_pages, 65_536);
+        let exact = Backing::new("ftl(nand=ull,op=23%,size=footprint)", &reqs, Unit::Bytes, pb).unwrap();
+        assert_eq!(exact.stats().logical_pages, 64_000);
+        // Sparse: two far-apart runs and a lone page on a second device.
+        let reqs = [req(0, 1 << 40, 3 * 4096), req(0, 8 * pb, 8192), req(1, 5 * pb, 100)];
+        let l = Layout::scan_pages(&reqs, Unit::Bytes, pb, pb).unwrap();
+        assert_eq!(l.footprint, 6 * pb);
+        assert_eq!(l.offset(page_key(0, 8).unwrap(), pb), 0);
+        assert_eq!(l.offset(page_key(0, 9).unwrap(), pb), pb);
+        assert_eq!(l.offset(page_key(0, (1 << 40) / pb + 2).unwrap(), pb), 4 * pb);
+        assert_eq!(l.offset(page_key(1, 5).unwrap(), pb), 5 * pb);
+        assert!(l.offset(page_key(0, 10).unwrap(), pb) >= l.footprint, "untouched: past the end");
+        // 16 KiB flash pages under 4 KiB trace pages: the touched flash pages.
+        let l = Layout::scan_pages(&reqs, Unit::Bytes, pb, 4 * pb).unwrap();
+        assert_eq!(l.footprint, 3 * 4 * pb);
+        assert_eq!(l.offset(page_key(0, 9).unwrap(), pb), pb);
+        assert_eq!(l.offset(page_key(1, 5).unwrap(), pb), 2 * 4 * pb + pb);
+    }
+
+    #[test]
+    fn a_request_spanning_three_chunks_lays_out_all_three() {
+        let l = Layout::scan(&[req(0, 0, (2 * CHUNK_BYTES + 4096) as u32)], Unit::Bytes, 4096, true).unwrap();
+        assert_eq!(l.footprint, 3 * CHUNK_BYTES);
+        assert_eq!(l.offset(page_key(0, CHUNK_BYTES / 4096 + 1).unwrap(), 4096), CHUNK_BYTES + 4096);
     }
 
     #[test]
