@@ -590,9 +590,29 @@ mod tests {
     fn vmru_parameter_parses_and_defaults_to_pointer() {
         use crate::policy::registry::build as build_spec;
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteOnly, page_bytes: 4096 };
-        let canon = |t: &str| build_spec(t, &ctx).unwrap().1.canonical();
-        assert_eq!(canon("qlru"), canon("qlru(vmru=pointer)"), "pointer is the default");
-        assert_ne!(canon("qlru"), canon("qlru(vmru=pin)"));
+        // The scenario of `pin_and_pointer_differ_on_a_page_queued_twice`, through the registry.
+        let hits = |t: &str| {
+            let (mut p, _) = build_spec(t, &BuildCtx { capacity: 3, ..ctx }).unwrap();
+            let mut fx = Effects::new();
+            let mut step = |k: u64| {
+                fx.clear();
+                p.access(&write(k, 0), &mut fx);
+                fx.hit
+            };
+            [1, 2, 3].map(&mut step);
+            drop(step);
+            for k in [1, 4, 5, 6, 1] {
+                p.queued(&write(k, 3));
+            }
+            [1, 4, 5, 6, 1].map(|k| {
+                fx.clear();
+                p.access(&write(k, 3), &mut fx);
+                fx.hit
+            })
+        };
+        assert_eq!(hits("qlru"), hits("qlru(vmru=pointer)"), "pointer is the default");
+        assert_eq!(hits("qlru(vmru=pin)"), [true, false, false, false, true]);
+        assert_eq!(hits("qlru"), [true, false, false, false, false]);
         let e = build_spec("qlru(vmru=sticky)", &ctx).err().unwrap().to_string();
         assert!(e.contains("vmru") && e.contains("pointer, pin"), "{e}");
     }
