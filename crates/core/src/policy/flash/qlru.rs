@@ -594,13 +594,9 @@ mod tests {
         let hits = |t: &str| {
             let (mut p, _) = build_spec(t, &BuildCtx { capacity: 3, ..ctx }).unwrap();
             let mut fx = Effects::new();
-            let mut step = |k: u64| {
-                fx.clear();
+            for k in [1, 2, 3] {
                 p.access(&write(k, 0), &mut fx);
-                fx.hit
-            };
-            [1, 2, 3].map(&mut step);
-            drop(step);
+            }
             for k in [1, 4, 5, 6, 1] {
                 p.queued(&write(k, 3));
             }
