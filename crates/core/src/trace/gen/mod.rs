@@ -40,7 +40,8 @@
 //! `iometer-a`, `-b`, `-c` are the write-only workloads of paper 002 Table 2 (see
 //! `iometer.rs` for the table and what the paper leaves open).
 //! `fin` is a paper 001-like bank OLTP workload: reads and writes on their own Zipf
-//! populations that share a set part of their accesses (`rw`, `wr`; see `fin.rs`).
+//! populations, a share `rw` of reads on written pages and `update` of writes rewriting the page
+//! just read (see `fin.rs`).
 //! `desktop` is a multi-day desktop-like block trace for paper 000 (a drifting daily working
 //! set, busy days, idle nights; see `desktop.rs`); it keeps its own clock and day count, so it
 //! takes `days` and `per_day` instead of `requests` and `iat`, and cannot go in a mix.
@@ -123,8 +124,8 @@ const FIN: [ParamInfo; 13] = concat_params(
         p("alpha", "1.0", "skew of each population: P(rank k) ∝ 1/k^alpha"),
         p("wkeys", "100k", "keys of the write population (keys 0..wkeys)"),
         p("rkeys", "100k", "keys of the read population (keys wkeys..wkeys+rkeys)"),
-        p("rw", "90%", "share of reads drawn from the write population (the rest from their own)"),
-        p("wr", "10%", "share of writes drawn from the read population (the rest from their own)"),
+        p("rw", "95%", "share of reads drawn from the write population (the rest from their own)"),
+        p("update", "0%", "share of writes that rewrite the page of the most recent read (read-modify-write)"),
     ],
     KEYED,
 );
@@ -180,7 +181,8 @@ pub static GENERATORS: &[GenInfo] = &[
     GenInfo {
         name: "fin",
         about: "paper 001-like bank OLTP: writes on Zipf keys 0..wkeys, reads on Zipf keys wkeys..wkeys+rkeys; \
-                a share rw of reads goes to the write population and wr of writes to the read population",
+                a share rw of reads goes to the write population, a share `update` of writes rewrites the page \
+                just read",
         params: &FIN,
     },
     GenInfo {
