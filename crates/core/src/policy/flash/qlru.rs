@@ -571,7 +571,7 @@ mod tests {
         for i in 0..20_000u64 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let k = (x >> 33) % 24;
-            if queue.len() < 10 && !queue.contains(&k) && (x >> 20) % 3 != 0 {
+            if queue.len() < 10 && !queue.contains(&k) && !(x >> 20).is_multiple_of(3) {
                 queue.push_back(k);
                 a.queued(&write(k, i));
                 b.queued(&write(k, i));

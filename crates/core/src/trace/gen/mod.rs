@@ -234,8 +234,8 @@ pub fn open(spec: &str) -> Result<Box<dyn TraceReader>, SpecError> {
 /// Where a key generator's next key comes from.
 enum Pattern {
     Zipf(zipf::ZipfKeys),
-    /// Its key depends on the op.
-    Fin(fin::Fin),
+    /// Its key depends on the op. (boxed: two Zipf samplers)
+    Fin(Box<fin::Fin>),
     Uniform(u64),
     Scan(scan::Scan),
 }
@@ -388,7 +388,7 @@ fn build(parsed: &Spec, rng: &mut Rng, in_mix: bool) -> Result<Component, SpecEr
             Component::Keyed(Keyed::build(p, Pattern::Zipf(z), keys)?)
         }
         "fin" => {
-            let f = fin::Fin::build(p, rng)?;
+            let f = Box::new(fin::Fin::build(p, rng)?);
             let keys = f.keys();
             Component::Keyed(Keyed::build(p, Pattern::Fin(f), keys)?)
         }
