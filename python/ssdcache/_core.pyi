@@ -43,6 +43,7 @@ class Spec(TypedDict, total=False):
     queue_depth: Union[int, None]
     iat_scale: Union[float, None]
     repeat: int  # default 1
+    align_pages: bool  # default False: requests taken as page-aligned (no read-for-write)
 
 class Trace:
     """A trace read into memory by `load`; `run` replays it without parsing it again.

@@ -14,7 +14,7 @@ from ._trace import Mode, Size, TraceLike, to_source
 __all__ = ["simulate", "run_spec", "run_json", "SPEC_KEYS"]
 
 SPEC_KEYS = ("policy", "cache", "page", "mode", "device", "cache_device", "interval", "queue_depth", "iat_scale",
-             "repeat")
+             "repeat", "align_pages")
 
 
 def _is_int(x: Any) -> bool:
@@ -43,7 +43,7 @@ def _text(name: str, value: Any, example: str, *, optional: bool = False) -> str
 
 def run_spec(policy: Any = "lru", cache: Any = "64MiB", page: Any = "4KiB", mode: Any = "write-back",
              device: Any = None, cache_device: Any = None, interval: Any = None, queue_depth: Any = None,
-             iat_scale: Any = None, repeat: Any = 1) -> dict[str, Any]:
+             iat_scale: Any = None, repeat: Any = 1, align_pages: Any = False) -> dict[str, Any]:
     """The `_core.run` spec dict for one run; checks types, leaves meaning to `_core`."""
     spec: dict[str, Any] = {
         "policy": _text("policy", policy, "arc or 2q(kin=25%)"),
@@ -79,6 +79,10 @@ def run_spec(policy: Any = "lru", cache: Any = "64MiB", page: Any = "4KiB", mode
     if not _is_int(repeat) or repeat < 1:
         raise ValueError(f"repeat must be a whole number of at least 1, not {repeat!r}")
     spec["repeat"] = int(repeat)
+    if not isinstance(align_pages, bool):
+        raise ValueError(f"align_pages must be True or False, not {align_pages!r}")
+    if align_pages:
+        spec["align_pages"] = True
     return spec
 
 
@@ -95,7 +99,7 @@ def run_json(source: Any, spec: dict[str, Any]) -> str:
 def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page: Size = "4KiB",
              mode: Mode | str = "write-back", device: str | None = None, cache_device: str | None = None,
              interval: str | int | None = None, queue_depth: int | None = None, iat_scale: float | None = None,
-             repeat: int = 1) -> Result:
+             repeat: int = 1, align_pages: bool = False) -> Result:
     """Runs one simulation and returns its report: the numbers ``ssdcache sim --json`` prints.
 
     The simulation runs in Rust without holding the GIL, so threads can run
@@ -137,6 +141,9 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
         inter-arrival times scaled by this factor; needs ``device``.
     repeat:
         Replay the trace this many times back to back.
+    align_pages:
+        Take every request as page-aligned (rounded out to whole pages), so no
+        write is partial and none costs a read-for-write (``sim --align-pages``).
 
     Returns
     -------
@@ -159,6 +166,7 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
     >>> ssdcache.simulate("trace.spc.gz", policy="cflru", cache="16MiB",
     ...                   device="ftl(nand=mlc2)").execution_time_ns   # doctest: +SKIP
     """
-    spec = run_spec(policy, cache, page, mode, device, cache_device, interval, queue_depth, iat_scale, repeat)
+    spec = run_spec(policy, cache, page, mode, device, cache_device, interval, queue_depth, iat_scale, repeat,
+                    align_pages)
     source = to_source(trace)
     return Result(json.loads(run_json(source, spec)))

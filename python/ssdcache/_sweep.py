@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["sweep", "split_list", "frame"]
 
-_COMMON = ("cache_device", "interval", "queue_depth", "iat_scale", "repeat")
+_COMMON = ("cache_device", "interval", "queue_depth", "iat_scale", "repeat", "align_pages")
 # A one-request trace: running every distinct spec on it first checks policy specs,
 # sizes, modes and device specs before any trace is read, as the CLI does.
 _PROBE = {"arrays": {"addr": np.zeros(1, np.uint64), "op": np.zeros(1, np.uint8)}, "unit": "pages",
@@ -169,7 +169,7 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
     progress:
         Show a tqdm progress bar.
     **common:
-        Passed to every run: ``cache_device``, ``interval``, ``repeat``,
+        Passed to every run: ``cache_device``, ``interval``, ``repeat``, ``align_pages``,
         ``queue_depth`` and ``iat_scale`` (these two may be lists, swept like the
         CLI's ``--queue-depth 32,512 --iat-scale 1,2``, innermost).
 
@@ -208,7 +208,8 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
     ]
     specs = [
         run_spec(policy=p, cache=c, page=pg, mode=m, device=d, cache_device=common.get("cache_device"),
-                 interval=common.get("interval"), queue_depth=q, iat_scale=s, repeat=common.get("repeat", 1))
+                 interval=common.get("interval"), queue_depth=q, iat_scale=s, repeat=common.get("repeat", 1),
+                 align_pages=common.get("align_pages", False))
         for p, c, pg, m, d, q, s in itertools.product(*dims)
     ]
     sources = [to_source(t) for t in trace_list]  # path and array checks, before any run

@@ -73,6 +73,18 @@ def test_file_trace_is_the_clis_json(cli, fin1):
     assert _core.run({"path": fin1, "format": "ssdsim", "skip_bad": False, "csv_columns": None}, spec) == want
 
 
+def test_align_pages_is_the_clis_and_drops_read_for_write(cli, fin1):
+    spec = {"policy": "lru", "cache": "1MiB", "page": "8KiB", "align_pages": True}
+    want = cli_json_text(cli, "-t", fin1, "-p", "lru", "-c", "1MiB", "--page", "8KiB", "--align-pages")
+    assert _core.run({"path": fin1}, spec) == want
+    aligned = json.loads(want)
+    unaligned = json.loads(_core.run({"path": fin1}, dict(spec, align_pages=False)))
+    assert aligned["read_for_write"] == 0 < unaligned["read_for_write"]
+    assert aligned["pages"] == unaligned["pages"]
+    with pytest.raises(ValueError, match="align_pages"):
+        _core.run({"path": fin1}, dict(spec, align_pages=1))
+
+
 def test_arrays_replay_like_a_key_file(cli, tmp_path):
     rng = np.random.default_rng(7)
     keys = (rng.zipf(1.3, 20_000) % 5000).astype(np.uint64)

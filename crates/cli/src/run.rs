@@ -97,6 +97,11 @@ pub struct SimArgs {
     /// (default 1 = the trace's own timing; 0 = all at once). Implies a queue (depth 32 unless given).
     #[arg(long)]
     pub iat_scale: Option<String>,
+    /// Take every request as page-aligned (rounded out to whole pages), so no
+    /// write is partial and none costs a read-for-write: the view of an FTL fed
+    /// page-aligned LBAs, as paper 001's simulator is. Off by default.
+    #[arg(long)]
+    pub align_pages: bool,
     /// Print one JSON object per run (one per line).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -141,6 +146,7 @@ pub fn sim(args: SimArgs) -> Result<()> {
                                 cache_device: args.cache_device.clone(),
                                 interval,
                                 queue: q,
+                                align_pages: args.align_pages,
                             },
                         ));
                     }

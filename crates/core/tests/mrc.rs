@@ -19,6 +19,7 @@ fn lru(cache_pages: u64) -> RunSpec {
         cache_device: None,
         interval: None,
         queue: None,
+        align_pages: false,
     }
 }
 

@@ -12,8 +12,19 @@ use ssdcache::trace::{Op, Request, Unit};
 use std::error::Error;
 
 /// Keys of `run`'s spec dict.
-pub const SPEC_KEYS: &[&str] =
-    &["policy", "cache", "page", "mode", "device", "cache_device", "interval", "queue_depth", "iat_scale", "repeat"];
+pub const SPEC_KEYS: &[&str] = &[
+    "policy",
+    "cache",
+    "page",
+    "mode",
+    "device",
+    "cache_device",
+    "interval",
+    "queue_depth",
+    "iat_scale",
+    "repeat",
+    "align_pages",
+];
 
 /// Keys of a trace dict of each kind (the first names the kind).
 pub const PATH_KEYS: &[&str] = &["path", "format", "skip_bad", "csv_columns"];
@@ -79,6 +90,7 @@ pub struct SpecText {
     pub queue_depth: Option<i64>,
     pub iat_scale: Option<f64>,
     pub repeat: Option<i64>,
+    pub align_pages: Option<bool>,
 }
 
 impl SpecText {
@@ -94,6 +106,7 @@ impl SpecText {
             queue_depth: None,
             iat_scale: None,
             repeat: None,
+            align_pages: None,
         }
     }
 
@@ -123,6 +136,7 @@ impl SpecText {
             cache_device: self.cache_device.clone(),
             interval: self.interval.as_deref().map(parse_interval).transpose()?,
             queue: queue_spec(depth, self.iat_scale)?,
+            align_pages: self.align_pages.unwrap_or(false),
         };
         Ok((spec, repeat))
     }
@@ -236,6 +250,7 @@ mod tests {
                 cache_device: None,
                 interval: None,
                 queue: None,
+                align_pages: false,
             }
         );
     }

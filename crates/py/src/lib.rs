@@ -161,6 +161,12 @@ fn spec_text(spec: &Bound<'_, PyAny>) -> PyResult<SpecText> {
         }
         s.iat_scale = Some(v.extract::<f64>().map_err(|_| err())?);
     }
+    if let Some(v) = get(d, "align_pages")? {
+        if !v.is_instance_of::<PyBool>() {
+            return Err(value_error(format!("spec[\"align_pages\"] must be a bool, got {}", type_name(&v))));
+        }
+        s.align_pages = Some(v.extract::<bool>()?);
+    }
     if let Some(v) = get(d, "repeat")? {
         s.repeat = Some(int("spec[\"repeat\"]", &v)?);
     }

@@ -12,6 +12,7 @@ fn spec(cache_pages: u64) -> RunSpec {
         cache_device: None,
         interval: None,
         queue: None,
+        align_pages: false,
     }
 }
 

@@ -100,6 +100,8 @@ pub struct Simulator<'p> {
     fx: Effects,
     seq: u64,
     requests: u64,
+    /// Treat every request as page-aligned: no access is partial.
+    align_pages: bool,
     pub counters: Counters,
 }
 
@@ -115,6 +117,7 @@ impl<'p> Simulator<'p> {
             fx: Effects::new(),
             seq: 0,
             requests: 0,
+            align_pages: false,
             counters: Counters::default(),
         }
     }
@@ -128,6 +131,15 @@ impl<'p> Simulator<'p> {
     /// Charges read hits, fills and write-back reads to the cache's own device.
     pub fn with_cache_device(mut self, cache: &'p mut Backing) -> Self {
         self.devices.cache = Some(cache);
+        self
+    }
+
+    /// With `on`, every request is taken as covering its pages whole (rounded
+    /// out to page boundaries), so no write is partial and none needs a
+    /// read-for-write: the view of an FTL whose host sends page-aligned LBAs
+    /// (paper 001's simulator). Off by default.
+    pub fn align_pages(mut self, on: bool) -> Self {
+        self.align_pages = on;
         self
     }
 
@@ -288,7 +300,7 @@ impl<'p> Simulator<'p> {
         }
         let mut all_hit = true;
         for p in 0..pr.count {
-            let partial = (p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial);
+            let partial = !self.align_pages && ((p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial));
             let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
             let a = Access { time: r.time, key: pr.key(p), op: r.op, partial, seq: self.seq, next_use };
             self.seq += 1;

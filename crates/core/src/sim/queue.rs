@@ -460,6 +460,7 @@ mod tests {
             cache_device: None,
             interval: None,
             queue: Some(QueueSpec { depth: 32, iat_scale: 1.0 }),
+            align_pages: false,
         };
         let e = run(&src, &spec).unwrap_err().to_string();
         assert!(e.contains("needs a backing device"), "{e}");

@@ -126,6 +126,9 @@ pub struct RunSpec {
     /// Replay as an open queueing system (NCQ depth, inter-arrival scale):
     /// see [`queue`]. Needs `device`.
     pub queue: Option<QueueSpec>,
+    /// Take requests as page-aligned (`--align-pages`): no partial-page
+    /// accesses, so no read-for-write (see [`Simulator::align_pages`]).
+    pub align_pages: bool,
 }
 
 // Runs described as text. The command line and the Python package both build
@@ -273,7 +276,8 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         _ => None,
     };
     let (mut reader, format) = source.open()?;
-    let mut sim = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes });
+    let mut sim =
+        Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes }).align_pages(spec.align_pages);
     if let Some(b) = backing.as_mut() {
         sim = sim.with_backing(b);
     }

@@ -249,3 +249,40 @@ fn the_segment_baseline_serves_the_rest_of_a_filled_segment() {
     // two fills of 4 pages read from backing and written to the cache; the write invalidated 4 pages
     assert_eq!((c.backing_reads, c.cache_writes, c.invalidations, c.backing_writes), (8, 8, 4, 1));
 }
+
+fn sim_aligned(policy: &str, mode: Mode, capacity: usize, reqs: Vec<Request>, align: bool) -> Counters {
+    let (mut p, _) = build(policy, &BuildCtx { capacity, mode, page_bytes: 4096 }).unwrap();
+    let mut rd = MemoryReader::new(reqs.into(), Unit::Bytes);
+    Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 }).align_pages(align).run(&mut rd).unwrap()
+}
+
+/// Unaligned writes of every shape, over few pages so there are misses and hits.
+fn unaligned_writes() -> Vec<Request> {
+    let mut x: u64 = 0x9e37_79b9;
+    (0..5_000)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let op = if (x >> 62) == 0 { Op::Read } else { Op::Write };
+            req(op, (x >> 20) % (64 * 4096), 1 + ((x >> 40) % 12_000) as u32)
+        })
+        .collect()
+}
+
+#[test]
+fn align_pages_has_no_read_for_write_and_off_is_unchanged() {
+    for policy in ["lru", "cflru", "dpw-lru"] {
+        for mode in [Mode::WriteBack, Mode::WriteOnly, Mode::WriteThrough] {
+            let reqs = unaligned_writes();
+            let default = sim("lru", Mode::WriteBack, 16, reqs.clone());
+            let off = sim_aligned("lru", Mode::WriteBack, 16, reqs.clone(), false);
+            assert_eq!(format!("{default:?}"), format!("{off:?}"), "off must be the default");
+            assert!(default.read_for_write > 0, "the workload must have partial write misses");
+            let on = sim_aligned(policy, mode, 16, reqs.clone(), true);
+            assert_eq!(on.read_for_write, 0, "{policy} {mode}");
+            // The same pages are touched either way; only the old-contents reads go.
+            let off = sim_aligned(policy, mode, 16, reqs, false);
+            assert_eq!((on.pages, on.write_pages, on.hits), (off.pages, off.write_pages, off.hits), "{policy} {mode}");
+            assert_eq!(on.backing_reads, off.backing_reads - off.read_for_write, "{policy} {mode}");
+        }
+    }
+}

@@ -39,6 +39,9 @@
 //! own parameters but not `requests`, `seed` or `iat`, which belong to the whole stream.
 //! `iometer-a`, `-b`, `-c` are the write-only workloads of paper 002 Table 2 (see
 //! `iometer.rs` for the table and what the paper leaves open).
+//! `fin` is a paper 001-like bank OLTP workload: reads and writes on their own Zipf
+//! populations, a share `rw` of reads on written pages and `update` of writes rewriting the page
+//! just read (see `fin.rs`).
 //! `desktop` is a multi-day desktop-like block trace for paper 000 (a drifting daily working
 //! set, busy days, idle nights; see `desktop.rs`); it keeps its own clock and day count, so it
 //! takes `days` and `per_day` instead of `requests` and `iat`, and cannot go in a mix.
@@ -48,6 +51,7 @@
 //! and `ln` alike (zipf weights and exponential gaps use them).
 
 mod desktop;
+mod fin;
 mod iometer;
 mod mix;
 mod scan;
@@ -115,6 +119,16 @@ const ZIPF: [ParamInfo; 11] = concat_params(
     ],
     KEYED,
 );
+const FIN: [ParamInfo; 13] = concat_params(
+    [
+        p("alpha", "1.0", "skew of each population: P(rank k) ∝ 1/k^alpha"),
+        p("wkeys", "100k", "keys of the write population (keys 0..wkeys)"),
+        p("rkeys", "100k", "keys of the read population (keys wkeys..wkeys+rkeys)"),
+        p("rw", "95%", "share of reads drawn from the write population (the rest from their own)"),
+        p("update", "0%", "share of writes that rewrite the page of the most recent read (read-modify-write)"),
+    ],
+    KEYED,
+);
 const UNIFORM: [ParamInfo; 9] = concat_params([p("keys", "1M", "distinct keys")], KEYED);
 const SCAN: [ParamInfo; 10] =
     concat_params([p("start", "0", "first key"), p("length", "1M", "keys in one pass")], KEYED);
@@ -165,6 +179,13 @@ pub static GENERATORS: &[GenInfo] = &[
     },
     GenInfo { name: "loop", about: "cyclic sequential over keys 0..keys (scan from 0)", params: &LOOP },
     GenInfo {
+        name: "fin",
+        about: "paper 001-like bank OLTP: writes on Zipf keys 0..wkeys, reads on Zipf keys wkeys..wkeys+rkeys; \
+                a share rw of reads goes to the write population, a share `update` of writes rewrites the page \
+                just read",
+        params: &FIN,
+    },
+    GenInfo {
         name: "mix",
         about: "mix(A,B,…,weights=90%/10%): each request comes from one component, drawn by weight; \
                 components keep their own read/size/unit parameters, the mix owns requests/seed/iat",
@@ -213,6 +234,8 @@ pub fn open(spec: &str) -> Result<Box<dyn TraceReader>, SpecError> {
 /// Where a key generator's next key comes from.
 enum Pattern {
     Zipf(zipf::ZipfKeys),
+    /// Its key depends on the op. (boxed: two Zipf samplers)
+    Fin(Box<fin::Fin>),
     Uniform(u64),
     Scan(scan::Scan),
 }
@@ -269,6 +292,7 @@ impl Keyed {
         };
         let key = match &mut self.pattern {
             Pattern::Zipf(z) => z.next(rng),
+            Pattern::Fin(f) => f.next(op, rng),
             Pattern::Uniform(keys) => rng.gen_range(0..*keys),
             Pattern::Scan(s) => s.next(span),
         };
@@ -362,6 +386,11 @@ fn build(parsed: &Spec, rng: &mut Rng, in_mix: bool) -> Result<Component, SpecEr
             let keys = p.positive("keys")?;
             let z = zipf::ZipfKeys::build(p, keys, rng)?;
             Component::Keyed(Keyed::build(p, Pattern::Zipf(z), keys)?)
+        }
+        "fin" => {
+            let f = Box::new(fin::Fin::build(p, rng)?);
+            let keys = f.keys();
+            Component::Keyed(Keyed::build(p, Pattern::Fin(f), keys)?)
         }
         "uniform" => {
             let keys = p.positive("keys")?;

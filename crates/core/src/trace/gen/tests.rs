@@ -596,3 +596,51 @@ fn desktop_rejects_bad_parameters() {
         assert!(e.contains(what), "{spec}: {e}");
     }
 }
+
+/// `fin`: reads keep to their population except the share `rw` on the write
+/// population; writes keep to theirs except the share `update` that rewrites
+/// the page just read; the mix of ops is `read`.
+#[test]
+fn fin_populations_and_their_overlap() {
+    let reqs = gen("fin(wkeys=1000,rkeys=3000,rw=30%,update=20%,read=60%,requests=200k,seed=7)");
+    let is_w = |r: &Request| r.addr < 1000;
+    assert!(reqs.iter().all(|r| r.addr < 4000 && r.len == 1));
+    let reads: Vec<Request> = reqs.iter().filter(|r| r.op == Op::Read).cloned().collect();
+    assert!((reads.len() as f64 / reqs.len() as f64 - 0.6).abs() < 0.01);
+    assert!((frac(&reads, is_w) - 0.30).abs() < 0.01, "{}", frac(&reads, is_w));
+    // writes off the write population are exactly rewrites of the last read
+    let (mut last_read, mut off, mut rewrites, mut writes) = (None, 0, 0, 0);
+    for r in &reqs {
+        if r.op == Op::Read {
+            last_read = Some(r.addr);
+            continue;
+        }
+        writes += 1;
+        rewrites += (Some(r.addr) == last_read) as u32;
+        if !is_w(r) {
+            off += 1;
+            assert_eq!(Some(r.addr), last_read);
+        }
+    }
+    // a rewrite of a write-population page can also be an ordinary draw: ≥ 20 %, barely
+    let share = rewrites as f64 / writes as f64;
+    assert!((0.2..0.22).contains(&share), "{share}");
+    assert!(off > 0);
+    // rw = update = 0: disjoint; rw = 100 %: reads only what is written
+    let reqs = gen("fin(wkeys=500,rkeys=500,rw=0,update=0,read=50%,requests=20k)");
+    assert!(reqs.iter().all(|r| (r.op == Op::Write) == (r.addr < 500)));
+    let reqs = gen("fin(wkeys=500,rkeys=500,rw=100%,read=50%,requests=20k)");
+    assert!(reqs.iter().all(|r| r.addr < 500));
+    // each population is Zipf: its hottest key takes 1/H(n) of its draws
+    let reqs = gen("fin(wkeys=100,rkeys=100,rw=0,update=0,read=0,requests=200k,alpha=1)");
+    let mut counts = [0u32; 100];
+    reqs.iter().for_each(|r| counts[r.addr as usize] += 1);
+    let h: f64 = (1..=100).map(|k| 1.0 / k as f64).sum();
+    let top = *counts.iter().max().unwrap() as f64 / reqs.len() as f64;
+    assert!((top - 1.0 / h).abs() < 0.01, "{top}");
+    // bytes: key k starts at k × align
+    let reqs = gen("fin(wkeys=10,rkeys=10,size=8KiB,align=8KiB,requests=1000)");
+    assert!(reqs.iter().all(|r| r.addr % 8192 == 0 && r.addr < 20 * 8192 && r.len == 8192));
+    assert!(err("fin(rw=150%)").contains("rw"));
+    assert!(err("fin(wkeys=0)").contains("wkeys"));
+}
