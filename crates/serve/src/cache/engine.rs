@@ -901,11 +901,14 @@ mod tests {
             e.write_at(&[9; 8], 21 * SEG, false).unwrap();
             assert_eq!(read(&e, 20 * SEG, 1), [20]);
             let during: Vec<u16> = (0..HDD_SEGS).map(|h| e.frequency(h)).collect();
-            assert_eq!(during, before, "a reference changed a frequency during the procedure (Fig. 5 line 3)");
-            assert!(!t.is_finished());
+            let still_running = !t.is_finished();
+            // Open the gate before asserting: a failed assertion must not
+            // leave the procedure blocked (the scope would wait for it).
             *lock(&ssd.open) = true;
             ssd.opened.notify_all();
             t.join().unwrap();
+            assert!(still_running);
+            assert_eq!(during, before, "a reference changed a frequency during the procedure (Fig. 5 line 3)");
         });
         // Line 27: they count again.
         let f20 = e.frequency(20);
