@@ -514,13 +514,33 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// write-back mode (dirty); to the HDD only, dropping any cached copy, in
     /// invalidate mode; to the HDD and any cached copy otherwise.
     pub fn write(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        self.write_filled(data, offset, &[])
+        self.write_filled(data, offset, &[], &[])
+    }
+
+    /// Invalidate mode: drops HDD segment `h` from the map now (under its
+    /// lock, so after any request reading its slot), for a write about to
+    /// go to the HDD. Like the write's own drop, never persisted while
+    /// running. Returns whether it was cached.
+    pub fn invalidate(&self, h: u64) -> bool {
+        let _held = self.locks.lock([h]);
+        let mut st = lock(&self.state);
+        if st.closed {
+            return false;
+        }
+        match st.rev.remove(&h) {
+            Some(s) => {
+                st.meta.map[s as usize] = None;
+                true
+            }
+            None => false,
+        }
     }
 
     /// [`write`](Self::write); pieces of the segments in `filled` (filled
     /// from the HDD for this request: a write-through cache's write miss)
-    /// are counted as misses.
-    pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64]) -> io::Result<()> {
+    /// are counted as misses, those in `dropped` (invalidated for this
+    /// write by [`invalidate`](Self::invalidate)) as write hits.
+    pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
         let mut pieces = self.pieces(offset, data.len())?;
         let invalidate = self.mode == WriteMode::Invalidate;
         // Pieces whose segment was cached when the write arrived.
@@ -543,7 +563,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 st.meta.freq[h] = st.meta.freq[h].saturating_add(INCREMENT);
                 st.meta.touched[h] = true;
                 p.slot = st.rev.get(&p.hdd_seg).copied();
-                *found = p.slot.is_some() && !filled.contains(&p.hdd_seg);
+                *found = (p.slot.is_some() && !filled.contains(&p.hdd_seg)) || dropped.contains(&p.hdd_seg);
                 if let (Some(s), true) = (p.slot, invalidate) {
                     // Dropped before the write reaches the HDD, under the
                     // segment's lock: no read can see the old copy after it.
@@ -834,7 +854,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 if saved.is_ok() {
                     st.rev.remove(&h);
                     st.poisoned[s as usize] = false;
-                } else {
+                } else if st.rev.get(&h) == Some(&s) {
+                    // Still cached (a read-only cache's write may have
+                    // dropped it meanwhile: that must stay dropped).
                     st.meta.map[s as usize] = Some(h);
                 }
             }

@@ -53,6 +53,9 @@ enum Kind {
         /// Segment → slot, as the policy sees it.
         slot_of: HashMap<u64, u32>,
         free: Vec<u32>,
+        /// Segments a write just invalidated (read-only mode), for the engine
+        /// to drop from the map before any fill may reuse their slots.
+        dropped: Vec<u64>,
     },
     None,
 }
@@ -87,7 +90,7 @@ impl Decider {
                         mode = mode.name()
                     ));
                 }
-                Kind::Replace { policy, slot_of: HashMap::new(), free: Vec::new() }
+                Kind::Replace { policy, slot_of: HashMap::new(), free: Vec::new(), dropped: Vec::new() }
             }
             CacheMode::Passthrough => Kind::None,
         };
@@ -121,11 +124,22 @@ impl Decider {
         }
         for key in first..=last {
             self.access(op, key);
-            if let Kind::Replace { slot_of, free, .. } = &mut self.kind {
-                take_effects(&self.fx, slot_of, free, &mut fills);
+            if let Kind::Replace { slot_of, free, dropped, .. } = &mut self.kind {
+                take_effects(&self.fx, slot_of, free, &mut fills, dropped);
             }
         }
         fills
+    }
+
+    /// The segments writes invalidated since the last call (read-only
+    /// mode): the engine drops them from the map at once, under the same
+    /// lock as the fills, so a fill never meets a segment the policy has
+    /// dropped but the map still holds.
+    pub fn take_dropped(&mut self) -> Vec<u64> {
+        match &mut self.kind {
+            Kind::Replace { dropped, .. } => std::mem::take(dropped),
+            _ => Vec::new(),
+        }
     }
 
     /// Seeds the policy from the metadata: PWC gets the address map, the
@@ -216,12 +230,21 @@ impl Decider {
 
 /// Turns a replacement policy's effects into slot moves: evictions free
 /// slots, insertions of segments not held take one.
-fn take_effects(fx: &Effects, slot_of: &mut HashMap<u64, u32>, free: &mut Vec<u32>, fills: &mut Vec<(u32, u64)>) {
+fn take_effects(
+    fx: &Effects,
+    slot_of: &mut HashMap<u64, u32>,
+    free: &mut Vec<u32>,
+    fills: &mut Vec<(u32, u64)>,
+    dropped: &mut Vec<u64>,
+) {
     for io in &fx.io {
         if let Io::Evict { key, .. } | Io::Invalidate { key, .. } = *io {
             if let Some(s) = slot_of.remove(&key) {
                 free.push(s);
                 fills.retain(|&(_, h)| h != key);
+                if matches!(io, Io::Invalidate { .. }) {
+                    dropped.push(key);
+                }
             }
         }
     }
@@ -271,7 +294,10 @@ mod tests {
         assert_eq!(d.reference(Op::Read, 4, 4), vec![], "a hit");
         // A write to cached 4 invalidates it: its slot is free for the next miss,
         // and 5 (least recent, but still cached) stays.
+        assert_eq!(d.take_dropped(), vec![]);
         assert_eq!(d.reference(Op::Write, 4, 4), vec![]);
+        assert_eq!(d.take_dropped(), vec![4], "for the engine to drop from the map");
+        assert_eq!(d.take_dropped(), vec![]);
         assert_eq!(d.reference(Op::Read, 6, 6), vec![(0, 6)]);
         assert_eq!(d.reference(Op::Read, 4, 4), vec![(1, 4)], "4 misses again; 5 was the LRU");
     }

@@ -125,19 +125,24 @@ struct Shared<S, H, M> {
 }
 
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
-    /// Feeds a request to the decider and performs the fills it asks for;
-    /// returns the segments it filled (for the map to count as misses).
-    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<Vec<u64>> {
+    /// Feeds a request to the decider and performs the fills it asks for,
+    /// and (read-only mode) the invalidations; returns the segments it
+    /// filled (for the map to count as misses) and those it invalidated
+    /// (write hits).
+    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<(Vec<u64>, Vec<u64>)> {
         self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
-            return Ok(Vec::new()); // the map reports the range error
+            return Ok(Default::default()); // the map reports the range error
         }
         if self.map.is_degraded() {
-            return Ok(Vec::new()); // nothing new is cached
+            return Ok(Default::default()); // nothing new is cached
         }
         let seg = self.map.segment_size();
         let mut d = lock(&self.decider);
         let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
+        // Dropped from the map under the decider's lock, before any fill:
+        // a later request's fill may reuse the slot or re-cache the segment.
+        let dropped: Vec<u64> = d.take_dropped().into_iter().filter(|&h| self.map.invalidate(h)).collect();
         // Fills happen under the decider's lock, so its slot bookkeeping and
         // the map's moves happen in the same order.
         for (i, &(slot, h)) in fills.iter().enumerate() {
@@ -146,10 +151,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
                 // backing store instead. The policy learns what is cached.
                 log::warn!("fill of segment {h} into slot {slot} failed, served from the backing store: {e}");
                 d.restore(&self.map.meta());
-                return Ok(fills[..i].iter().map(|&(_, h)| h).collect());
+                return Ok((fills[..i].iter().map(|&(_, h)| h).collect(), dropped));
             }
         }
-        Ok(fills.into_iter().map(|(_, h)| h).collect())
+        Ok((fills.into_iter().map(|(_, h)| h).collect(), dropped))
     }
 
     fn maintain(&self) -> io::Result<MaintainReport> {
@@ -355,12 +360,12 @@ where
         }
     }
 
-    fn zero(&self, offset: u64, len: u64, filled: &[u64]) -> io::Result<()> {
+    fn zero(&self, offset: u64, len: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
         let zeros = vec![0u8; len.min(1 << 20) as usize];
         let mut at = offset;
         while at < offset + len {
             let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            self.shared.map.write_filled(&zeros[..n], at, filled)?;
+            self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?;
             at += n as u64;
         }
         Ok(())
@@ -390,13 +395,13 @@ where
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let filled = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
+        let (filled, _) = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
         self.shared.map.read_filled(buf, offset, &filled)
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        let filled = self.shared.reference(Op::Write, offset, data.len() as u64)?;
-        self.shared.map.write_filled(data, offset, &filled)?;
+        let (filled, dropped) = self.shared.reference(Op::Write, offset, data.len() as u64)?;
+        self.shared.map.write_filled(data, offset, &filled, &dropped)?;
         if fua {
             self.shared.map.flush()?;
         }
@@ -416,8 +421,8 @@ where
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
-        let filled = self.shared.reference(Op::Write, offset, len)?;
-        self.zero(offset, len, &filled)?;
+        let (filled, dropped) = self.shared.reference(Op::Write, offset, len)?;
+        self.zero(offset, len, &filled, &dropped)?;
         if fua {
             self.shared.map.flush()?;
         }
