@@ -294,10 +294,10 @@ mod tests {
         assert_eq!(d.reference(Op::Read, 4, 4), vec![], "a hit");
         // A write to cached 4 invalidates it: its slot is free for the next miss,
         // and 5 (least recent, but still cached) stays.
-        assert_eq!(d.take_dropped(), vec![]);
+        assert_eq!(d.take_dropped(), Vec::<u64>::new());
         assert_eq!(d.reference(Op::Write, 4, 4), vec![]);
         assert_eq!(d.take_dropped(), vec![4], "for the engine to drop from the map");
-        assert_eq!(d.take_dropped(), vec![]);
+        assert_eq!(d.take_dropped(), Vec::<u64>::new());
         assert_eq!(d.reference(Op::Read, 6, 6), vec![(0, 6)]);
         assert_eq!(d.reference(Op::Read, 4, 4), vec![(1, 4)], "4 misses again; 5 was the LRU");
     }

@@ -751,6 +751,28 @@ mod tests {
     }
 
     #[test]
+    fn read_only_a_read_between_a_writes_invalidation_and_its_data_refills_safely() {
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::ReadOnly);
+        read(&e, 3 * SEG, 1);
+        assert_eq!(e.mapping(), vec![Some(3), None, None, None]);
+        // A write's reference: the policy invalidates 3, and the map drops it
+        // at once, under the same lock, not later with the write's data.
+        let (filled, dropped) = e.shared.reference(Op::Write, 3 * SEG, 4).unwrap();
+        assert_eq!((filled, dropped.clone()), (Vec::<u64>::new(), vec![3u64]));
+        assert_eq!(e.mapping(), vec![None; 4]);
+        // A read comes in before the write's data: it refills 3 (old bytes)
+        // without meeting a segment the map still holds.
+        assert_eq!(read(&e, 3 * SEG, 1), [3]);
+        assert!(e.mapping().contains(&Some(3)));
+        e.shared.map.write_filled(&[0xE5; 4], 3 * SEG, &[], &dropped).unwrap();
+        assert_eq!(e.mapping(), vec![None; 4], "the write drops the refilled copy too");
+        assert_eq!(read(&e, 3 * SEG, 5), [0xE5, 0xE5, 0xE5, 0xE5, 3]);
+        let st = e.status().map;
+        assert_eq!((st.write_hits, st.write_hits_to_backing, st.write_misses), (1, 1, 0));
+    }
+
+    #[test]
     fn status_counts_what_was_served_without_the_backing_device() {
         // Write-back: a write to a cached segment and a read of one are
         // served by the SSD alone; misses are not.
