@@ -30,20 +30,24 @@
 # multi-day desktop trace (BENCH_B_TRACE, default
 # desktop(days=5,per_day=4000,disk=2GiB,hot=128MiB,seed=1)), replayed day by
 # day by scripts/replay_nbd.py (QD BENCH_B_QD = 8, as fast as the server
-# answers), with the same slow disk and trace for four cache modes, each from
+# answers), with the same slow disk and trace for each cache mode, each from
 # a zeroed backing file and a fresh cache (BENCH_B_CACHE = 256M, segments of
-# BENCH_B_SEGMENT = 128KiB; BENCH_B_MODES to pick):
+# BENCH_B_SEGMENT = 128KiB; BENCH_B_MODES to pick, default the first four):
 #   passthrough    the backing alone (no caching, same server)
 #   write-back     PWC: `ssdcache maintain` between days (paper 000: once a
 #                  day in idle time), not counted in throughput, timed apart
-#   write-through  LRU, filled on read and write misses in real time
-#   write-around   LRU, filled on read misses only
+#   read-only      paper 000's baseline "LRU(SSD+HDD)": LRU filled on read
+#                  misses in real time, a write goes to the backing disk and
+#                  drops its segment from the cache (the headline ratio)
+#   write-through  LRU, filled on read and write misses, writes to both
+#   write-around   LRU, filled on read misses only, writes to both
 # The server is `ssdcache serve --backing-model SPEC` (a hidden, benchmark-only
 # flag that wraps BACKING in that model). Prints each day's throughput (MB/s)
 # and mean latency per mode with the PWC/LRU and PWC/backing ratios (paper
-# 000: about 2x over LRU from day 2-3), the share of cache hits and the slow
-# disk's busy time per day (from `ssdcache status --json` after each day),
-# the totals over days 1.. and the procedures' times. About 2.5 min.
+# 000: about 2x over read-only LRU from day 2-3), the share of request bytes
+# served without the backing disk and the slow disk's busy time per day (from
+# `ssdcache status --json` after each day), the totals over days 1.. and the
+# procedures' times. About 2.5 min.
 #
 # Needs fio (with the nbd engine), nbdkit, libnbd-bin and python3-libnbd
 # (scripts/test_nbd.sh installs them) and builds the release binary.
@@ -248,7 +252,7 @@ part_b() {
   local disk=${BENCH_B_DISK:-2GiB}
   local trace_spec=${BENCH_B_TRACE:-desktop(days=5,per_day=4000,disk=$disk,hot=128MiB,seed=1)}
   local cache_size=${BENCH_B_CACHE:-256M} segment=${BENCH_B_SEGMENT:-128KiB} qd=${BENCH_B_QD:-8}
-  local modes=${BENCH_B_MODES:-passthrough write-back write-through write-around}
+  local modes=${BENCH_B_MODES:-passthrough write-back read-only write-through}
   local d=$WORK/b mode
   mkdir -p "$d"
   step "(b) server with a slow backing disk"
@@ -288,10 +292,13 @@ import json, os, sys
 d, modes = sys.argv[1], sys.argv[2:]
 runs = {m: [json.loads(l) for l in open(os.path.join(d, m + ".jsonl"))] for m in modes}
 days = sorted({r["day"] for rs in runs.values() for r in rs})
-short = {"passthrough": "backing", "write-back": "PWC", "write-through": "LRU-wt", "write-around": "LRU-wa"}
+short = {"passthrough": "backing", "write-back": "PWC", "read-only": "LRU-ro", "write-through": "LRU-wt",
+         "write-around": "LRU-wa"}
 name = lambda m: short.get(m, m)
 rec = lambda m, day: next((r for r in runs.get(m, []) if r["day"] == day), None)
-ratios = [(a, b) for a, b in [("write-back", "write-through"), ("write-back", "write-around"), ("write-back", "passthrough")]
+# The paper's comparison first: PWC against the read-only LRU cache.
+ratios = [(a, b) for a, b in [("write-back", "read-only"), ("write-back", "write-through"),
+                              ("write-back", "write-around"), ("write-back", "passthrough")]
           if a in runs and b in runs]
 
 
@@ -301,19 +308,23 @@ def st(r, key="status"):
 
 
 def per_day(m):
-    """Per day: (share of request pieces the SSD served without a fill from the
-    backing that day, backing busy s), from the status snapshots (a piece whose
-    segment an LRU cache filled for it counts as a miss)."""
+    """Per day: (share of request bytes served without touching the backing
+    disk, of request pieces likewise, backing busy s), from the status
+    snapshots (`served_bytes`: a read of a segment cached before it, a write
+    that stayed on the SSD; a piece whose segment was filled for it, or a
+    write hit that also wrote the backing, is not served)."""
     out, prev = {}, {}
     c = lambda x, k: x.get(k, 0) or 0
     for r in runs[m]:
         s = st(r)
         delta = lambda k: c(s, k) - c(prev, k)
-        hits = delta("read_hits") + delta("write_hits")
-        pieces = hits + delta("read_misses") + delta("write_misses")
+        pieces = sum(delta(k) for k in ("read_hits", "write_hits", "read_misses", "write_misses"))
+        nbytes = delta("request_bytes")
         busy = (s.get("backing_model") or {}).get("busy_s")
         pbusy = (prev.get("backing_model") or {}).get("busy_s", 0.0)
-        out[r["day"]] = (hits / pieces if pieces else None, busy - pbusy if busy is not None else None)
+        out[r["day"]] = (delta("served_bytes") / nbytes if nbytes else None,
+                         delta("served_pieces") / pieces if pieces else None,
+                         busy - pbusy if busy is not None else None)
         prev = st(r, "status_after_between") or s
     return out
 
@@ -336,15 +347,17 @@ for key, title in [("mb_per_s", "throughput, MB/s"), ("mean_ms", "mean latency, 
     print()
 info = {m: per_day(m) for m in modes}
 if any(v[0] is not None for i in info.values() for v in i.values()):
-    print("hits: share of request pieces (one per segment a request touches) whose segment was already cached")
-    print("(the engine's hits minus that day's real-time fills; write-through writes go to the backing as well);")
+    print("served: share of request bytes (pieces: one per segment a request touches) served without touching")
+    print("the backing disk (status served_bytes_ratio per day: reads of segments cached before the request,")
+    print("writes that stayed on the SSD; fills and write hits that also wrote the backing are not served);")
     print("busy: the backing disk's modelled busy time that day, s (procedures excluded)")
-    print(f"{'day':>4} " + " ".join(f"{name(m) + ' hits':>11} {'busy':>6}" for m in modes))
+    pc = lambda v: f"{100 * v:6.1f}%" if v is not None else f"{'-':>7}"
+    print(f"{'day':>4} " + " ".join(f"{name(m) + ' bytes':>13} {'pieces':>7} {'busy':>6}" for m in modes))
     for day in days:
         cells = []
         for m in modes:
-            h, b = info[m].get(day, (None, None))
-            cells.append((f"{100 * h:10.1f}%" if h is not None else f"{'-':>11}") + " " + fmt(b, 6))
+            sb, sp, b = info[m].get(day, (None, None, None))
+            cells.append(f"{pc(sb):>13} {pc(sp)} " + fmt(b, 6))
         print(f"{day:>4} " + " ".join(cells))
     print()
 if len(days) > 1:

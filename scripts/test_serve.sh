@@ -25,9 +25,13 @@
 #   5. kill -9 after a flushed write into a cached segment (the backing file
 #      does not have it: it is on the SSD only); `check` and `status` say not
 #      clean; restart (recovery writes the SSD back), read the pattern, compare;
-#   6. a write-through LRU cache (paper 000's baseline): fills on read misses,
-#      writes reach the backing file at once, nothing dirty; kill -9 and
-#      restart cold; compare.
+#   6. a write-through LRU cache: fills on read misses, writes reach the
+#      backing file at once, nothing dirty; kill -9 and restart cold; compare;
+#   7. a read-only LRU cache (paper 000's baseline; created by its alias
+#      write-invalidate): a flushed write to a cached segment goes to the
+#      backing file only and drops the segment; kill -9, restart (cold), the
+#      new data is read back; then a write to a cached segment just before a
+#      clean stop: the warm restart must not serve the dropped slot's old copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/common.sh
@@ -191,4 +195,38 @@ grep -q 'cache (Unclean' "$WORK/server$RUN.err" || die "write-through restart af
 [ "$(status_field cached)" = 0 ] || die "write-through: a cache after kill -9 must restart empty"
 qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "write-through export differs after kill -9"
 stop
+
+step "read-only LRU cache: a write invalidates, kill -9 and clean stops never serve the old copy"
+"$BIN" create "$CACHE" "$BACKING" --force --mode write-invalidate --segment 256KiB
+start
+grep -q 'started a read-only cache' "$WORK/server$RUN.err" || die "not a read-only cache"
+# Reading the whole export leaves its last ~60 MiB cached (LRU, 64 MiB cache).
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "read-only export differs from the model"
+[ "$(status_field filled)" -gt 0 ] || die "read-only: no segment filled by read misses"
+qio -c 'read -P 0 250M 256k'
+hits=$(status_field read_hits)
+qio -c 'write -P 0x2d 250M 4k' -c 'flush' -c 'read -P 0x2d 250M 4k'
+[ "$(status_field write_hits_to_backing)" -ge 1 ] || die "read-only: the write did not find its segment cached"
+[ "$(status_field read_hits)" = "$hits" ] || die "read-only: the read after the write was a hit (stale copy?)"
+qemu-io -f raw "$BACKING" -c 'read -P 0x2d 250M 4k' | grep -q '^read' || die "read-only: the backing file lacks a write"
+[ "$(status_field dirty)" = 0 ] || die "read-only: dirty segments"
+qio -c 'read -P 0 251M 256k' -c 'write -P 0x2e 251M 4k' -c 'flush'
+kill -KILL "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+cmp "$MODEL" "$BACKING" || die "read-only: the backing file differs from the model after kill -9"
+start
+grep -q 'cache (Unclean' "$WORK/server$RUN.err" || die "read-only restart after kill -9 was not unclean"
+[ "$(status_field cached)" = 0 ] || die "read-only: a cache after kill -9 must restart empty"
+qio -c 'read -P 0x2d 250M 4k' -c 'read -P 0x2e 251M 4k'
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "read-only export differs after kill -9"
+qio -c 'read -P 0 252M 256k' -c 'write -P 0x2f 252M 4k'
+stop
+start
+grep -q 'cache (Clean' "$WORK/server$RUN.err" || die "read-only restart after a clean stop was not clean"
+[ "$(status_field cached)" -gt 0 ] || die "read-only: a clean stop must restart warm"
+qio -c 'read -P 0x2f 252M 4k'
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "read-only export differs after a clean stop"
+stop
+cmp "$MODEL" "$BACKING" || die "read-only: the backing file differs from the model at the end"
 step "all passed"

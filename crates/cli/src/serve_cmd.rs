@@ -1,6 +1,6 @@
 //! `ssdcache create | serve | check | status | flush | maintain`: the
-//! persistent SSD cache of paper 000 (PWC write-back, or a write-through /
-//! write-around / passthrough baseline) served over NBD
+//! persistent SSD cache of paper 000 (PWC write-back, or a read-only /
+//! write-through / write-around / passthrough baseline) served over NBD
 //! (`ssdcache_serve::cache`).
 //!
 //! A cache is a file (or device) CACHE in front of a backing file BACKING.
@@ -39,7 +39,10 @@ pub struct CreateArgs {
     /// write-back: paper 000's PWC (hot segments cached once a day, writes to them stay on the
     /// SSD); write-through: a replacement policy (`serve --policy`, LRU by default) fills on
     /// every miss, writes go to both devices; write-around: the same, but write misses are not
-    /// cached; passthrough: no caching. Fixed for the cache's life (recovery depends on it).
+    /// cached; read-only (alias write-invalidate): paper 000's LRU baseline, read misses fill,
+    /// a write goes to BACKING only and drops the segment from the cache (clients still write:
+    /// this is not a read-only export); passthrough: no caching. Fixed for the cache's life
+    /// (recovery depends on it).
     #[arg(long, default_value = "write-back")]
     mode: String,
     /// Create CACHE as a file of this size first (e.g. 32GiB) if it does not exist.
@@ -74,7 +77,7 @@ pub struct ServeArgs {
     /// Let a due procedure wait until no request has arrived for this long (paper 000: "in idle time").
     #[arg(long)]
     idle: Option<String>,
-    /// Replacement policy of a write-through or write-around cache (any of `ssdcache policies`
+    /// Replacement policy of a write-through, write-around or read-only cache (any of `ssdcache policies`
     /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
     #[arg(long, default_value = "lru")]
     policy: String,
@@ -527,7 +530,23 @@ fn print_live_status(cache: &Path, v: &Value) {
     );
     let (rh, rm, wh, wm) = (u("read_hits"), u("read_misses"), u("write_hits"), u("write_misses"));
     println!("reads        {} piece(s), hit ratio {}", rh + rm, pct(rh, rh + rm));
-    println!("writes       {} piece(s), to cached segments {}", wh + wm, pct(wh, wh + wm));
+    println!(
+        "writes       {} piece(s), to cached segments {} ({} of them written to the backing too)",
+        wh + wm,
+        pct(wh, wh + wm),
+        u("write_hits_to_backing")
+    );
+    // The share the backing device never saw: the point of a cache (paper 000
+    // counts write hits only where they stay on the SSD).
+    println!(
+        "served       without the backing device: {} of {} ({}), {} of {} piece(s) ({})",
+        format_bytes(u("served_bytes")),
+        format_bytes(u("request_bytes")),
+        pct(u("served_bytes"), u("request_bytes")),
+        u("served_pieces"),
+        rh + rm + wh + wm,
+        pct(u("served_pieces"), rh + rm + wh + wm)
+    );
     println!(
         "bytes        SSD read {} written {}; backing read {} written {}",
         format_bytes(u("ssd_read")),

@@ -8,6 +8,10 @@
 //!   bitmap (Fig. 3; never stored, §3.2). **Write-through**
 //!   ([`WriteMode::Through`]): every write goes to the HDD, and to the SSD
 //!   too when the segment is cached; nothing is ever dirty.
+//!   **Invalidate** ([`WriteMode::Invalidate`], the read-only cache of paper
+//!   000's LRU baseline): every write goes to the HDD only, and a cached
+//!   segment it touches is dropped from the map first (under its lock, so no
+//!   read sees the stale copy); nothing is ever dirty.
 //! - [`CacheMap::caching_and_eviction`] runs Fig. 5 lines 4–26 for a *plan*
 //!   (which HDD segment goes to which slot; the engine takes it from the PWC
 //!   policy): from its start writes are *double writes* to both devices
@@ -55,7 +59,11 @@
 //! *empty* map while running (at open, before serving) and the real one only
 //! with the clean bit at shutdown, after syncing the SSD: after a crash it
 //! restarts empty (the HDD has every write), after a clean stop it restarts
-//! warm.
+//! warm. An invalidate (read-only) map does the same, for one more reason: a
+//! write drops its segment from the map in memory only, so no saved map
+//! must outlive a crash, or a restart would serve the dropped slot's stale
+//! copy; the clean save at shutdown holds every segment lock, so it comes
+//! after every acknowledged write's invalidation.
 
 use std::collections::HashMap;
 use std::io;
@@ -78,6 +86,8 @@ pub enum WriteMode {
     Back,
     /// To the HDD and to the cached copy; never dirty.
     Through,
+    /// To the HDD only; a cached copy is dropped (invalidated). Never dirty.
+    Invalidate,
 }
 
 /// Byte and request counts of the data path since open (atomics: read them
@@ -104,10 +114,21 @@ pub struct MapCounters {
     /// Cache-device (SSD) and backing-device (HDD) I/O errors.
     pub ssd_errors: AtomicU64,
     pub hdd_errors: AtomicU64,
+    /// Bytes requests asked to read or write.
+    pub request_bytes: AtomicU64,
+    /// Request pieces, and their bytes, served without touching the HDD: a
+    /// read from a segment cached before the request (not filled for it), a
+    /// write to a cached segment that went to the SSD only (write-back).
+    pub served_pieces: AtomicU64,
+    pub served_bytes: AtomicU64,
+    /// Write hits that wrote the HDD all the same (write-through,
+    /// write-around, double writes during a procedure, degraded; in a
+    /// read-only cache the write that invalidated the segment).
+    pub write_hits_to_backing: AtomicU64,
 }
 
 /// A point-in-time copy of [`MapCounters`] plus the map's shape.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct MapStatus {
     pub read_hits: u64,
     pub read_misses: u64,
@@ -134,6 +155,21 @@ pub struct MapStatus {
     pub hdd_errors: u64,
     /// The cache device failed: nothing new is cached (see the module doc).
     pub degraded: bool,
+    /// Bytes requests asked to read or write.
+    pub request_bytes: u64,
+    /// Request pieces and bytes served without touching the backing device
+    /// (see [`MapCounters::served_pieces`]), and their shares.
+    pub served_pieces: u64,
+    pub served_pieces_ratio: Option<f64>,
+    pub served_bytes: u64,
+    pub served_bytes_ratio: Option<f64>,
+    /// Write hits that wrote the backing device all the same.
+    pub write_hits_to_backing: u64,
+}
+
+/// `part / whole`, or `None` when nothing was counted.
+fn ratio(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
 }
 
 struct State {
@@ -212,7 +248,8 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     }
 
     /// Runs the start procedure and opens the cache in `mode`. A
-    /// write-through map then saves an empty map before serving (module doc).
+    /// write-through or invalidate map then saves an empty map before serving
+    /// (module doc).
     pub fn open_with(
         ssd: S,
         hdd: H,
@@ -226,7 +263,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let dirty = vec![false; meta.map.len()];
         let seg = meta.geometry.segment_size as u64;
         let len = meta.geometry.hdd_segments * seg;
-        let through = mode == WriteMode::Through || meta.degraded;
+        let through = mode != WriteMode::Back || meta.degraded;
         let degraded = AtomicBool::new(meta.degraded);
         let poisoned = vec![false; meta.map.len()];
         let state = State { meta: meta.clone(), rev, dirty, through, closed: false, poisoned };
@@ -247,7 +284,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             error_limit: AtomicU64::new(DEFAULT_ERROR_LIMIT),
             degraded,
         };
-        if mode == WriteMode::Through && started.meta.map.iter().any(|m| m.is_some()) {
+        if mode != WriteMode::Back && started.meta.map.iter().any(|m| m.is_some()) {
             map.save(|_| {})?;
         }
         Ok((map, started))
@@ -308,7 +345,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let c = &self.counters;
         let version = lock(&self.saves).saved.version; // saves before state, as in `save`
         let st = lock(&self.state);
+        let (pieces, bytes) = (
+            [&c.read_hits, &c.read_misses, &c.write_hits, &c.write_misses].iter().map(|a| a.load(Relaxed)).sum(),
+            c.request_bytes.load(Relaxed),
+        );
+        let (served_pieces, served_bytes) = (c.served_pieces.load(Relaxed), c.served_bytes.load(Relaxed));
         MapStatus {
+            request_bytes: bytes,
+            served_pieces,
+            served_pieces_ratio: ratio(served_pieces, pieces),
+            served_bytes,
+            served_bytes_ratio: ratio(served_bytes, bytes),
+            write_hits_to_backing: c.write_hits_to_backing.load(Relaxed),
             read_hits: c.read_hits.load(Relaxed),
             read_misses: c.read_misses.load(Relaxed),
             write_hits: c.write_hits.load(Relaxed),
@@ -328,16 +376,6 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             hdd_errors: c.hdd_errors.load(Relaxed),
             degraded: self.degraded.load(Relaxed),
         }
-    }
-
-    /// Counts `n` pieces just served from segments filled for this very
-    /// request (a write-through cache's miss) as misses, not hits.
-    pub fn recount_fills(&self, n: u64, op_is_write: bool) {
-        let c = &self.counters;
-        let (hits, misses) =
-            if op_is_write { (&c.write_hits, &c.write_misses) } else { (&c.read_hits, &c.read_misses) };
-        hits.fetch_sub(n, Relaxed);
-        misses.fetch_add(n, Relaxed);
     }
 
     /// Splits `offset..offset+len` at segment boundaries (slots unresolved).
@@ -362,6 +400,13 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
 
     /// Reads through the map.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.read_filled(buf, offset, &[])
+    }
+
+    /// Reads through the map; pieces of the segments in `filled` (copied
+    /// from the HDD for this very request: a real-time fill) are counted as
+    /// misses, not as hits served without the backing device.
+    pub fn read_filled(&self, buf: &mut [u8], offset: u64, filled: &[u64]) -> io::Result<()> {
         let mut pieces = self.pieces(offset, buf.len())?;
         let _held = self.locks.lock(pieces.iter().map(|p| p.hdd_seg));
         {
@@ -374,13 +419,20 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             }
         }
         let c = &self.counters;
+        c.request_bytes.fetch_add(buf.len() as u64, Relaxed);
         for p in &pieces {
             let b = &mut buf[p.pos..p.pos + p.len];
             if let Some(s) = p.slot {
                 match self.ssd.read_at(b, s as u64 * self.seg + p.within) {
                     Ok(()) => {
-                        c.read_hits.fetch_add(1, Relaxed);
                         c.ssd_read.fetch_add(p.len as u64, Relaxed);
+                        if filled.contains(&p.hdd_seg) {
+                            c.read_misses.fetch_add(1, Relaxed);
+                        } else {
+                            c.read_hits.fetch_add(1, Relaxed);
+                            c.served_pieces.fetch_add(1, Relaxed);
+                            c.served_bytes.fetch_add(p.len as u64, Relaxed);
+                        }
                         continue;
                     }
                     Err(e) => {
@@ -459,9 +511,40 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     }
 
     /// Writes through the map: to the SSD only for a cached segment in
-    /// write-back mode (dirty), to the HDD and any cached copy otherwise.
+    /// write-back mode (dirty); to the HDD only, dropping any cached copy, in
+    /// invalidate mode; to the HDD and any cached copy otherwise.
     pub fn write(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        self.write_filled(data, offset, &[], &[])
+    }
+
+    /// Invalidate mode: drops HDD segment `h` from the map now (under its
+    /// lock, so after any request reading its slot), for a write about to
+    /// go to the HDD. Like the write's own drop, never persisted while
+    /// running. Returns whether it was cached.
+    pub fn invalidate(&self, h: u64) -> bool {
+        let _held = self.locks.lock([h]);
+        let mut st = lock(&self.state);
+        if st.closed {
+            return false;
+        }
+        match st.rev.remove(&h) {
+            Some(s) => {
+                st.meta.map[s as usize] = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`write`](Self::write); pieces of the segments in `filled` (filled
+    /// from the HDD for this request: a write-through cache's write miss)
+    /// are counted as misses, those in `dropped` (invalidated for this
+    /// write by [`invalidate`](Self::invalidate)) as write hits.
+    pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
         let mut pieces = self.pieces(offset, data.len())?;
+        let invalidate = self.mode == WriteMode::Invalidate;
+        // Pieces whose segment was cached when the write arrived.
+        let mut found = vec![false; pieces.len()];
         let _held = self.locks.lock(pieces.iter().map(|p| p.hdd_seg));
         let through = {
             let mut st = lock(&self.state);
@@ -475,19 +558,29 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                     p.hdd_seg
                 )));
             }
-            for p in &mut pieces {
+            for (p, found) in pieces.iter_mut().zip(&mut found) {
                 let h = p.hdd_seg as usize;
                 st.meta.freq[h] = st.meta.freq[h].saturating_add(INCREMENT);
                 st.meta.touched[h] = true;
                 p.slot = st.rev.get(&p.hdd_seg).copied();
-                if let (Some(s), false) = (p.slot, through) {
+                *found = (p.slot.is_some() && !filled.contains(&p.hdd_seg)) || dropped.contains(&p.hdd_seg);
+                if let (Some(s), true) = (p.slot, invalidate) {
+                    // Dropped before the write reaches the HDD, under the
+                    // segment's lock: no read can see the old copy after it.
+                    // Never persisted while running (see `save`), so a crash
+                    // cannot bring the slot back either.
+                    st.rev.remove(&p.hdd_seg);
+                    st.meta.map[s as usize] = None;
+                    p.slot = None;
+                } else if let (Some(s), false) = (p.slot, through) {
                     st.dirty[s as usize] = true;
                 }
             }
             through
         };
         let c = &self.counters;
-        for p in &pieces {
+        c.request_bytes.fetch_add(data.len() as u64, Relaxed);
+        for (p, &found) in pieces.iter().zip(&found) {
             let d = &data[p.pos..p.pos + p.len];
             let n = p.len as u64;
             if through || p.slot.is_none() {
@@ -502,7 +595,21 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                         continue;
                     }
                     c.ssd_written.fetch_add(n, Relaxed);
+                    if !found {
+                        c.write_misses.fetch_add(1, Relaxed);
+                    } else if through {
+                        c.write_hits.fetch_add(1, Relaxed);
+                        c.write_hits_to_backing.fetch_add(1, Relaxed);
+                    } else {
+                        c.write_hits.fetch_add(1, Relaxed);
+                        c.served_pieces.fetch_add(1, Relaxed);
+                        c.served_bytes.fetch_add(n, Relaxed);
+                    }
+                }
+                None if found => {
+                    // Invalidate mode: the segment was cached and is dropped.
                     c.write_hits.fetch_add(1, Relaxed);
+                    c.write_hits_to_backing.fetch_add(1, Relaxed);
                 }
                 None => {
                     c.write_misses.fetch_add(1, Relaxed);
@@ -547,7 +654,8 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     }
 
     /// Saves the in-memory metadata as the next version, after `edit`. A
-    /// write-through map saves an empty map unless `edit` set the clean bit.
+    /// write-through or invalidate map saves an empty map unless `edit` set
+    /// the clean bit.
     fn save(&self, edit: impl FnOnce(&mut Meta)) -> io::Result<()> {
         let mut saves = lock(&self.saves);
         let mut m = {
@@ -556,7 +664,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             edit(&mut st.meta);
             st.meta.clone()
         };
-        if self.mode == WriteMode::Through && !m.clean {
+        if self.mode != WriteMode::Back && !m.clean {
             m.map.iter_mut().for_each(|s| *s = None);
         }
         saves.saving = Some(m);
@@ -697,7 +805,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             m.procedures += 1;
             m.last_procedure = now.min(u32::MAX as u64) as u32;
         })?;
-        lock(&self.state).through = self.mode == WriteMode::Through || self.is_degraded();
+        lock(&self.state).through = self.mode != WriteMode::Back || self.is_degraded();
         Ok(())
     }
 
@@ -746,7 +854,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 if saved.is_ok() {
                     st.rev.remove(&h);
                     st.poisoned[s as usize] = false;
-                } else {
+                } else if st.rev.get(&h) == Some(&s) {
+                    // Still cached (a read-only cache's write may have
+                    // dropped it meanwhile: that must stay dropped).
                     st.meta.map[s as usize] = Some(h);
                 }
             }

@@ -10,11 +10,16 @@
 //!   once, so a request's pages in one segment are one reference either way.
 //!   Nothing moves on access: the caching-and-eviction procedure
 //!   ([`Decider::procedure`]) turns PWC's new slot→segment mapping into a plan.
-//! - **Replacement** (write-through, write-around): a classic policy (LRU by
-//!   default) built by the simulator's registry with one page per segment and
-//!   the cache's slots as capacity, in the simulator's `write-through` or
-//!   `write-around` mode. Its effects become slot moves at once: an `Evict`
-//!   frees the evicted segment's slot, a `CacheWrite` of a segment not yet
+//!   From then until [`Decider::procedure_done`] the frequencies are frozen
+//!   (Fig. 5 lines 3 and 27): requests are served meanwhile, but their
+//!   references are not counted.
+//! - **Replacement** (write-through, write-around, read-only): a classic
+//!   policy (LRU by default) built by the simulator's registry with one page
+//!   per segment and the cache's slots as capacity, in the simulator's
+//!   `write-through`, `write-around` or `read-only` mode. Its effects become
+//!   slot moves at once: an `Evict` (or, read-only, the `Invalidate` of a
+//!   write) frees the segment's slot — the data path drops a written
+//!   segment from its map itself — and a `CacheWrite` of a segment not yet
 //!   held fills a free slot ([`Decider::reference`] returns the fills).
 //!   Trims are not fed to it (the engine ignores trims; see `engine`).
 //! - **None** (passthrough).
@@ -37,6 +42,8 @@ pub struct Decider {
     name: String,
     fx: Effects,
     seq: u64,
+    /// PWC's frequencies may not change: a procedure is running (Fig. 5 line 3).
+    frozen: bool,
 }
 
 enum Kind {
@@ -46,6 +53,9 @@ enum Kind {
         /// Segment → slot, as the policy sees it.
         slot_of: HashMap<u64, u32>,
         free: Vec<u32>,
+        /// Segments a write just invalidated (read-only mode), for the engine
+        /// to drop from the map before any fill may reuse their slots.
+        dropped: Vec<u64>,
     },
     None,
 }
@@ -64,8 +74,12 @@ impl Decider {
                 name = "pwc (paper 000)".into();
                 Kind::Pwc(Box::new(pwc))
             }
-            CacheMode::WriteThrough | CacheMode::WriteAround => {
-                let sim_mode = if mode == CacheMode::WriteThrough { Mode::WriteThrough } else { Mode::WriteAround };
+            CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::ReadOnly => {
+                let sim_mode = match mode {
+                    CacheMode::WriteThrough => Mode::WriteThrough,
+                    CacheMode::WriteAround => Mode::WriteAround,
+                    _ => Mode::ReadOnly,
+                };
                 let ctx = BuildCtx { capacity: slots.max(1), mode: sim_mode, page_bytes: segment };
                 let (policy, spec) = registry::build(policy, &ctx).map_err(|e| format!("--policy: {e}"))?;
                 name = spec.canonical();
@@ -76,11 +90,11 @@ impl Decider {
                         mode = mode.name()
                     ));
                 }
-                Kind::Replace { policy, slot_of: HashMap::new(), free: Vec::new() }
+                Kind::Replace { policy, slot_of: HashMap::new(), free: Vec::new(), dropped: Vec::new() }
             }
             CacheMode::Passthrough => Kind::None,
         };
-        let mut d = Decider { kind, name, fx: Effects::new(), seq: 0 };
+        let mut d = Decider { kind, name, fx: Effects::new(), seq: 0, frozen: false };
         d.restore(meta);
         Ok(d)
     }
@@ -105,16 +119,27 @@ impl Decider {
     /// the fills to do now, `(slot, segment)` (replacement modes only).
     pub fn reference(&mut self, op: Op, first: u64, last: u64) -> Vec<(u32, u64)> {
         let mut fills = Vec::new();
-        if matches!(self.kind, Kind::None) || (op == Op::Trim && !matches!(self.kind, Kind::Pwc(_))) {
+        if matches!(self.kind, Kind::None) || (op == Op::Trim && !matches!(self.kind, Kind::Pwc(_))) || self.frozen {
             return fills;
         }
         for key in first..=last {
             self.access(op, key);
-            if let Kind::Replace { slot_of, free, .. } = &mut self.kind {
-                take_effects(&self.fx, slot_of, free, &mut fills);
+            if let Kind::Replace { slot_of, free, dropped, .. } = &mut self.kind {
+                take_effects(&self.fx, slot_of, free, &mut fills, dropped);
             }
         }
         fills
+    }
+
+    /// The segments writes invalidated since the last call (read-only
+    /// mode): the engine drops them from the map at once, under the same
+    /// lock as the fills, so a fill never meets a segment the policy has
+    /// dropped but the map still holds.
+    pub fn take_dropped(&mut self) -> Vec<u64> {
+        match &mut self.kind {
+            Kind::Replace { dropped, .. } => std::mem::take(dropped),
+            _ => Vec::new(),
+        }
     }
 
     /// Seeds the policy from the metadata: PWC gets the address map, the
@@ -153,8 +178,13 @@ impl Decider {
     /// slots whose segment changed, in the order PWC's evict clock met them
     /// (from the slot after its previous position), so the persisted evict
     /// clock is PWC's. `None` for the other modes.
+    ///
+    /// It freezes the frequencies (Fig. 5 line 3: references are not counted
+    /// until [`procedure_done`](Self::procedure_done), line 27), so the hot
+    /// set the plan was made from does not drift while it is carried out.
     pub fn procedure(&mut self, current: &[Option<u64>]) -> Option<Vec<(u32, u64)>> {
         let Kind::Pwc(pwc) = &mut self.kind else { return None };
+        self.frozen = true;
         let n = pwc.slots();
         let hand = pwc.evict_clock();
         self.fx.clear();
@@ -167,6 +197,17 @@ impl Decider {
                 .map(|s| (s as u32, new[s].expect("PWC empties no slot")))
                 .collect(),
         )
+    }
+
+    /// The procedure is over (done, failed or interrupted): references count
+    /// again (Fig. 5 line 27).
+    pub fn procedure_done(&mut self) {
+        self.frozen = false;
+    }
+
+    /// Whether references are not being counted (a procedure runs).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
     }
 
     /// PWC's frequency table as the metadata stores it (`None` = never
@@ -189,12 +230,21 @@ impl Decider {
 
 /// Turns a replacement policy's effects into slot moves: evictions free
 /// slots, insertions of segments not held take one.
-fn take_effects(fx: &Effects, slot_of: &mut HashMap<u64, u32>, free: &mut Vec<u32>, fills: &mut Vec<(u32, u64)>) {
+fn take_effects(
+    fx: &Effects,
+    slot_of: &mut HashMap<u64, u32>,
+    free: &mut Vec<u32>,
+    fills: &mut Vec<(u32, u64)>,
+    dropped: &mut Vec<u64>,
+) {
     for io in &fx.io {
         if let Io::Evict { key, .. } | Io::Invalidate { key, .. } = *io {
             if let Some(s) = slot_of.remove(&key) {
                 free.push(s);
                 fills.retain(|&(_, h)| h != key);
+                if matches!(io, Io::Invalidate { .. }) {
+                    dropped.push(key);
+                }
             }
         }
     }
@@ -234,6 +284,46 @@ mod tests {
         let mut a = Decider::new(CacheMode::WriteAround, "lru", &meta(&[None, None])).unwrap();
         assert_eq!(a.reference(Op::Write, 8, 8), vec![]);
         assert_eq!(a.reference(Op::Read, 8, 8), vec![(0, 8)]);
+    }
+
+    #[test]
+    fn read_only_fills_on_read_misses_and_a_write_frees_the_slot() {
+        let mut d = Decider::new(CacheMode::ReadOnly, "lru", &meta(&[None, None])).unwrap();
+        assert_eq!(d.reference(Op::Write, 4, 4), vec![], "a write miss is not cached");
+        assert_eq!(d.reference(Op::Read, 4, 5), vec![(0, 4), (1, 5)]);
+        assert_eq!(d.reference(Op::Read, 4, 4), vec![], "a hit");
+        // A write to cached 4 invalidates it: its slot is free for the next miss,
+        // and 5 (least recent, but still cached) stays.
+        assert_eq!(d.take_dropped(), Vec::<u64>::new());
+        assert_eq!(d.reference(Op::Write, 4, 4), vec![]);
+        assert_eq!(d.take_dropped(), vec![4], "for the engine to drop from the map");
+        assert_eq!(d.take_dropped(), Vec::<u64>::new());
+        assert_eq!(d.reference(Op::Read, 6, 6), vec![(0, 6)]);
+        assert_eq!(d.reference(Op::Read, 4, 4), vec![(1, 4)], "4 misses again; 5 was the LRU");
+    }
+
+    #[test]
+    fn pwc_references_during_a_procedure_leave_frequencies_unchanged() {
+        let mut d = Decider::new(CacheMode::WriteBack, "lru", &meta(&[None, None])).unwrap();
+        for _ in 0..3 {
+            d.reference(Op::Read, 1, 1);
+            d.reference(Op::Write, 2, 2);
+        }
+        assert_eq!((d.frequency(1), d.frequency(2)), (15, 15));
+        let plan = d.procedure(&[None, None]).unwrap();
+        assert_eq!(plan.len(), 2);
+        let during: Vec<u16> = (0..8).map(|h| d.frequency(h)).collect();
+        assert!(d.is_frozen());
+        for h in [1, 2, 3, 1, 3] {
+            assert_eq!(d.reference(Op::Read, h, h + 1), vec![]);
+            d.reference(Op::Write, h, h);
+        }
+        assert_eq!((0..8).map(|h| d.frequency(h)).collect::<Vec<_>>(), during, "frozen (Fig. 5 line 3)");
+        d.procedure_done();
+        assert!(!d.is_frozen());
+        d.reference(Op::Read, 3, 3);
+        d.reference(Op::Read, 1, 1);
+        assert_eq!((d.frequency(3), d.frequency(1)), (during[3] + 5, during[1] + 5), "counted again (line 27)");
     }
 
     #[test]

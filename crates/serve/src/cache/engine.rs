@@ -5,9 +5,11 @@
 //! - **Data path**: a [`CacheMap`] (slot map, dirty bitmap, segment locks);
 //!   requests of all connections run in parallel except on the same
 //!   segments. Each request first goes through the [`Decider`] (one short
-//!   lock): PWC counts the reference; a write-through/write-around
-//!   replacement policy may fill a slot now (a real-time fill, the cost
-//!   paper 000 §4 blames LRU's for), done before the request's own I/O.
+//!   lock): PWC counts the reference (not while a procedure runs: Fig. 5
+//!   lines 3 and 27); a write-through/write-around/read-only replacement
+//!   policy may fill a slot now (a real-time fill, the cost paper 000 §4
+//!   blames LRU's for), done before the request's own I/O, whose pieces in
+//!   the filled segments are then counted as misses.
 //! - **Flush / FUA** = [`CacheMap::flush`], which syncs both devices, so a
 //!   flush on one connection covers every connection: `multi_conn` is true.
 //! - **Trim** is a hint the NBD protocol lets a server ignore (the contents
@@ -123,19 +125,24 @@ struct Shared<S, H, M> {
 }
 
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
-    /// Feeds a request to the decider and performs the fills it asks for;
-    /// returns how many segments it filled (misses the map will count as hits).
-    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<u64> {
+    /// Feeds a request to the decider and performs the fills it asks for,
+    /// and (read-only mode) the invalidations; returns the segments it
+    /// filled (for the map to count as misses) and those it invalidated
+    /// (write hits).
+    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<(Vec<u64>, Vec<u64>)> {
         self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
-            return Ok(0); // the map reports the range error
+            return Ok(Default::default()); // the map reports the range error
         }
         if self.map.is_degraded() {
-            return Ok(0); // nothing new is cached
+            return Ok(Default::default()); // nothing new is cached
         }
         let seg = self.map.segment_size();
         let mut d = lock(&self.decider);
         let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
+        // Dropped from the map under the decider's lock, before any fill:
+        // a later request's fill may reuse the slot or re-cache the segment.
+        let dropped: Vec<u64> = d.take_dropped().into_iter().filter(|&h| self.map.invalidate(h)).collect();
         // Fills happen under the decider's lock, so its slot bookkeeping and
         // the map's moves happen in the same order.
         for (i, &(slot, h)) in fills.iter().enumerate() {
@@ -144,10 +151,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
                 // backing store instead. The policy learns what is cached.
                 log::warn!("fill of segment {h} into slot {slot} failed, served from the backing store: {e}");
                 d.restore(&self.map.meta());
-                return Ok(i as u64);
+                return Ok((fills[..i].iter().map(|&(_, h)| h).collect(), dropped));
             }
         }
-        Ok(fills.len() as u64)
+        Ok((fills.into_iter().map(|(_, h)| h).collect(), dropped))
     }
 
     fn maintain(&self) -> io::Result<MaintainReport> {
@@ -172,9 +179,13 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
             plan
         };
         let done = self.map.caching_and_eviction(&plan);
-        if done.is_err() || self.map.is_interrupted() {
-            // The map may be half done: make PWC agree with it again.
-            lock(&self.decider).restore(&self.map.meta());
+        {
+            let mut d = lock(&self.decider);
+            if done.is_err() || self.map.is_interrupted() {
+                // The map may be half done: make PWC agree with it again.
+                d.restore(&self.map.meta());
+            }
+            d.procedure_done(); // Fig. 5 line 27: references count again
         }
         done?;
         let cached = self.map.status().cached as usize;
@@ -349,12 +360,12 @@ where
         }
     }
 
-    fn zero(&self, offset: u64, len: u64) -> io::Result<()> {
+    fn zero(&self, offset: u64, len: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
         let zeros = vec![0u8; len.min(1 << 20) as usize];
         let mut at = offset;
         while at < offset + len {
             let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            self.shared.map.write(&zeros[..n], at)?;
+            self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?;
             at += n as u64;
         }
         Ok(())
@@ -384,16 +395,13 @@ where
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let filled = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
-        self.shared.map.read(buf, offset)?;
-        self.shared.map.recount_fills(filled, false);
-        Ok(())
+        let (filled, _) = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
+        self.shared.map.read_filled(buf, offset, &filled)
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        let filled = self.shared.reference(Op::Write, offset, data.len() as u64)?;
-        self.shared.map.write(data, offset)?;
-        self.shared.map.recount_fills(filled, true);
+        let (filled, dropped) = self.shared.reference(Op::Write, offset, data.len() as u64)?;
+        self.shared.map.write_filled(data, offset, &filled, &dropped)?;
         if fua {
             self.shared.map.flush()?;
         }
@@ -413,8 +421,8 @@ where
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
-        self.shared.reference(Op::Write, offset, len)?;
-        self.zero(offset, len)?;
+        let (filled, dropped) = self.shared.reference(Op::Write, offset, len)?;
+        self.zero(offset, len, &filled, &dropped)?;
         if fua {
             self.shared.map.flush()?;
         }
@@ -698,6 +706,110 @@ mod tests {
     }
 
     #[test]
+    fn read_only_fills_on_read_misses_and_a_write_invalidates_durably_enough() {
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::ReadOnly);
+        e.write_at(&[0xA1; 4], 3 * SEG, false).unwrap();
+        assert_eq!(e.mapping(), vec![None; 4], "a write miss is not cached");
+        assert_eq!(read(&e, 3 * SEG, 5), [0xA1, 0xA1, 0xA1, 0xA1, 3]);
+        assert_eq!(read(&e, 4 * SEG, 1), [4]);
+        assert_eq!(e.mapping(), vec![Some(3), Some(4), None, None], "read misses fill at once");
+        assert_eq!(rig.ssd_slot(0)[..5], [0xA1, 0xA1, 0xA1, 0xA1, 3]);
+        assert_eq!(read(&e, 3 * SEG, 1), [0xA1], "a hit");
+        // A write to cached segment 3 goes to the HDD only and drops the slot.
+        e.write_at(&[0xB2; 4], 3 * SEG, false).unwrap();
+        assert_eq!(rig.hdd_seg(3)[..4], [0xB2; 4]);
+        assert_eq!(rig.ssd_slot(0)[..4], [0xA1; 4], "the SSD copy is not written");
+        assert_eq!(e.mapping(), vec![None, Some(4), None, None], "but no longer mapped");
+        let st = e.status().map;
+        assert_eq!((st.write_hits, st.write_hits_to_backing, st.write_misses), (1, 1, 1));
+        assert_eq!((st.read_hits, st.read_misses, st.dirty, st.ssd_written), (1, 2, 0, 0));
+        // The stale copy is never served: the next read misses and refills.
+        assert_eq!(read(&e, 3 * SEG, 5), [0xB2, 0xB2, 0xB2, 0xB2, 3]);
+        assert!(e.mapping().contains(&Some(3)));
+        e.write_at(&[0xC3; 4], 4 * SEG, false).unwrap(); // invalidates 4
+        e.flush().unwrap();
+        // While it runs the saved map is empty, so a crash cannot bring back
+        // an invalidated slot (here 4's, whose SSD copy is stale).
+        assert_eq!(saved_mapping(&rig), vec![None; 4]);
+        drop(e); // a crash
+        let (e, st) = rig.open_as(CacheMode::ReadOnly);
+        assert_eq!((st.kind, st.copied), (StartKind::Unclean, 0));
+        assert_eq!(e.mapping(), vec![None; 4]);
+        assert_eq!(read(&e, 4 * SEG, 5), [0xC3, 0xC3, 0xC3, 0xC3, 4]);
+        assert_eq!(read(&e, 3 * SEG, 1), [0xB2]);
+        e.write_at(&[0xD4; 1], 3 * SEG, false).unwrap(); // invalidated before the clean stop
+        e.shutdown().unwrap();
+        assert_eq!(saved_mapping(&rig).into_iter().flatten().collect::<Vec<_>>(), vec![4], "warm, minus 3");
+        let (e, st) = rig.open_as(CacheMode::ReadOnly);
+        assert_eq!(st.kind, StartKind::Clean);
+        assert_eq!(saved_mapping(&rig), vec![None; 4], "an empty map saved again before serving");
+        assert_eq!(read(&e, 4 * SEG, 1), [0xC3]);
+        assert_eq!(read(&e, 3 * SEG, 1), [0xD4]);
+        let st = e.status().map;
+        assert_eq!((st.read_hits, st.read_misses), (1, 1));
+    }
+
+    #[test]
+    fn read_only_a_read_between_a_writes_invalidation_and_its_data_refills_safely() {
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::ReadOnly);
+        read(&e, 3 * SEG, 1);
+        assert_eq!(e.mapping(), vec![Some(3), None, None, None]);
+        // A write's reference: the policy invalidates 3, and the map drops it
+        // at once, under the same lock, not later with the write's data.
+        let (filled, dropped) = e.shared.reference(Op::Write, 3 * SEG, 4).unwrap();
+        assert_eq!((filled, dropped.clone()), (Vec::<u64>::new(), vec![3u64]));
+        assert_eq!(e.mapping(), vec![None; 4]);
+        // A read comes in before the write's data: it refills 3 (old bytes)
+        // without meeting a segment the map still holds.
+        assert_eq!(read(&e, 3 * SEG, 1), [3]);
+        assert!(e.mapping().contains(&Some(3)));
+        e.shared.map.write_filled(&[0xE5; 4], 3 * SEG, &[], &dropped).unwrap();
+        assert_eq!(e.mapping(), vec![None; 4], "the write drops the refilled copy too");
+        assert_eq!(read(&e, 3 * SEG, 5), [0xE5, 0xE5, 0xE5, 0xE5, 3]);
+        let st = e.status().map;
+        assert_eq!((st.write_hits, st.write_hits_to_backing, st.write_misses), (1, 1, 0));
+    }
+
+    #[test]
+    fn status_counts_what_was_served_without_the_backing_device() {
+        // Write-back: a write to a cached segment and a read of one are
+        // served by the SSD alone; misses are not.
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        e.write_at(&[1; 100], 2 * SEG, false).unwrap(); // miss: 100 bytes to the HDD
+        e.maintain().unwrap(); // caches 2
+        e.write_at(&[2; 300], 2 * SEG, false).unwrap(); // hit, SSD only
+        read(&e, 2 * SEG, 50); // hit
+        read(&e, 2 * SEG - 10, 30); // 10 bytes from HDD segment 1, 20 from cached 2
+        let st = e.status().map;
+        assert_eq!(st.request_bytes, 100 + 300 + 50 + 30);
+        assert_eq!((st.served_pieces, st.served_bytes, st.write_hits_to_backing), (3, 300 + 50 + 20, 0));
+        assert_eq!(st.served_bytes_ratio, Some(370.0 / 480.0));
+        assert_eq!(st.served_pieces_ratio, Some(3.0 / 5.0));
+        assert_eq!(st.served_bytes + st.hdd_read + 100, st.request_bytes, "the rest touched the HDD");
+        // Write-through: write hits still write the HDD; a read that fills is
+        // a miss; only reads of segments cached before them are served.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::WriteThrough);
+        read(&e, 5 * SEG, 10); // fill: a miss
+        e.write_at(&[3; 20], 5 * SEG, false).unwrap(); // hit, to both devices
+        e.write_at(&[3; 20], 6 * SEG, false).unwrap(); // miss that fills
+        read(&e, 6 * SEG, 40); // hit
+        let st = e.status().map;
+        assert_eq!((st.read_hits, st.read_misses, st.write_hits, st.write_misses), (1, 1, 1, 1));
+        assert_eq!((st.served_pieces, st.served_bytes, st.write_hits_to_backing), (1, 40, 1));
+        assert_eq!(st.served_bytes_ratio, Some(40.0 / 90.0));
+        // Nothing counted yet: no ratio.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::Passthrough);
+        assert_eq!((e.status().map.served_bytes_ratio, e.status().map.served_pieces_ratio), (None, None));
+        read(&e, 0, 8);
+        assert_eq!(e.status().map.served_bytes_ratio, Some(0.0));
+    }
+
+    #[test]
     fn write_around_and_passthrough() {
         let rig = Rig::new();
         let (e, _) = rig.open_as(CacheMode::WriteAround);
@@ -788,6 +900,49 @@ mod tests {
         assert_eq!((st.map.dirty, st.map.in_procedure), (0, false), "nothing is dirty after the procedure");
         assert_eq!(read(&e, kept * SEG + 8, 8), [0xD2; 8]);
         assert_eq!(rig.hdd_seg(1)[..8], [0xD1; 8], "dirty data written back by line 4");
+        e.shutdown().unwrap();
+    }
+
+    #[test]
+    fn references_during_the_procedure_do_not_change_frequencies() {
+        let rig = Rig::new();
+        let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
+        let ssd = Arc::new(GatedSsd { dev: rig.ssd.clone(), open: Mutex::new(true), opened: Condvar::new() });
+        let (map, _) = CacheMap::open(ssd.clone(), rig.hdd.clone(), store, false).unwrap();
+        let e = CachedBackend::new(map, CacheMode::WriteBack, &EngineConfig::default()).unwrap();
+        for h in 0..4 {
+            reference(&e, h, 1);
+        }
+        *lock(&ssd.open) = false;
+        std::thread::scope(|sc| {
+            let t = sc.spawn(|| e.maintain().unwrap());
+            while !e.status().map.in_procedure {
+                std::thread::yield_now();
+            }
+            let before: Vec<u16> = (0..HDD_SEGS).map(|h| e.frequency(h)).collect();
+            // Served, not counted (segment 31 is being moved in: its lock is held).
+            for _ in 0..3 {
+                read(&e, 20 * SEG, 1);
+                read(&e, 22 * SEG, 1);
+            }
+            e.write_at(&[9; 8], 21 * SEG, false).unwrap();
+            assert_eq!(read(&e, 20 * SEG, 1), [20]);
+            let during: Vec<u16> = (0..HDD_SEGS).map(|h| e.frequency(h)).collect();
+            let still_running = !t.is_finished();
+            // Open the gate before asserting: a failed assertion must not
+            // leave the procedure blocked (the scope would wait for it).
+            *lock(&ssd.open) = true;
+            ssd.opened.notify_all();
+            t.join().unwrap();
+            assert!(still_running);
+            assert_eq!(during, before, "a reference changed a frequency during the procedure (Fig. 5 line 3)");
+        });
+        // Line 27: they count again.
+        let f20 = e.frequency(20);
+        reference(&e, 20, 2);
+        assert_eq!(e.frequency(20), f20 + 10);
+        e.write_at(&[9; 8], 21 * SEG, false).unwrap();
+        assert!(e.frequency(21) > 0);
         e.shutdown().unwrap();
     }
 }

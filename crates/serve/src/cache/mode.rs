@@ -21,6 +21,13 @@ pub enum CacheMode {
     WriteAround = 2,
     /// No caching: every request goes to the backing store.
     Passthrough = 3,
+    /// Paper 000's baseline as its §4 runs it ("LRU(SSD+HDD)": only reads
+    /// are cached): a replacement policy fills a segment on every read miss,
+    /// in real time; a write goes to the backing store only and drops the
+    /// segment from the cache if it is cached (Open CAS calls this mode
+    /// write-invalidate). Nothing is ever dirty. Not a read-only *export*:
+    /// clients may write.
+    ReadOnly = 4,
 }
 
 /// The modes, their names and what they do (`create --help`).
@@ -29,6 +36,7 @@ pub const CACHE_MODES: &[(&str, CacheMode)] = &[
     ("write-through", CacheMode::WriteThrough),
     ("write-around", CacheMode::WriteAround),
     ("passthrough", CacheMode::Passthrough),
+    ("read-only", CacheMode::ReadOnly),
 ];
 
 impl CacheMode {
@@ -45,6 +53,7 @@ impl CacheMode {
     pub fn write_mode(self) -> WriteMode {
         match self {
             CacheMode::WriteBack => WriteMode::Back,
+            CacheMode::ReadOnly => WriteMode::Invalidate,
             _ => WriteMode::Through,
         }
     }
@@ -59,6 +68,7 @@ impl std::str::FromStr for CacheMode {
             "writethrough" | "wt" => "write-through",
             "writearound" | "wa" => "write-around",
             "pass-through" | "none" => "passthrough",
+            "readonly" | "ro" | "write-invalidate" | "writeinvalidate" | "wi" => "read-only",
             other => other,
         };
         CACHE_MODES.iter().find(|(n, _)| *n == alias).map(|(_, m)| *m).ok_or_else(|| {
@@ -79,6 +89,12 @@ mod tests {
             assert_eq!(m.name(), *name);
         }
         assert_eq!("writethrough".parse::<CacheMode>(), Ok(CacheMode::WriteThrough));
+        assert_eq!("write-invalidate".parse::<CacheMode>(), Ok(CacheMode::ReadOnly));
+        // The superblock stores the mode as a number: existing caches keep theirs.
+        let stored: Vec<u16> = CACHE_MODES.iter().map(|(_, m)| *m as u16).collect();
+        assert_eq!(stored, [0, 1, 2, 3, 4]);
+        assert_eq!(CacheMode::from_u16(4), Some(CacheMode::ReadOnly));
+        assert_eq!(CacheMode::from_u16(5), None);
         assert!("write-sideways".parse::<CacheMode>().unwrap_err().contains("one of: write-back"));
     }
 }
