@@ -266,6 +266,8 @@ impl<'p> Simulator<'p> {
             self.maintain(r.time);
         }
         let before = (self.counters.pages, self.counters.hits, self.counters.read_pages, self.counters.read_hits);
+        // (an adaptive split, ABM's P, only when a series is kept: off the hot path otherwise)
+        let split_before = if self.series.is_some() { self.policy.split() } else { None };
         self.requests += 1;
         // (page-unit traces give lengths in pages)
         let bytes = match unit {
@@ -319,6 +321,9 @@ impl<'p> Simulator<'p> {
                 ..Default::default()
             };
             s.request(r.time, &delta);
+            if let (Some(a), Some(b)) = (split_before, self.policy.split()) {
+                s.split(r.time, b.sum - a.sum, b.accesses - a.accesses, b.capacity);
+            }
         }
         busy
     }
