@@ -95,6 +95,7 @@ class Result:
     request_hit_ratio: float
     backing_accesses: int
     skipped: int
+    write_share_mean: float | None  # ABM's P (paper 004): mean write-buffer share; None for other policies
     device: str
     host_page_reads: int
     host_page_writes: int
