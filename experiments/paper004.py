@@ -152,8 +152,7 @@ def main():
     share = "25%"
     df = pd.concat([frames[t, share] for t in TRACES], ignore_index=True)
     fig = ssdcache.plot.series(p_df, ("write_share", "hit_ratio"), x="time", labels=short_spec,
-                               title="Paper 004 §3.3: P (write buffer share) and hit ratio over time, "
-                                     "CloudPhysics, buffer 25% of footprint")
+                               title="Paper 004 §3.3: P and hit ratio, CloudPhysics, 25%")
     fig.savefig(out / "p_over_time.png")
     fig = ssdcache.plot.normalised_bars(df, "lru", ("hit_ratio", "execution_time_ns"), labels=short,
                                         title="Paper 004 Fig. 6: hit ratio does not predict execution time "
