@@ -321,8 +321,14 @@ impl<R: Replacement, O: Order> Abm<R, O> {
     /// Puts a page the rule just missed into it; false if it is not cached.
     fn admit_read(&mut self, a: &Access, fx: &mut Effects) -> bool {
         self.resize(fx);
+        // Without borrowing, a delayed flush can fill the read buffer's share
+        // with delayed pages: the oldest give way, as in any read-buffer replacement.
+        while self.rule.capacity() == 0 && !self.cold.is_empty() {
+            self.drop_cold(fx);
+            self.resize(fx);
+        }
         if self.rule.capacity() == 0 {
-            // Unreachable: a read miss always leaves the rule a page.
+            // Unreachable: P stays below the cache size, so the read share is at least a page.
             debug_assert!(false, "no room for a read page");
             return false;
         }
