@@ -789,6 +789,12 @@ mod tests {
                             fx.clear();
                             p.access(&a, &mut fx);
                             hits += fx.hit as u32;
+                            if a.op == Op::Read && !fx.hit {
+                                assert!(
+                                    fx.io.contains(&Io::CacheWrite { key: a.key }),
+                                    "{spec} c={c}: {a:?} not cached"
+                                );
+                            }
                             let st = p.stats();
                             assert!(st.resident <= st.capacity && st.dirty <= st.resident, "{spec} c={c}: {st:?}");
                         }
