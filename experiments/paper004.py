@@ -14,8 +14,8 @@ write buffers pay off only against merges) with MLC_1 timings from paper 001
 describes its SSD), 4 KiB pages and 64-page blocks to match the buffers' block
 size.
 
-Writes docs/reproductions/004/{results.csv, summary.md, fig6_normalised.png,
-fig7_9_cost.png, fig10_12_time.png}.
+Writes docs/reproductions/004/{results.csv, ablation.csv, p_series.csv, summary.md,
+fig6_normalised.png, fig7_9_cost.png, fig10_12_time.png, p_over_time.png}.
 """
 
 import pandas as pd
@@ -44,6 +44,15 @@ def short(policy: str) -> str:
         parts = dict(kv.split("=") for kv in policy[4:-1].split(","))
         return f"ABM-{parts['read'].upper()}-{parts['write'].upper()}"
     return policy.upper()
+
+
+def short_spec(policy: str) -> str:
+    """ABM-R-W plus whatever else the spec sets (the ablations)."""
+    if not policy.startswith("abm("):
+        return short(policy)
+    parts = dict(kv.split("=") for kv in policy[4:-1].split(","))
+    rest = ",".join(f"{k}={v}" for k, v in parts.items() if k not in ("read", "write"))
+    return short(policy) + (f" ({rest})" if rest else "")
 
 
 def footprint_pages(path: str) -> int:
@@ -89,24 +98,62 @@ def main():
         md += markdown(header, table)
         best = {t: min(names, key=lambda n: get(t, share, n)["exec_s"]) for t in TRACES}
         md += "\nFastest: " + "; ".join(f"{t}: {b}" for t, b in best.items()) + "\n"
-    # Ablation: each ABM feature switched off, on the largest trace.
+    # Ablation on the largest trace: delay on/off x dynamic sizing on/off x
+    # read rule, then the ghost rule for delayed pages (exit: our earlier
+    # model), P's bounds, borrowing, and fixed splits; flash writes vs LRU.
     label = "CloudPhysics"
     path = trace(TRACES[label])
     pages = max(4, round(footprint_pages(path) * SHARES["25%"] / 64)) * 64
-    variants = ["lru", "clc", "abm(read=lru,write=clc)"] + [
-        f"abm(read=lru,write=clc,{off})" for off in ("delay=false", "dynamic=false", "borrow=false",
-                                                     "delay=false,dynamic=false,borrow=false")]
+    grid = [f"abm(read={r},write=clc,delay={d},dynamic={y})"
+            for r in ("lru", "arc", "lirs") for d in ("on", "off") for y in ("on", "off")]
+    extra = ["abm(read=lru,write=clc,ghost=exit)", "abm(read=lru,write=clc,ghost=exit,delay=off)",
+             "abm(read=lru,write=clc,min=5%)", "abm(read=lru,write=clc,min=1%)",
+             "abm(read=arc,write=clc,min=1%)", "abm(read=lirs,write=clc,min=1%)",
+             "abm(read=lru,write=clc,borrow=off)",
+             "abm(read=lru,write=clc,dynamic=off,wsize=10%)", "abm(read=lru,write=clc,dynamic=off,wsize=90%)",
+             "abm(read=lru,write=fab)", "abm(read=lru,write=fab,delay=off)"]
+    variants = ["lru", "arc", "lirs", "fab", "clc"] + grid + extra
     abl = reports(sweep(path, variants, f"{pages * PAGE}B", devices=DEVICE))
-    lru_s = abl[0]["execution_time_ns"]
-    md += f"\nABM-LRU-CLC with features switched off ({label}, buffer 25% of footprint)\n\n"
-    md += markdown(["spec", "hit %", "read hit %", "flash writes", "extra writes", "erases", "time / LRU"],
-                   [[r["policy"], 100 * r["hit_ratio"], 100 * r["read_hit_ratio"], r["host_page_writes"],
-                     r["extra_page_writes"], r["erases"], r["execution_time_ns"] / lru_s] for r in abl])
+    lru = abl[0]
+    ablation_rows = []
+    for r in abl:
+        share = r.get("write_share_mean")
+        ablation_rows.append({
+            "spec": r["policy"], "hit_pct": 100 * r["hit_ratio"], "read_hit_pct": 100 * r["read_hit_ratio"],
+            "mean_p_pct": None if share is None else 100 * share,
+            "host_pages": r["host_page_writes"], "merge_copies": r["extra_page_writes"], "erases": r["erases"],
+            "time_vs_lru": r["execution_time_ns"] / lru["execution_time_ns"],
+        })
+    write_csv(out / "ablation.csv", ablation_rows)
+    md += (f"\nABM ablation ({label}, buffer {pages} pages = 25% of footprint): mean P = the write buffer's mean "
+           "share; flash writes as host pages programmed, merge copies (extra page writes) and erases\n\n")
+    md += markdown(["spec", "hit %", "read hit %", "mean P %", "host pages", "vs LRU", "merge copies", "erases",
+                    "time / LRU"],
+                   [[a["spec"], a["hit_pct"], a["read_hit_pct"], "—" if a["mean_p_pct"] is None else a["mean_p_pct"],
+                     a["host_pages"], a["host_pages"] / lru["host_page_writes"], a["merge_copies"], a["erases"],
+                     a["time_vs_lru"]] for a in ablation_rows])
+    # P over time (10-minute intervals) for the model and its ablations.
+    p_specs = ["abm(read=lru,write=clc)", "abm(read=arc,write=clc)", "abm(read=lru,write=clc,ghost=exit)",
+               "abm(read=lru,write=clc,delay=off)"]
+    p_df = sweep(path, p_specs, f"{pages * PAGE}B", devices=DEVICE, interval="10min")
+    p_rows = []
+    for spec, s in zip(p_specs, p_df.attrs["series"]):
+        for b in s:
+            p_rows.append({"spec": spec, "interval": b["interval"], "start_ns": b["start_ns"],
+                           "write_share": b.get("write_share"), "hit_ratio": b["hit_ratio"]})
+    write_csv(out / "p_series.csv", p_rows)
+    md += f"\nP (write buffer share, %) per 10-minute interval ({label}, 25%)\n\n"
+    n = max(len(s) for s in p_df.attrs["series"])
+    md += markdown(["spec"] + [str(i + 1) for i in range(n)],
+                   [[spec] + [100 * b["write_share"] for b in s] for spec, s in zip(p_specs, p_df.attrs["series"])])
     (out / "summary.md").write_text(md)
 
     pyplot()
     share = "25%"
     df = pd.concat([frames[t, share] for t in TRACES], ignore_index=True)
+    fig = ssdcache.plot.series(p_df, ("write_share", "hit_ratio"), x="time", labels=short_spec,
+                               title="Paper 004 §3.3: P and hit ratio, CloudPhysics, 25%")
+    fig.savefig(out / "p_over_time.png")
     fig = ssdcache.plot.normalised_bars(df, "lru", ("hit_ratio", "execution_time_ns"), labels=short,
                                         title="Paper 004 Fig. 6: hit ratio does not predict execution time "
                                               f"(normalised to LRU, buffer {share} of footprint)")

@@ -100,6 +100,7 @@ class Result:
     served_bytes_ratio: float
     backing_accesses: int
     skipped: int
+    write_share_mean: float | None  # ABM's P (paper 004): mean write-buffer share; None for other policies
     device: str
     host_page_reads: int
     host_page_writes: int

@@ -264,6 +264,9 @@ pub fn detail(r: &Report) {
             secs(d.cache_device_time_ns)
         );
     }
+    if let Some(p) = r.write_share_mean {
+        println!("{:<22} {:.2}% of the cache (mean over page accesses)", "write share P", 100.0 * p);
+    }
     if r.skipped > 0 {
         println!("{:<22} {}", "skipped lines", thousands(r.skipped));
     }
@@ -274,14 +277,24 @@ pub fn detail(r: &Report) {
 
 /// The per-interval series of one run.
 fn series(r: &Report) {
+    // (policies with an adaptive split, ABM's P, get its mean share per interval)
+    let split = r.series.iter().any(|b| b.write_share.is_some());
     println!(
-        "\n{:>9} {:>10} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12}",
-        "interval", "requests", "hit%", "read%", "served%", "mean lat ms", "maint s", "MB/s"
+        "\n{:>9} {:>10} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12}{}",
+        "interval",
+        "requests",
+        "hit%",
+        "read%",
+        "served%",
+        "mean lat ms",
+        "maint s",
+        "MB/s",
+        if split { format!(" {:>8}", "P%") } else { String::new() }
     );
     // (only intervals with requests are listed: their numbers say which)
     for b in &r.series {
         println!(
-            "{:>9} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>12.3} {:>12.3} {:>12.2}",
+            "{:>9} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>12.3} {:>12.3} {:>12.2}{}",
             b.interval,
             thousands(b.requests),
             100.0 * b.hit_ratio,
@@ -289,7 +302,12 @@ fn series(r: &Report) {
             100.0 * b.served_ratio,
             b.mean_latency_ns / 1e6,
             b.maintenance_ns as f64 / 1e9,
-            b.throughput_mb_s
+            b.throughput_mb_s,
+            match (split, b.write_share) {
+                (true, Some(p)) => format!(" {:>8.2}", 100.0 * p),
+                (true, None) => format!(" {:>8}", "-"),
+                _ => String::new(),
+            }
         );
     }
 }
@@ -454,6 +472,8 @@ pub fn json(reports: &[Report]) -> Result<()> {
 fn csv_cell(v: &serde_json::Value) -> String {
     let s = match v {
         serde_json::Value::String(s) => s.clone(),
+        // (a field only some runs have, e.g. ABM's write_share_mean: an empty cell)
+        serde_json::Value::Null => String::new(),
         other => other.to_string(),
     };
     if s.contains([',', '"', '\n']) {

@@ -137,6 +137,10 @@ pub struct Report {
     pub backing_accesses: u64,
     /// Lines skipped as malformed (`--skip-bad`).
     pub skipped: u64,
+    /// Policies with an adaptive split (ABM): the mean share of the cache
+    /// its second part was given (ABM's `P`, the write buffer's), over every
+    /// page access; `null` for other policies.
+    pub write_share_mean: Option<f64>,
     /// What the backing device model did (`--device`).
     #[serde(flatten)]
     pub device: Option<DeviceReport>,
@@ -246,6 +250,9 @@ pub struct IntervalStats {
     /// Bytes over the device time spent (requests and maintenance): what the
     /// devices could sustain, in MB (10^6 B) per second.
     pub throughput_mb_s: f64,
+    /// Policies with an adaptive split (ABM's `P`): its mean share of the
+    /// cache over the interval's page accesses; `null` for other policies.
+    pub write_share: Option<f64>,
 }
 
 impl IntervalStats {
@@ -311,6 +318,7 @@ impl Report {
             served_bytes_ratio: ratio(c.served_bytes, c.read_bytes + c.write_bytes),
             backing_accesses: c.backing_accesses(),
             skipped,
+            write_share_mean: None,
             counters: c,
             device: None,
             queue: None,

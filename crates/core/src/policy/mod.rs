@@ -143,6 +143,19 @@ pub struct PolicyStats {
     pub ghosts: u64,
 }
 
+/// An adaptive split of the cache in two (ABM's pointer `P`, paper 004 §3.3):
+/// where it is now and its running sum, for its mean over a run or an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    /// The cache's pages.
+    pub capacity: u64,
+    /// The second part's share now, in pages (ABM: the write buffer's).
+    pub now: u64,
+    /// Σ of `now` as each page access found it, over `accesses` accesses.
+    pub sum: u64,
+    pub accesses: u64,
+}
+
 /// A cache policy with write semantics: the unit the simulator drives.
 pub trait Policy: Send {
     /// One page access. Sets `fx.hit` and pushes the I/O it causes.
@@ -159,6 +172,10 @@ pub trait Policy: Send {
     /// Write back everything dirty (end of run, shutdown). Pages stay resident and become clean.
     fn drain(&mut self, fx: &mut Effects);
     fn stats(&self) -> PolicyStats;
+    /// Policies that split the cache adaptively report the split (ABM's `P`).
+    fn split(&self) -> Option<Split> {
+        None
+    }
     /// Offline policies need [`Access::next_use`].
     fn needs_future(&self) -> bool {
         false
@@ -212,6 +229,16 @@ pub trait Replacement: Send {
     fn queued(&mut self, _a: &Access) {}
     fn len(&self) -> usize;
     fn capacity(&self) -> usize;
+    /// Changes the capacity to `capacity` pages (0 allowed: the rule then
+    /// holds nothing until grown), pushing every page that must leave into
+    /// `evicted`, chosen by the rule's own order; the rule's adaptive state
+    /// follows the new size as its paper would have it at that size. Returns
+    /// false, changing nothing, if the rule cannot resize (the default): a
+    /// policy that needs it (ABM's read buffer under dynamic sizing) refuses
+    /// such a rule. A rule never resized behaves exactly as without this method.
+    fn set_capacity(&mut self, _capacity: usize, _evicted: &mut Vec<u64>) -> bool {
+        false
+    }
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -258,6 +285,10 @@ impl<R: Replacement + ?Sized> Replacement for Box<R> {
     #[inline]
     fn capacity(&self) -> usize {
         (**self).capacity()
+    }
+    #[inline]
+    fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<u64>) -> bool {
+        (**self).set_capacity(capacity, evicted)
     }
     #[inline]
     fn is_empty(&self) -> bool {

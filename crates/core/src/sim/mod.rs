@@ -279,6 +279,8 @@ impl<'p> Simulator<'p> {
         }
         let c = &self.counters;
         let before = (c.pages, c.hits, c.read_pages, c.read_hits, c.served_pages, c.served_bytes);
+        // (an adaptive split, ABM's P, only when a series is kept: off the hot path otherwise)
+        let split_before = if self.series.is_some() { self.policy.split() } else { None };
         self.requests += 1;
         // (page-unit traces give lengths in pages)
         let bytes = match unit {
@@ -334,6 +336,9 @@ impl<'p> Simulator<'p> {
                 ..Default::default()
             };
             s.request(r.time, &delta);
+            if let (Some(a), Some(b)) = (split_before, self.policy.split()) {
+                s.split(r.time, b.sum - a.sum, b.accesses - a.accesses, b.capacity);
+            }
         }
         busy
     }

@@ -312,6 +312,10 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         capacity_pages: capacity as u64,
     };
     let mut report = Report::new(info, counters, skipped);
+    report.write_share_mean = policy
+        .split()
+        .filter(|s| s.accesses > 0 && s.capacity > 0)
+        .map(|s| s.sum as f64 / (s.accesses as f64 * s.capacity as f64));
     report.device = backing.map(|b| DeviceReport::new(b.spec.clone(), b.stats()));
     report.queue = queue;
     report.cache_device = cache_device.map(|c| CacheDeviceReport::new(c.spec.clone(), c.stats()));

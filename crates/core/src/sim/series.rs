@@ -28,6 +28,10 @@ struct Counts {
     served_bytes: u64,
     service_ns: Nanos,
     maintenance_ns: Nanos,
+    /// An adaptive split's running sum over the interval's page accesses (ABM's `P`).
+    split_sum: u64,
+    split_accesses: u64,
+    capacity: u64,
 }
 
 /// Accumulates requests into fixed intervals of trace time, counted from the
@@ -96,6 +100,16 @@ impl Series {
         b.service_ns += delta.service_ns;
     }
 
+    /// What a policy's adaptive split (ABM's `P`) added up over a request's
+    /// page accesses at `time`: `sum` pages over `accesses`, of `capacity`.
+    pub fn split(&mut self, time: Nanos, sum: u64, accesses: u64, capacity: u64) {
+        if let Some(b) = self.bucket(time) {
+            b.split_sum += sum;
+            b.split_accesses += accesses;
+            b.capacity = capacity;
+        }
+    }
+
     /// Device time spent on maintenance (PWC's procedure) at `time`.
     pub fn maintenance(&mut self, time: Nanos, ns: Nanos) {
         if let Some(b) = self.bucket(time) {
@@ -123,6 +137,8 @@ impl Series {
                     served_bytes: c.served_bytes,
                     service_ns: c.service_ns,
                     maintenance_ns: c.maintenance_ns,
+                    write_share: (c.split_accesses > 0 && c.capacity > 0)
+                        .then(|| c.split_sum as f64 / (c.split_accesses as f64 * c.capacity as f64)),
                     ..Default::default()
                 }
                 .finish()
@@ -157,6 +173,17 @@ mod tests {
         // maintenance time counts against the interval's throughput, not its latency
         assert_eq!(v[1].mean_latency_ns, 40.0);
         assert_eq!(v[1].throughput_mb_s, 8192.0 / 1e6 / 100e-9);
+        assert_eq!((v[0].write_share, v[1].write_share), (None, None));
+        // an adaptive split: its mean over the interval's page accesses
+        let mut s = Series::new(100);
+        s.request(0, &req(4096, 0, 1));
+        s.split(0, 2 * 30, 2, 100);
+        s.request(10, &req(4096, 0, 1));
+        s.split(10, 50 + 70, 2, 100);
+        s.request(150, &req(4096, 0, 1));
+        s.split(150, 2 * 10, 2, 100);
+        let v = s.finish();
+        assert_eq!((v[0].write_share, v[1].write_share), (Some(0.45), Some(0.1)));
     }
 
     #[test]

@@ -268,6 +268,28 @@ impl Replacement for Arc {
     fn ghosts(&self) -> usize {
         self.b1.len() + self.b2.len()
     }
+    /// As if ARC had been run at `capacity` all along as far as its bounds go:
+    /// `p` is cut to the new `c`, `REPLACE` runs until the pages fit (each
+    /// victim becomes a ghost, as any replacement does), then the oldest
+    /// ghosts go until `|T1| + |B1| ≤ c` and all four lists hold at most `2c`.
+    /// Growing changes nothing but the bounds. A ghost hit waiting for its
+    /// `insert` stays pending. At capacity 0 nothing stays, not even ghosts;
+    /// the caller must grow it again before the next `insert`.
+    fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<u64>) -> bool {
+        self.capacity = capacity;
+        self.cap_units = capacity as f64 * self.unit;
+        self.p = self.p.min(self.cap_units);
+        while self.t1.len() + self.t2.len() > capacity {
+            self.replace(false, evicted);
+        }
+        while self.t1.len() + self.b1.len() > capacity && !self.b1.is_empty() {
+            self.drop_ghost(B1);
+        }
+        while self.t1.len() + self.b1.len() + self.t2.len() + self.b2.len() > 2 * capacity && !self.b2.is_empty() {
+            self.drop_ghost(B2);
+        }
+        true
+    }
 }
 
 fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Arc, SpecError> {
@@ -447,6 +469,74 @@ mod tests {
                     assert!(shadow.iter().all(|&k| arc.contains(k)));
                 },
             );
+        }
+    }
+
+    #[test]
+    fn shrinking_replaces_as_arc_and_keeps_its_bounds() {
+        let mut arc = Arc::new(4, 1);
+        // T1 5 4, T2 1 3 ... build: 1 2 3 4 fill T1; 1, 3 hit -> T2 3 1, T1 4 2.
+        run_keys(&mut arc, &[1, 2, 3, 4, 1, 3]);
+        assert_eq!(arc.lists(), [vec![4, 2], vec![3, 1], vec![], vec![]]);
+        let mut ev = Vec::new();
+        // c = 2: |T1| = 2 > p = 0, so REPLACE takes T1's LRU pages 2 then 4 (to B1),
+        // then |T1| + |B1| = 2 ≤ 2 and four lists 4 ≤ 4.
+        assert!(arc.set_capacity(2, &mut ev));
+        assert_eq!(ev, vec![2, 4]);
+        assert_eq!(arc.lists(), [vec![], vec![3, 1], vec![4, 2], vec![]]);
+        // c = 1: T2's LRU page 1 goes to B2; then |T1| + |B1| = 2 > 1 drops B1's
+        // oldest (2), and the lists (3 | 4 | 1 = 3 keys > 2) drop B2's 1.
+        ev.clear();
+        assert!(arc.set_capacity(1, &mut ev));
+        assert_eq!(ev, vec![1]);
+        assert_eq!(arc.lists(), [vec![], vec![3], vec![4], vec![]]);
+        // p is bounded by the new c.
+        let mut arc = Arc::new(4, 1);
+        run_keys(&mut arc, &[1, 2, 3, 4, 1, 5, 2, 6, 3]);
+        assert!(arc.target() > 1.0, "{}", arc.target());
+        arc.set_capacity(1, &mut ev);
+        assert!(arc.target() <= 1.0 && arc.len() <= 1);
+        // Growing evicts nothing and the room is used before replacing.
+        ev.clear();
+        arc.set_capacity(3, &mut ev);
+        assert!(ev.is_empty());
+        assert_eq!(run_keys(&mut arc, &[10, 11]), vec![false, false]);
+        assert_eq!(arc.len(), 3);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn resized_arc_never_exceeds_its_bounds(
+            unit in proptest::sample::select(vec![1u64, LCS_PAGE]),
+            ops in proptest::collection::vec((0u64..40, 0u8..12, 0usize..20), 1..400),
+        ) {
+            let mut arc = Arc::new(8, unit);
+            let mut ev = Vec::new();
+            let mut resident = std::collections::HashSet::new();
+            for (i, (key, what, size)) in ops.into_iter().enumerate() {
+                ev.clear();
+                if what == 0 {
+                    arc.set_capacity(size, &mut ev);
+                } else {
+                    if arc.capacity() == 0 {
+                        arc.set_capacity(1, &mut ev);
+                    }
+                    let a = read(key, i as u64);
+                    if !arc.touch(&a, false, &mut ev) {
+                        proptest::prop_assert!(arc.insert(&a, false, &mut ev));
+                        resident.insert(key);
+                    }
+                }
+                for k in &ev {
+                    proptest::prop_assert!(resident.remove(k), "evicted {} was not resident", k);
+                }
+                let c = arc.capacity();
+                proptest::prop_assert!(arc.len() <= c && arc.len() == resident.len());
+                proptest::prop_assert!(resident.iter().all(|&k| arc.contains(k)));
+                proptest::prop_assert!(arc.t1.len() + arc.b1.len() <= c);
+                proptest::prop_assert!(arc.len() + arc.ghosts() <= 2 * c);
+                proptest::prop_assert!(arc.p >= 0.0 && arc.p <= arc.cap_units);
+            }
         }
     }
 

@@ -138,6 +138,9 @@ pub struct Lirs {
     /// Pages that left the cache during the current call; handed to the
     /// caller's `evicted` before it returns (empty between calls).
     gone: Vec<u64>,
+    /// The `hir` share and `stack` factor the sizes came from, to rescale
+    /// them on [`Replacement::set_capacity`] (`None`: sizes given by hand, no resizing).
+    share: Option<(f64, f64)>,
 }
 
 impl Lirs {
@@ -159,7 +162,15 @@ impl Lirs {
             lir: 0,
             resident: 0,
             gone: Vec::with_capacity(4),
+            share: None,
         }
+    }
+
+    /// Remembers the `hir` share and the `stack` factor the sizes were made
+    /// from, so that the paper variant can be resized (ABM's read buffer).
+    pub fn resizable(mut self, hir: f64, stack: f64) -> Self {
+        self.share = Some((hir, stack));
+        self
     }
 
     #[inline]
@@ -546,6 +557,30 @@ impl Replacement for Lirs {
     fn ghosts(&self) -> usize {
         self.nh.len()
     }
+    /// The paper variant only (libCacheSim's has no resizing to follow). The
+    /// LIR/HIR split is rescaled with the paper's ratio (`hir` of the new
+    /// capacity for HIR pages, the stack bound `stack` times it); LIR pages
+    /// over the new LIR share are demoted from the bottom of `S` to `Q`'s end,
+    /// as a hit demotes them; then `Q`'s front pages leave until the pages
+    /// fit. Growing evicts nothing; the room is filled as in warm-up.
+    fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<u64>) -> bool {
+        let (Variant::Paper, Some((hir, stack))) = (self.variant, self.share) else { return false };
+        debug_assert!(self.gone.is_empty());
+        self.capacity = capacity;
+        self.sizes =
+            if capacity == 0 { LirsSizes { lir: 0, hir: 0, hir_ceil: 0 } } else { LirsSizes::paper(capacity, hir) };
+        self.s_max = if stack <= 0.0 { usize::MAX } else { (stack * capacity as f64).min(usize::MAX as f64) as usize };
+        while self.lir > self.sizes.lir {
+            self.demote_bottom();
+        }
+        while self.resident > capacity && !self.q.is_empty() {
+            self.evict_hir();
+        }
+        debug_assert!(self.resident <= capacity);
+        self.limit_stack();
+        evicted.append(&mut self.gone);
+        true
+    }
 }
 
 impl Lirs {
@@ -592,7 +627,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Lirs, SpecError> {
         "libcachesim" => (Variant::LibCacheSim, LirsSizes::libcachesim(capacity, hir)),
         _ => (Variant::Paper, LirsSizes::paper(capacity, hir)),
     };
-    Ok(Lirs::new(capacity, variant, sizes, stack))
+    Ok(Lirs::new(capacity, variant, sizes, stack).resizable(hir, stack))
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
@@ -869,6 +904,81 @@ mod tests {
                     assert!(l.s.len() <= (stack * c as f64) as usize || stack == 0.0);
                 },
             );
+        }
+    }
+
+    #[test]
+    fn shrinking_demotes_bottom_lir_then_evicts_q_front() {
+        // 10 pages, hir 20%: 8 LIR + 2 HIR.
+        let mut l = Lirs::new(10, Variant::Paper, LirsSizes::paper(10, 0.2), 0.0).resizable(0.2, 0.0);
+        // 1..8 warm up as LIR; 9, 10 enter Q (HIR); 1 is hit and goes on top of S.
+        run_keys(&mut l, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1]);
+        assert_eq!((l.lir, l.q.keys(&l.arena)), (8, vec![10, 9]));
+        let mut ev = Vec::new();
+        // 5 pages, 20%: 4 LIR + 1 HIR. LIR 2, 3, 4, 5 (the bottom of S, 1 was
+        // hit) go to Q's end; then Q's front pages leave: 9, 10, 2, 3, 4.
+        assert!(l.set_capacity(5, &mut ev));
+        assert_eq!(ev, vec![9, 10, 2, 3, 4]);
+        assert_eq!((l.lir, l.len(), l.sizes), (4, 5, LirsSizes { lir: 4, hir: 1, hir_ceil: 1 }));
+        assert_eq!(l.q.keys(&l.arena), vec![5]);
+        assert!([1, 5, 6, 7, 8].iter().all(|&k| l.contains(k)));
+        // Growing evicts nothing; new pages warm up as LIR while room is left.
+        ev.clear();
+        assert!(l.set_capacity(10, &mut ev));
+        assert!(ev.is_empty());
+        assert_eq!(run_keys(&mut l, &[20, 21, 22]), vec![false; 3]);
+        assert_eq!((l.lir, l.len()), (7, 8));
+        // To nothing and back.
+        assert!(l.set_capacity(0, &mut ev));
+        assert_eq!((l.len(), l.lir, l.q.len()), (0, 0, 0));
+        assert!(l.set_capacity(3, &mut ev));
+        assert_eq!(run_keys(&mut l, &[1, 2, 3, 4]), vec![false; 4]);
+        assert_eq!(l.len(), 3);
+        // libCacheSim's variant, and hand-made sizes, do not resize.
+        let mut lcs = Lirs::new(200, Variant::LibCacheSim, LirsSizes::libcachesim(200, 0.01), 2.0);
+        assert!(!lcs.set_capacity(100, &mut ev) && lcs.capacity() == 200);
+        assert!(!paper(3, 1).set_capacity(2, &mut ev));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn resized_lirs_never_exceeds_its_capacity(
+            hir in proptest::sample::select(vec![0.01, 0.2, 0.5]),
+            stack in proptest::sample::select(vec![0.0, 2.0]),
+            ops in proptest::collection::vec((0u64..40, 0u8..12, 0usize..20), 1..400),
+        ) {
+            let mut l = Lirs::new(8, Variant::Paper, LirsSizes::paper(8, hir), stack).resizable(hir, stack);
+            let mut ev = Vec::new();
+            let mut resident = std::collections::HashSet::new();
+            for (i, (key, what, size)) in ops.into_iter().enumerate() {
+                ev.clear();
+                if what == 0 {
+                    proptest::prop_assert!(l.set_capacity(size, &mut ev));
+                } else if what == 1 {
+                    if l.remove(key, &mut ev) {
+                        resident.remove(&key);
+                    }
+                } else {
+                    if l.capacity() == 0 {
+                        l.set_capacity(1, &mut ev);
+                    }
+                    let a = read(key, i as u64);
+                    if !l.touch(&a, false, &mut ev) {
+                        proptest::prop_assert!(l.insert(&a, false, &mut ev));
+                        resident.insert(key);
+                    }
+                }
+                for k in &ev {
+                    proptest::prop_assert!(resident.remove(k), "evicted {} was not resident", k);
+                }
+                let c = l.capacity();
+                proptest::prop_assert!(l.len() <= c && l.len() == resident.len(), "{} pages, capacity {}", l.len(), c);
+                proptest::prop_assert!(resident.iter().all(|&k| l.contains(k)));
+                proptest::prop_assert!(l.lir <= l.sizes.lir.max(1) && l.lir + l.q.len() == l.len());
+                if stack > 0.0 {
+                    proptest::prop_assert!(l.s.len() <= (stack * c as f64) as usize);
+                }
+            }
         }
     }
 

@@ -53,6 +53,15 @@ impl Replacement for Lru {
     fn capacity(&self) -> usize {
         self.capacity
     }
+    /// Shrinking drops pages from the LRU end.
+    fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<u64>) -> bool {
+        self.capacity = capacity;
+        while self.list.len() > capacity {
+            let victim = self.list.pop_back(&mut self.arena).expect("longer than the capacity");
+            evicted.push(self.arena.remove(victim));
+        }
+        true
+    }
 }
 
 fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Lru, SpecError> {
@@ -82,5 +91,21 @@ mod tests {
         let hits = run_keys(&mut lru, &[1, 2, 3, 1, 4, 2, 1]);
         assert_eq!(hits, vec![false, false, false, true, false, false, true]);
         assert_eq!(keys_of(&lru.list, &lru.arena), vec![1, 2, 4]);
+    }
+
+    #[test]
+    fn shrinking_drops_the_least_recent_and_growing_keeps_all() {
+        let mut lru = Lru::new(4);
+        run_keys(&mut lru, &[1, 2, 3, 4, 1]);
+        let mut ev = Vec::new();
+        assert!(lru.set_capacity(2, &mut ev));
+        assert_eq!(ev, vec![2, 3]);
+        assert_eq!((keys_of(&lru.list, &lru.arena), lru.capacity()), (vec![1, 4], 2));
+        ev.clear();
+        assert!(lru.set_capacity(3, &mut ev));
+        assert!(ev.is_empty());
+        // room for one more before the next eviction
+        assert_eq!(run_keys(&mut lru, &[5, 6]), vec![false, false]);
+        assert_eq!(keys_of(&lru.list, &lru.arena), vec![6, 5, 1]);
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! - The **read buffer** holds clean pages, page by page, under a classic
 //!   hit-ratio rule (`read=lru|arc|lirs`, the [`classic`] rules themselves;
-//!   §3.1 (2)).
+//!   §3.1 (2)). The rule governs the whole read buffer, whatever its size:
+//!   it is resized ([`Replacement::set_capacity`]) as the buffers trade pages.
 //! - The **write buffer** holds written pages grouped by flash block under a
 //!   block-unit flash rule (`write=fab|clc`, the orders of [`fab`] and
 //!   [`clc`]), so its flushes are sequential runs (§3.1 (1), (3)).
@@ -21,21 +22,25 @@
 //!   one page is freed; the others stay cached, now clean, at the LRU position
 //!   of the read buffer, where a re-reference still hits.
 //! - **Dynamic sizing** (`dynamic`, §3.3, Fig. 5): ghost read and write
-//!   buffers remember pages that left each buffer; a pointer `P` (the write
-//!   buffer's share) moves one `step` towards the write buffer on a hit in the
-//!   read ghost (the read buffer grows) and towards the read buffer on a hit
-//!   in the write ghost.
+//!   buffers remember pages that each buffer replaced; a pointer `P` (the
+//!   write buffer's share) moves one `step` towards the write buffer on a hit
+//!   in the read ghost (the read buffer grows) and towards the read buffer on
+//!   a hit in the write ghost. [`Policy::split`] reports `P` (its mean in a
+//!   run's report, per interval in a series).
 //!
 //! ## Parameters (defaults)
 //!
 //! - `read` (`lru`), `write` (`clc`): paper 004 evaluates all six pairs; its
-//!   best is ABM-LRU-CLC.
+//!   best is ABM-LRU-CLC. The read rule must be resizable (LRU, ARC, LIRS's
+//!   paper variant).
 //! - `block` (64): see [`BLOCK_PARAM`].
 //! - `wsize` (50%): the write buffer's share, fixed without `dynamic` and
 //!   `P`'s starting point with it. The paper fixes the sizes at initialisation
 //!   but gives no value.
 //! - `borrow`, `delay`, `dynamic` (all on, as in the paper): switch each
 //!   feature off to measure it.
+//! - `ghost` (`origin`): which ghost a delayed page enters if it leaves the
+//!   cache before anything references it again, see below.
 //! - `step` (1 page): how far `P` moves per ghost hit. The paper says only
 //!   that it moves "step by step".
 //! - `min` (10%): under dynamic sizing neither share goes below this (and
@@ -45,45 +50,50 @@
 //!
 //! ## How the pieces are built, and choices where the paper is silent
 //!
-//! - The read rule is a [`Replacement`] of fixed capacity `rc`: the read
-//!   buffer's smallest size (`(1 - wsize)` of the cache without dynamic sizing,
-//!   `min` with it). Pages the rule evicts are not dropped but go to the MRU
-//!   end of an LRU list below it (the read buffer's cold end): they leave the
-//!   cache from its LRU end when the read buffer must give up a page. This is
-//!   the "LRU position of the read buffer" the paper puts delayed pages in,
-//!   and what lets the read buffer grow beyond `rc` by borrowing or by moving
-//!   `P`. With `read=lru` the whole read buffer is exactly one LRU list of
-//!   whatever size it has; with ARC or LIRS the adaptive rule governs the
-//!   hottest `rc` pages and the rest is LRU. A read hit in the cold list is a
-//!   hit; the page goes back to the rule as after a miss (ARC then sees a hit
-//!   in its ghost list and adapts).
-//! - Delayed pages enter the cold list at its LRU end, so they are the first
-//!   read pages to leave, the lowest address first; the freed page is the
-//!   victim block's lowest-addressed page.
+//! - The read rule holds every read page but the delayed ones. Its capacity
+//!   is the room the read buffer has now: the cache less the write buffer's
+//!   pages and the delayed pages (with `borrow`), or less `max(P, w)` and the
+//!   delayed pages (without). So it evicts its own victim (ARC's, LIRS's
+//!   choice) when the read buffer must give up a page, and its adaptive state
+//!   (ARC's `p`, LIRS's LIR/HIR split) follows the buffer's size. Without
+//!   dynamic sizing, borrowing and delay, on reads alone, the capacity never
+//!   changes, and ABM is its read rule at `(1 - wsize)` of the cache.
+//! - Delayed pages sit in a list of their own below the rule (the read
+//!   buffer's LRU end, Fig. 4 C), lowest address last in: they are the first
+//!   read pages to leave, lowest address first. A read hit there is a hit;
+//!   the page becomes a read page and goes to the rule (as a miss from the
+//!   rule's point of view; ARC then sees a hit in its ghost list and adapts).
+//!   The freed page is the victim block's lowest-addressed page.
 //! - Which buffer gives up a page when a miss needs one: the buffer above its
 //!   share (`w > P`: the write buffer; `r > C - P`: the read buffer); if
 //!   neither, the missed page's own buffer; if that one is empty, the other.
 //!   Without `borrow`, a miss takes a free page only while its own buffer is
-//!   below its share. A read-buffer replacement drops the cold list's LRU
-//!   page (so the borrowed pages, the coldest read pages, go first); a
-//!   write-buffer replacement flushes the victim block.
+//!   below its share. A read-buffer replacement drops the oldest delayed page
+//!   if there is one, else the rule's victim; a write-buffer replacement
+//!   flushes the victim block.
 //! - The write buffer is FAB's or CLC's block order over the written pages:
 //!   FAB's counts reads as references, CLC's does not, as in [`fab`] and
 //!   [`clc`]. A page moved in from the read buffer is a write to it.
-//! - Ghosts: a page that leaves the cache from the read buffer (cold list)
-//!   enters the read ghost; a page that leaves from the write buffer enters
-//!   the write ghost (delayed pages leave later, from the read buffer). Each
-//!   ghost holds at most the cache size in keys. A miss on a key in either
-//!   ghost, read or write, moves `P` (ARC's rule: any re-reference counts).
-//!   Without `dynamic` no ghosts are kept.
+//! - Ghosts (§3.3: "the information of replaced pages"): a page the read
+//!   rule evicts enters the read ghost; a page a write-buffer flush evicts
+//!   enters the write ghost. A delayed page was replaced by the write buffer
+//!   (its flush wrote it back); parked at the read buffer's LRU end it is
+//!   the first read page to go, so a read-buffer replacement only finishes
+//!   what the write buffer started. With `ghost=origin` it enters the write
+//!   ghost; with `ghost=exit` (our earlier model) the read ghost, which made
+//!   every re-reference of a write-hot page move `P` towards the read side
+//!   until `P` sat at its floor. A delayed page read again is a read page
+//!   from then on. Each ghost holds at most the cache size in keys. A miss
+//!   on a key in either ghost, read or write, moves `P` (ARC's rule: any
+//!   re-reference counts). Without `dynamic` no ghosts are kept.
 //! - Trim drops the page from whichever buffer holds it (`Io::Invalidate`).
 //!   Drain writes back the write buffer's dirty pages, runs per block.
 //! - Only write-back mode: ABM is a write-back buffer cache by design.
 //!
 //! Tested identities: with `dynamic`, `borrow` and `delay` off, on reads only
 //! ABM is its read rule at `(1 - wsize)` of the cache, and on writes only its
-//! write rule at `wsize`; with `read=lru` and borrowing, on reads only it is
-//! LRU at the whole cache.
+//! write rule at `wsize`; with borrowing, on reads only it is its read rule
+//! at the whole cache.
 //!
 //! [`classic`]: crate::policy::classic
 //! [`fab`]: super::fab
@@ -94,7 +104,7 @@ use super::clc::ClcOrder;
 use crate::list::{Arena, List};
 use crate::policy::{
     check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, Policy, PolicyInfo, PolicyStats, Replacement, Rules,
-    Spec, SpecError,
+    Spec, SpecError, Split,
 };
 use crate::trace::Op;
 
@@ -115,12 +125,18 @@ pub struct AbmConfig {
     pub borrow: bool,
     pub delay: bool,
     pub dynamic: bool,
+    /// A delayed page that leaves unreferenced enters the write ghost (else the read ghost).
+    pub ghost_origin: bool,
 }
 
 impl AbmConfig {
-    /// The read rule's capacity: the read buffer's smallest size.
+    /// The read rule's capacity in an empty cache.
     pub fn rule_capacity(&self) -> usize {
-        self.capacity - self.pmax
+        if self.borrow {
+            self.capacity
+        } else {
+            self.capacity - self.wsize
+        }
     }
 }
 
@@ -128,8 +144,11 @@ pub struct Abm<R: Replacement, O: Order> {
     cfg: AbmConfig,
     /// Write buffer share now.
     p: usize,
+    /// Σ of `p` as each access found it, and the accesses (for [`Policy::split`]).
+    p_sum: u64,
+    accesses: u64,
     rule: R,
-    /// The read buffer's cold end: clean pages below the rule (front = most recent).
+    /// Delayed pages: clean, at the read buffer's LRU end (front = most recent).
     cold: List,
     cold_arena: Arena<()>,
     wb: BlockBuffer<O>,
@@ -142,7 +161,7 @@ pub struct Abm<R: Replacement, O: Order> {
 }
 
 impl<R: Replacement, O: Order> Abm<R, O> {
-    /// `rule` must have capacity [`AbmConfig::rule_capacity`].
+    /// `rule` must have capacity [`AbmConfig::rule_capacity`] and be resizable.
     pub fn new(cfg: AbmConfig, rule: R, block_pages: u32, order: O) -> Self {
         assert!(cfg.capacity >= 2 && 1 <= cfg.pmin && cfg.pmin <= cfg.wsize && cfg.wsize <= cfg.pmax);
         assert!(cfg.pmax < cfg.capacity && rule.capacity() == cfg.rule_capacity());
@@ -150,9 +169,11 @@ impl<R: Replacement, O: Order> Abm<R, O> {
         Abm {
             cfg,
             p: cfg.wsize,
+            p_sum: 0,
+            accesses: 0,
             rule,
             cold: List::new(),
-            cold_arena: Arena::with_capacity(c - cfg.rule_capacity()),
+            cold_arena: Arena::with_capacity(block_pages as usize),
             wb: BlockBuffer::new(Blocks::new(block_pages, c), order),
             ghosts: Arena::with_capacity(if cfg.dynamic { 2 * c } else { 0 }),
             ghost_read: List::new(),
@@ -173,22 +194,33 @@ impl<R: Replacement, O: Order> Abm<R, O> {
         self.p
     }
 
-    /// Pages the rule just evicted go to the cold list's MRU end (still cached).
-    fn demote(&mut self) {
-        for &key in &self.evicted {
-            let idx = self.cold_arena.insert(key, ());
-            self.cold.push_front(&mut self.cold_arena, idx);
-        }
-        self.evicted.clear();
+    /// The room the read rule has now: what the write buffer (or, without
+    /// borrowing, its share if larger) and the delayed pages leave.
+    fn room(&self) -> usize {
+        let w = self.wb.pages();
+        let taken = if self.cfg.borrow { w } else { w.max(self.p) };
+        self.cfg.capacity.saturating_sub(taken + self.cold.len())
     }
 
-    /// Puts a read page into the rule (after `touch` returned false); a page
-    /// the rule declines stays in the cold list.
-    fn admit_read(&mut self, a: &Access) {
-        if !self.rule.insert(a, false, &mut self.evicted) {
-            self.evicted.push(a.key);
+    /// Pages the rule evicted leave the cache, into the read ghost.
+    fn leave_read(&mut self, fx: &mut Effects) {
+        let mut evicted = std::mem::take(&mut self.evicted);
+        for &key in &evicted {
+            fx.push(Io::Evict { key, dirty: false });
+            self.ghost_add(key, GHOST_READ);
         }
-        self.demote();
+        evicted.clear();
+        self.evicted = evicted;
+    }
+
+    /// Gives the rule the room it has now (shrinking evicts its victims).
+    fn resize(&mut self, fx: &mut Effects) {
+        let room = self.room();
+        if room != self.rule.capacity() {
+            let resized = self.rule.set_capacity(room, &mut self.evicted);
+            debug_assert!(resized, "abm's read rule is checked to be resizable when built");
+            self.leave_read(fx);
+        }
     }
 
     fn take_cold(&mut self, key: u64) -> bool {
@@ -226,18 +258,12 @@ impl<R: Replacement, O: Order> Abm<R, O> {
         self.ghosts.remove(idx);
     }
 
-    /// The read buffer gives up its coldest page.
+    /// The oldest delayed page leaves (the read buffer's LRU end).
     fn drop_cold(&mut self, fx: &mut Effects) {
-        let Some(idx) = self.cold.pop_back(&mut self.cold_arena) else {
-            // Unreachable: the read buffer is only asked for a page when it
-            // holds more than the rule's capacity, or the rule is full.
-            debug_assert!(false, "read buffer replacement with an empty cold list");
-            self.flush_block(fx);
-            return;
-        };
+        let idx = self.cold.pop_back(&mut self.cold_arena).expect("a delayed page");
         let key = self.cold_arena.remove(idx);
         fx.push(Io::Evict { key, dirty: false });
-        self.ghost_add(key, GHOST_READ);
+        self.ghost_add(key, if self.cfg.ghost_origin { GHOST_WRITE } else { GHOST_READ });
     }
 
     /// The write buffer flushes its victim block.
@@ -262,15 +288,15 @@ impl<R: Replacement, O: Order> Abm<R, O> {
         self.wb.gone = gone;
     }
 
-    /// Makes room for a missed page of the read (`write` false) or write buffer.
-    /// Returns true if a read page must leave after the page is admitted (a
-    /// read-buffer replacement for a read: the rule's own victim may be it).
-    fn make_room(&mut self, write: bool, fx: &mut Effects) -> bool {
+    /// Makes room for a missed page of the read (`write` false) or write
+    /// buffer. A read-buffer replacement for a read with no delayed page is
+    /// left to the rule's `insert` (its room is then exactly its pages).
+    fn make_room(&mut self, write: bool, fx: &mut Effects) {
         let (c, p) = (self.cfg.capacity, self.p);
         let (r, w) = (self.r(), self.wb.pages());
         let own_full = if write { w >= p } else { r >= c - p };
         if r + w < c && (self.cfg.borrow || !own_full) {
-            return false;
+            return;
         }
         let from_write = if w > p {
             true
@@ -282,13 +308,33 @@ impl<R: Replacement, O: Order> Abm<R, O> {
         let from_write = if from_write { w > 0 } else { r == 0 };
         if from_write {
             self.flush_block(fx);
-            false
-        } else if write {
+        } else if !self.cold.is_empty() {
             self.drop_cold(fx);
-            false
-        } else {
-            true
+        } else if write {
+            // The rule gives up its victim.
+            let n = self.rule.len() - 1;
+            self.rule.set_capacity(n, &mut self.evicted);
+            self.leave_read(fx);
         }
+    }
+
+    /// Puts a page the rule just missed into it; false if it is not cached.
+    fn admit_read(&mut self, a: &Access, fx: &mut Effects) -> bool {
+        self.resize(fx);
+        // Without borrowing, a delayed flush can fill the read buffer's share
+        // with delayed pages: the oldest give way, as in any read-buffer replacement.
+        while self.rule.capacity() == 0 && !self.cold.is_empty() {
+            self.drop_cold(fx);
+            self.resize(fx);
+        }
+        if self.rule.capacity() == 0 {
+            // Unreachable: P stays below the cache size, so the read share is at least a page.
+            debug_assert!(false, "no room for a read page");
+            return false;
+        }
+        let cached = self.rule.insert(a, false, &mut self.evicted);
+        self.leave_read(fx);
+        cached
     }
 
     fn read(&mut self, a: &Access, fx: &mut Effects) {
@@ -299,23 +345,25 @@ impl<R: Replacement, O: Order> Abm<R, O> {
             return;
         }
         fx.hit = self.rule.touch(a, false, &mut self.evicted);
-        self.demote();
+        self.leave_read(fx);
         if fx.hit {
             return;
         }
         if self.take_cold(key) {
+            // A delayed page read again: a read page now.
             fx.hit = true;
-            self.admit_read(a);
+            if !self.admit_read(a, fx) {
+                fx.push(Io::Evict { key, dirty: false });
+            }
             return;
         }
         fx.push(Io::Fetch { key, pages: 1 });
         self.ghost_hit(key);
-        let drop_after = self.make_room(false, fx);
-        self.admit_read(a);
-        if drop_after {
-            self.drop_cold(fx);
+        self.make_room(false, fx);
+        if self.admit_read(a, fx) {
+            fx.push(Io::CacheWrite { key });
         }
-        fx.push(Io::CacheWrite { key });
+        self.resize(fx);
     }
 
     fn write(&mut self, a: &Access, fx: &mut Effects) {
@@ -328,7 +376,7 @@ impl<R: Replacement, O: Order> Abm<R, O> {
             fx.hit = true;
             if !self.take_cold(key) {
                 self.rule.remove(key, &mut self.evicted);
-                self.demote();
+                self.leave_read(fx);
             }
             self.wb.add(key, true, a.seq);
         } else {
@@ -339,24 +387,25 @@ impl<R: Replacement, O: Order> Abm<R, O> {
             self.make_room(true, fx);
             self.wb.add(key, true, a.seq);
         }
+        self.resize(fx);
         fx.push(Io::CacheWrite { key });
     }
 
     fn trim(&mut self, a: &Access, fx: &mut Effects) {
         let key = a.key;
-        if self.wb.trim(key, fx) {
-            return;
-        }
-        if self.take_cold(key) || self.rule.remove(key, &mut self.evicted) {
-            self.demote();
+        if !self.wb.trim(key, fx) && (self.take_cold(key) || self.rule.remove(key, &mut self.evicted)) {
+            self.leave_read(fx);
             fx.hit = true;
             fx.push(Io::Invalidate { key, dirty: false });
         }
+        self.resize(fx);
     }
 }
 
 impl<R: Replacement, O: Order + Send> Policy for Abm<R, O> {
     fn access(&mut self, a: &Access, fx: &mut Effects) {
+        self.p_sum += self.p as u64;
+        self.accesses += 1;
         match a.op {
             Op::Read => self.read(a, fx),
             Op::Write => self.write(a, fx),
@@ -375,6 +424,10 @@ impl<R: Replacement, O: Order + Send> Policy for Abm<R, O> {
             dirty: self.wb.blocks.dirty() as u64,
             ghosts: (self.ghost_read.len() + self.ghost_write.len() + self.rule.ghosts()) as u64,
         }
+    }
+
+    fn split(&self) -> Option<Split> {
+        Some(Split { capacity: self.cfg.capacity as u64, now: self.p as u64, sum: self.p_sum, accesses: self.accesses })
     }
 }
 
@@ -419,6 +472,7 @@ fn build(spec: &Spec, ctx: &BuildCtx, rules: &Rules) -> Result<Box<dyn Policy>, 
         borrow: spec.flag("borrow")?,
         delay: spec.flag("delay")?,
         dynamic,
+        ghost_origin: spec.choice("ghost", &["origin", "exit"])? == "origin",
     };
     if dynamic {
         let floor = pages(min).min(c / 2);
@@ -432,7 +486,11 @@ fn build(spec: &Spec, ctx: &BuildCtx, rules: &Rules) -> Result<Box<dyn Policy>, 
     let fab = || FabOrder(SizeBuckets::new(block));
     let clc = || ClcOrder::new(block, si);
     // the read rule, built by the registry from its nested spec (`read=lirs(hir=5%)`)
-    let rule = rules.nested(spec, "read", Some(READ_RULES), rc, ctx)?;
+    let mut rule = rules.nested(spec, "read", Some(READ_RULES), rc, ctx)?;
+    if !rule.set_capacity(rc, &mut Vec::new()) {
+        return Err(spec
+            .invalid("read", "the read rule must be able to change its capacity (lirs's libcachesim variant cannot)"));
+    }
     Ok(match write.as_str() {
         "fab" => boxed(cfg, rule, block, fab()),
         _ => boxed(cfg, rule, block, clc()),
@@ -472,11 +530,17 @@ pub const INFO: PolicyInfo = PolicyInfo {
             default: "true",
             about: "ghost buffers move the split P on ghost hits (paper: on)",
         },
+        ParamInfo {
+            name: "ghost",
+            default: "origin",
+            about: "a delayed page that leaves unreferenced is remembered as a write page (origin) or a read page \
+                    (exit, the buffer it leaves from)",
+        },
         ParamInfo { name: "step", default: "1", about: "pages P moves per ghost hit (paper: \"step by step\")" },
         ParamInfo {
             name: "min",
             default: "10%",
-            about: "with dynamic sizing, neither buffer's share goes below this (ours; the read rule is this size)",
+            about: "with dynamic sizing, neither buffer's share goes below this (ours; the paper gives no bound)",
         },
         ParamInfo {
             name: "lru",
@@ -501,8 +565,18 @@ mod tests {
     }
 
     fn abm_lru_fab(capacity: usize, wsize: usize, borrow: bool, delay: bool) -> Abm<Lru, FabOrder> {
-        let cfg = AbmConfig { capacity, wsize, pmin: wsize, pmax: wsize, step: 1, borrow, delay, dynamic: false };
-        Abm::new(cfg, Lru::new(capacity - wsize), 4, FabOrder(SizeBuckets::new(4)))
+        let cfg = AbmConfig {
+            capacity,
+            wsize,
+            pmin: wsize,
+            pmax: wsize,
+            step: 1,
+            borrow,
+            delay,
+            dynamic: false,
+            ghost_origin: true,
+        };
+        Abm::new(cfg, Lru::new(cfg.rule_capacity()), 4, FabOrder(SizeBuckets::new(4)))
     }
 
     #[test]
@@ -542,7 +616,7 @@ mod tests {
         assert_eq!(run(&mut p, read(2, 11)), (true, vec![]));
         // The read buffer is over its share: a write miss takes its coldest
         // page, the delayed page 1 (2 was just read and went into the rule,
-        // pushing its LRU page 20 to the cold list's front).
+        // which has room for it); then the rule's LRU page, 20.
         assert_eq!(
             run(&mut p, write(12, 12)),
             (false, vec![Io::Evict { key: 1, dirty: false }, Io::CacheWrite { key: 12 }])
@@ -616,9 +690,18 @@ mod tests {
 
     #[test]
     fn ghost_hits_move_the_split() {
-        let cfg =
-            AbmConfig { capacity: 8, wsize: 4, pmin: 1, pmax: 7, step: 1, borrow: true, delay: false, dynamic: true };
-        let mut p: Abm<Lru, FabOrder> = Abm::new(cfg, Lru::new(1), 4, FabOrder(SizeBuckets::new(4)));
+        let cfg = AbmConfig {
+            capacity: 8,
+            wsize: 4,
+            pmin: 1,
+            pmax: 7,
+            step: 1,
+            borrow: true,
+            delay: false,
+            dynamic: true,
+            ghost_origin: true,
+        };
+        let mut p: Abm<Lru, FabOrder> = Abm::new(cfg, Lru::new(8), 4, FabOrder(SizeBuckets::new(4)));
         for i in 0..8u64 {
             run(&mut p, read(100 + i, i));
         }
@@ -663,11 +746,14 @@ mod tests {
                     same_effects(abm.as_mut(), plain.as_mut(), &reads, &spec);
                 }
             }
-            // With borrowing (and dynamic sizing), ABM-LRU reads use the whole cache.
-            for spec in ["abm(read=lru,dynamic=off)", "abm(read=lru)", "abm(read=lru,write=fab,step=3)"] {
-                let (mut abm, _) = build_spec(spec, &ctx(c)).unwrap();
-                let (mut lru, _) = build_spec("lru", &ctx(c)).unwrap();
-                same_effects(abm.as_mut(), lru.as_mut(), &reads, spec);
+            // With borrowing (and dynamic sizing), the read rule spans the whole cache.
+            for rule in ["lru", "arc", "lirs", "lirs(hir=20%)", "arc(variant=libcachesim)"] {
+                for flags in [",dynamic=off", "", ",write=fab,step=3"] {
+                    let spec = format!("abm(read={rule}{flags})");
+                    let (mut abm, _) = build_spec(&spec, &ctx(c)).unwrap();
+                    let (mut plain, _) = build_spec(rule, &ctx(c)).unwrap();
+                    same_effects(abm.as_mut(), plain.as_mut(), &reads, &spec);
+                }
             }
         }
     }
@@ -703,6 +789,12 @@ mod tests {
                             fx.clear();
                             p.access(&a, &mut fx);
                             hits += fx.hit as u32;
+                            if a.op == Op::Read && !fx.hit {
+                                assert!(
+                                    fx.io.contains(&Io::CacheWrite { key: a.key }),
+                                    "{spec} c={c}: {a:?} not cached"
+                                );
+                            }
                             let st = p.stats();
                             assert!(st.resident <= st.capacity && st.dirty <= st.resident, "{spec} c={c}: {st:?}");
                         }
@@ -711,6 +803,134 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Hits, and the pages each access evicted, over a stream.
+    fn trail(spec: &str, c: usize, accesses: &[Access]) -> Vec<(bool, Vec<u64>)> {
+        let (mut p, _) = build_spec(spec, &ctx(c)).unwrap();
+        let mut fx = Effects::new();
+        accesses
+            .iter()
+            .map(|a| {
+                fx.clear();
+                p.access(a, &mut fx);
+                let ev = fx.io.iter().filter_map(|io| if let Io::Evict { key, .. } = io { Some(*key) } else { None });
+                (fx.hit, ev.collect())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_read_rule_matters_wherever_it_differs_from_lru() {
+        // A hot set read twice a round, then a scan: ARC and LIRS keep the
+        // hot set through the scan, LRU does not.
+        let mut accesses = Vec::new();
+        for round in 0..60u64 {
+            for k in 0..20 {
+                accesses.push(read(k, 0));
+                accesses.push(read(k, 0));
+            }
+            for k in 0..60 {
+                accesses.push(read(10_000 + round * 60 + k, 0));
+            }
+            // writes to blocks of their own
+            for k in 0..8 {
+                accesses.push(write(1_000 + (round % 4) * 64 + k, 0));
+            }
+        }
+        for (i, a) in accesses.iter_mut().enumerate() {
+            a.seq = i as u64;
+        }
+        let reads: Vec<Access> = accesses.iter().filter(|a| a.op == Op::Read).copied().collect();
+        let hits = |t: &[(bool, Vec<u64>)]| t.iter().filter(|x| x.0).count();
+        let c = 64;
+        let lru_plain = hits(&trail("lru", c, &reads));
+        for rule in ["arc", "lirs"] {
+            let plain = hits(&trail(rule, c, &reads));
+            assert!(plain > lru_plain + 100, "{rule} {plain} vs lru {lru_plain}: the trace must tell them apart");
+            for flags in ["", ",delay=off", ",dynamic=off", ",borrow=off"] {
+                let with_rule = trail(&format!("abm(read={rule},block=8{flags})"), c, &accesses);
+                let with_lru = trail(&format!("abm(read=lru,block=8{flags})"), c, &accesses);
+                assert_ne!(with_rule, with_lru, "{rule}{flags}");
+                assert!(
+                    hits(&with_rule) > hits(&with_lru),
+                    "{rule}{flags}: {} vs {}",
+                    hits(&with_rule),
+                    hits(&with_lru)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_delayed_page_is_remembered_by_the_write_buffer_that_replaced_it() {
+        for (ghost, want) in [("origin", GHOST_WRITE), ("exit", GHOST_READ)] {
+            let cfg = AbmConfig {
+                capacity: 8,
+                wsize: 4,
+                pmin: 1,
+                pmax: 7,
+                step: 1,
+                borrow: true,
+                delay: true,
+                dynamic: true,
+                ghost_origin: ghost == "origin",
+            };
+            let mut p: Abm<Lru, FabOrder> = Abm::new(cfg, Lru::new(8), 4, FabOrder(SizeBuckets::new(4)));
+            // Block 0 (0-3) written, then reads fill the cache.
+            for k in 0..4u64 {
+                run(&mut p, write(k, k));
+            }
+            for k in 0..4u64 {
+                run(&mut p, read(100 + k, 4 + k));
+            }
+            // A write of a new block flushes block 0: 0 freed, 1-3 delayed.
+            run(&mut p, write(8, 8));
+            assert_eq!((p.cold.len(), p.ghost_write.keys(&p.ghosts)), (3, vec![0]));
+            // Writes go on: the delayed pages leave first, then read pages.
+            for (i, k) in [9u64, 10, 11].into_iter().enumerate() {
+                let (_, io) = run(&mut p, write(k, 9 + i as u64));
+                assert_eq!(io[0], Io::Evict { key: 1 + i as u64, dirty: false });
+            }
+            let tag = |k: u64| *p.ghosts.val(p.ghosts.find(k).unwrap());
+            assert!([1, 2, 3].iter().all(|&k| tag(k) == want), "{ghost}");
+            // Re-writing one of them moves P towards the write buffer with
+            // `origin`, towards the read buffer with `exit`.
+            run(&mut p, write(2, 20));
+            assert_eq!(p.target(), if want == GHOST_WRITE { 5 } else { 3 }, "{ghost}");
+            let sp = p.split().unwrap();
+            assert_eq!((sp.capacity, sp.now, sp.accesses, sp.sum), (8, p.target() as u64, 13, 13 * 4));
+        }
+        // A delayed page read again is a read page from then on: if it
+        // leaves, it is the read ghost's.
+        let cfg = AbmConfig {
+            capacity: 8,
+            wsize: 4,
+            pmin: 1,
+            pmax: 7,
+            step: 1,
+            borrow: true,
+            delay: true,
+            dynamic: true,
+            ghost_origin: true,
+        };
+        let mut p: Abm<Lru, FabOrder> = Abm::new(cfg, Lru::new(8), 4, FabOrder(SizeBuckets::new(4)));
+        for k in 0..4u64 {
+            run(&mut p, write(k, k));
+        }
+        for k in 0..4u64 {
+            run(&mut p, read(100 + k, 4 + k));
+        }
+        run(&mut p, write(8, 8));
+        assert_eq!(run(&mut p, read(3, 9)), (true, vec![]));
+        assert!(p.rule.contains(3) && p.cold_arena.find(3).is_none());
+        let mut k = 200;
+        while p.ghosts.find(3).is_none() {
+            assert!(k < 300, "3 never left");
+            run(&mut p, read(k, k));
+            k += 1;
+        }
+        assert_eq!(*p.ghosts.val(p.ghosts.find(3).unwrap()), GHOST_READ);
     }
 
     #[test]
@@ -723,5 +943,9 @@ mod tests {
         let wt = BuildCtx { capacity: 8, mode: Mode::WriteThrough, page_bytes: 4096 };
         assert!(build_spec("abm", &wt).is_err());
         assert!(build_spec("abm(read=lirs,write=fab,wsize=90%,min=0)", &ctx(8)).is_ok());
+        assert!(build_spec("abm(ghost=exit)", &ctx(8)).is_ok());
+        assert!(build_spec("abm(ghost=read)", &ctx(8)).is_err());
+        let e = build_spec("abm(read=lirs(variant=libcachesim))", &ctx(300)).err().unwrap().to_string();
+        assert!(e.contains("capacity"), "{e}");
     }
 }
