@@ -34,7 +34,7 @@ POLICIES = ["lru", "cflru", "dpw-lru"]
 MODES = {"write-back": "RW", "write-only": "WO"}
 NANDS = {"SLC": "slc", "MLC_2": "mlc2"}
 # 8 KiB NAND pages, as the paper's cache pages (it counts one flash write per cache page).
-DEVICE = "ftl(nand={nand},page=8KiB,op=25%)"
+DEVICE = "ftl(nand={nand},page=8KiB,op=25%,size=footprint,precondition=seq)"
 FIN1 = "umass-fin1-ssdsim10k/Financial1-first10k.ssdsim.ascii.gz"
 SYNTH = ("fin(alpha=1.2,wkeys=100k,rkeys=100k,read={read}%,rw={rw}%,size=8KiB,align=8KiB,unit=bytes,"
          "requests=1M,seed=1)")

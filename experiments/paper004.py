@@ -24,6 +24,9 @@ import ssdcache
 from common import markdown, outdir, pyplot, reports, sweep, trace, trace_info, write_csv
 
 DEVICE = "ftl(type=hybrid,nand=mlc1,page=4KiB,block=256KiB)"
+# The same device sized to the touched pages and written once before the trace
+# (REPRODUCTIONS.md, "Devices"): every touched page holds data, so merges start at once.
+DEVICE_PRECONDITIONED = "ftl(type=hybrid,nand=mlc1,page=4KiB,block=256KiB,size=footprint,precondition=seq)"
 BASELINES = ["lru", "cflru", "lru-wsr", "fab", "clc", "arc", "lirs"]
 ABM = [f"abm(read={r},write={w})" for w in ("fab", "clc") for r in ("lru", "arc", "lirs")]
 POLICIES = BASELINES + ABM
@@ -146,6 +149,21 @@ def main():
     n = max(len(s) for s in p_df.attrs["series"])
     md += markdown(["spec"] + [str(i + 1) for i in range(n)],
                    [[spec] + [100 * b["write_share"] for b in s] for spec, s in zip(p_specs, p_df.attrs["series"])])
+    # Device sensitivity: the policies again at 25 % on the preconditioned device.
+    pre = {}
+    for label, rel in TRACES.items():
+        path = trace(rel)
+        pages = max(4, round(footprint_pages(path) * SHARES["25%"] / 64)) * 64
+        pre[label] = {short(r["policy"]): r for r in reports(sweep(path, POLICIES, f"{pages * PAGE}B",
+                                                                   devices=DEVICE_PRECONDITIONED))}
+    md += (f"\nOn a page-exact, preconditioned device ({DEVICE_PRECONDITIONED}), buffer = 25% of the footprint: "
+           "execution time normalised to LRU (LRU's own time in seconds in the last row)\n\n")
+    md += markdown(["policy"] + list(TRACES),
+                   [[n] + [pre[t][n]["execution_time_ns"] / pre[t]["LRU"]["execution_time_ns"] for t in TRACES]
+                    for n in names]
+                   + [["LRU time, s"] + [pre[t]["LRU"]["execution_time_ns"] / 1e9 for t in TRACES]])
+    md += "\nFastest: " + "; ".join(
+        f"{t}: {min(names, key=lambda n: pre[t][n]['execution_time_ns'])}" for t in TRACES) + "\n"
     (out / "summary.md").write_text(md)
 
     pyplot()
