@@ -5,22 +5,11 @@ mod common;
 
 use common::traces_dir;
 use ssdcache::mrc::exact_lru;
-use ssdcache::policy::Mode;
 use ssdcache::sim::run::{run, RunSpec, TraceSource};
 use ssdcache::trace::Format;
 
 fn lru(cache_pages: u64) -> RunSpec {
-    RunSpec {
-        policy: "lru".into(),
-        cache_bytes: cache_pages * 4096,
-        page_bytes: 4096,
-        mode: Mode::WriteBack,
-        device: None,
-        cache_device: None,
-        interval: None,
-        queue: None,
-        align_pages: false,
-    }
+    RunSpec::new("lru", cache_pages * 4096)
 }
 
 #[test]

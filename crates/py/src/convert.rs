@@ -239,20 +239,7 @@ mod tests {
     fn spec_defaults_are_the_command_lines() {
         let (s, repeat) = spec(|_| {}).unwrap();
         assert_eq!(repeat, 1);
-        assert_eq!(
-            s,
-            RunSpec {
-                policy: "lru".into(),
-                cache_bytes: 64 << 20,
-                page_bytes: 4096,
-                mode: Mode::WriteBack,
-                device: None,
-                cache_device: None,
-                interval: None,
-                queue: None,
-                align_pages: false,
-            }
-        );
+        assert_eq!(s, RunSpec::new("lru", 64 << 20));
     }
 
     #[test]

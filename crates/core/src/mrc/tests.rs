@@ -1,19 +1,8 @@
 use super::*;
-use crate::policy::Mode;
 use crate::sim::run::{run, RunSpec};
 
 fn spec(cache_pages: u64) -> RunSpec {
-    RunSpec {
-        policy: "lru".into(),
-        cache_bytes: cache_pages * 4096,
-        page_bytes: 4096,
-        mode: Mode::WriteBack,
-        device: None,
-        cache_device: None,
-        interval: None,
-        queue: None,
-        align_pages: false,
-    }
+    RunSpec::new("lru", cache_pages * 4096)
 }
 
 /// The profile at every size from 1 page to past the footprint equals a

@@ -131,6 +131,24 @@ pub struct RunSpec {
     pub align_pages: bool,
 }
 
+impl RunSpec {
+    /// `policy` on a cache of `cache_bytes` with 4 KiB pages, write-back, and
+    /// nothing else: no device, no series, no queue, requests as they come.
+    pub fn new(policy: impl Into<String>, cache_bytes: u64) -> RunSpec {
+        RunSpec {
+            policy: policy.into(),
+            cache_bytes,
+            page_bytes: 4096,
+            mode: Mode::WriteBack,
+            device: None,
+            cache_device: None,
+            interval: None,
+            queue: None,
+            align_pages: false,
+        }
+    }
+}
+
 // Runs described as text. The command line and the Python package both build
 // their `RunSpec`s with these, so a bad value gets the same message from both
 // (named after the command line's flag).

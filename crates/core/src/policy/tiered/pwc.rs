@@ -410,23 +410,7 @@ impl Pwc {
     fn write_back_slot(&mut self, slot: usize, fx: &mut Effects) {
         let base = self.table[self.slots[slot] as usize].seg << self.shift;
         let words = &mut self.dirty_bits[slot * self.words..(slot + 1) * self.words];
-        let pages = self.cfg.segment_pages;
-        let mut run: Option<u64> = None;
-        for off in 0..pages {
-            let set = words[(off / 64) as usize] >> (off % 64) & 1 == 1;
-            match (set, run) {
-                (true, None) => run = Some(off),
-                (false, Some(start)) => {
-                    fx.push(Io::WriteBack { key: base + start, pages: (off - start) as u32 });
-                    run = None;
-                }
-                _ => {}
-            }
-        }
-        if let Some(start) = run {
-            fx.push(Io::WriteBack { key: base + start, pages: (pages - start) as u32 });
-        }
-        words.fill(0);
+        super::write_back_runs(words, base, self.cfg.segment_pages, fx);
         self.dirty -= self.slot_dirty[slot] as usize;
         self.slot_dirty[slot] = 0;
     }

@@ -150,23 +150,7 @@ impl SegmentLru {
         }
         let s = slot as usize;
         let words = &mut self.dirty_bits[s * self.words..(s + 1) * self.words];
-        let pages = self.seg_pages;
-        let mut run: Option<u64> = None;
-        for off in 0..pages {
-            let set = words[(off / 64) as usize] >> (off % 64) & 1 == 1;
-            match (set, run) {
-                (true, None) => run = Some(off),
-                (false, Some(start)) => {
-                    fx.push(Io::WriteBack { key: base + start, pages: (off - start) as u32 });
-                    run = None;
-                }
-                _ => {}
-            }
-        }
-        if let Some(start) = run {
-            fx.push(Io::WriteBack { key: base + start, pages: (pages - start) as u32 });
-        }
-        words.fill(0);
+        super::write_back_runs(words, base, self.seg_pages, fx);
         self.dirty -= self.slot_dirty[s] as usize;
         self.slot_dirty[s] = 0;
     }
