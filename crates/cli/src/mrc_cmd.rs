@@ -103,18 +103,21 @@ fn print(c: &Curve) {
     println!("trace: {}", c.trace);
     println!(
         "{} requests, {} page accesses ({} reads, {} writes), footprint {} pages ({}); LRU, exact (one pass)",
-        c.requests,
-        c.read_pages + c.write_pages,
-        c.read_pages,
-        c.write_pages,
-        c.footprint_pages,
-        format_bytes(c.footprint_pages * c.page_bytes)
+        c.counts.requests,
+        c.counts.read_pages + c.counts.write_pages,
+        c.counts.read_pages,
+        c.counts.write_pages,
+        c.counts.footprint_pages,
+        format_bytes(c.counts.footprint_pages * c.counts.page_bytes)
     );
-    if c.trims > 0 {
-        println!("{} trims: exact only from the footprint up (LRU with deletions is not a stack algorithm)", c.trims);
+    if c.counts.trims > 0 {
+        println!(
+            "{} trims: exact only from the footprint up (LRU with deletions is not a stack algorithm)",
+            c.counts.trims
+        );
     }
-    if c.skipped > 0 {
-        println!("{} malformed lines skipped", c.skipped);
+    if c.counts.skipped > 0 {
+        println!("{} malformed lines skipped", c.counts.skipped);
     }
     println!(
         "{:>12} {:>10} {:>8} {:>8} {:>8} {:>9} {:>12} {:>12}",

@@ -22,9 +22,9 @@ fn exact_lru_curve_equals_sim_on_every_real_trace() {
         let name = path.strip_prefix(&dir).unwrap().display().to_string();
         let source = TraceSource::file(&path, Format::Auto, false, None).unwrap().load().unwrap();
         let profile = exact_lru(&source, 4096).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let f = profile.footprint_pages;
+        let f = profile.counts.footprint_pages;
         // With trims LRU is not a stack algorithm: exact from the footprint up (see LruProfile::trims).
-        let sizes: Vec<u64> = if profile.trims > 0 {
+        let sizes: Vec<u64> = if profile.counts.trims > 0 {
             vec![f, f + 1]
         } else {
             vec![1, 2, 3, 8, f / 100, f / 20, f / 10, f / 4, f / 2, f - 1, f, f + 1]

@@ -81,11 +81,7 @@ struct Profiler {
     write: Histogram,
     request: Histogram,
     writebacks: SizeDiff,
-    requests: u64,
-    read_pages: u64,
-    write_pages: u64,
-    trims: u64,
-    distinct: u64,
+    counts: TraceCounts,
 }
 
 impl Profiler {
@@ -110,7 +106,7 @@ impl Profiler {
             }
             None => {
                 e.dirty_from = u64::from(write);
-                self.distinct += 1;
+                self.counts.footprint_pages += 1;
                 u64::MAX
             }
         };
@@ -121,10 +117,10 @@ impl Profiler {
     }
 
     fn request(&mut self, r: &Request, keys: impl Iterator<Item = u64>) {
-        self.requests += 1;
+        self.counts.requests += 1;
         match r.op {
             Op::Trim => {
-                self.trims += 1;
+                self.counts.trims += 1;
                 for key in keys {
                     self.stack.remove(key);
                 }
@@ -134,7 +130,7 @@ impl Profiler {
                 let mut worst = 0;
                 for key in keys {
                     worst = worst.max(self.access(key, write));
-                    *if write { &mut self.write_pages } else { &mut self.read_pages } += 1;
+                    *if write { &mut self.counts.write_pages } else { &mut self.counts.read_pages } += 1;
                 }
                 if worst != u64::MAX {
                     self.request.add(worst);
@@ -144,7 +140,7 @@ impl Profiler {
     }
 
     fn finish(mut self, page_bytes: u64, skipped: u64) -> LruProfile {
-        let len = self.stack.len().max(self.distinct as usize) + 2;
+        let len = self.stack.len().max(self.counts.footprint_pages as usize) + 2;
         // A page dirty from size `from` and now at depth `depth` was evicted, so
         // written back, in caches of from..depth pages; it is still dirty in larger ones.
         let mut dirty_end = SizeDiff::default();
@@ -155,13 +151,7 @@ impl Profiler {
             dirty_end.add(still, 1);
         }
         LruProfile {
-            page_bytes,
-            requests: self.requests,
-            read_pages: self.read_pages,
-            write_pages: self.write_pages,
-            trims: self.trims,
-            footprint_pages: self.distinct,
-            skipped,
+            counts: TraceCounts { page_bytes, skipped, ..self.counts },
             read_hits: self.read.cumulative(len),
             write_hits: self.write.cumulative(len),
             request_hits: self.request.cumulative(len),
@@ -171,8 +161,9 @@ impl Profiler {
     }
 }
 
-/// Every cache size's LRU result, from [`exact_lru`].
-pub struct LruProfile {
+/// What a curve is of: the trace's requests and pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct TraceCounts {
     pub page_bytes: u64,
     pub requests: u64,
     pub read_pages: u64,
@@ -186,6 +177,11 @@ pub struct LruProfile {
     pub footprint_pages: u64,
     /// Malformed records skipped (`--skip-bad`).
     pub skipped: u64,
+}
+
+/// Every cache size's LRU result, from [`exact_lru`].
+pub struct LruProfile {
+    pub counts: TraceCounts,
     read_hits: Vec<u64>,
     write_hits: Vec<u64>,
     request_hits: Vec<u64>,
@@ -229,18 +225,19 @@ impl LruProfile {
         let c = (pages as usize).min(last);
         let (read_hits, write_hits) = (self.read_hits[c], self.write_hits[c]);
         let hits = read_hits + write_hits;
-        let all = self.read_pages + self.write_pages;
-        let page_requests = self.requests - self.trims;
+        let n = &self.counts;
+        let all = n.read_pages + n.write_pages;
+        let page_requests = n.requests - n.trims;
         Point {
             cache_pages: pages,
-            cache_bytes: pages * self.page_bytes,
+            cache_bytes: pages * n.page_bytes,
             hits,
             read_hits,
             write_hits,
             misses: all - hits,
             miss_ratio: ratio(all - hits, all),
-            read_miss_ratio: ratio(self.read_pages - read_hits, self.read_pages),
-            write_miss_ratio: ratio(self.write_pages - write_hits, self.write_pages),
+            read_miss_ratio: ratio(n.read_pages - read_hits, n.read_pages),
+            write_miss_ratio: ratio(n.write_pages - write_hits, n.write_pages),
             request_hits: self.request_hits[c],
             request_miss_ratio: ratio(page_requests - self.request_hits[c], page_requests),
             dirty_writebacks: self.writebacks[c],
@@ -250,24 +247,13 @@ impl LruProfile {
 
     /// The curve at `sizes` (pages), as `ssdcache mrc --json` prints it.
     pub fn curve(&self, trace: String, sizes: &[u64]) -> Curve {
-        Curve {
-            trace,
-            policy: "lru",
-            method: "exact",
-            page_bytes: self.page_bytes,
-            requests: self.requests,
-            read_pages: self.read_pages,
-            write_pages: self.write_pages,
-            trims: self.trims,
-            footprint_pages: self.footprint_pages,
-            skipped: self.skipped,
-            points: sizes.iter().map(|&s| self.at(s)).collect(),
-        }
+        let points = sizes.iter().map(|&s| self.at(s)).collect();
+        Curve { trace, policy: "lru", method: "exact", counts: self.counts, points }
     }
 
     /// `n` sizes evenly spaced up to the footprint (at least one page each).
     pub fn even_sizes(&self, n: u64) -> Vec<u64> {
-        let top = self.footprint_pages.max(1);
+        let top = self.counts.footprint_pages.max(1);
         let mut sizes: Vec<u64> = (1..=n).map(|i| (top * i).div_ceil(n).max(1)).collect();
         sizes.dedup();
         sizes
@@ -281,13 +267,8 @@ pub struct Curve {
     pub policy: &'static str,
     /// "exact": from stack distances, equal to a `sim` run at every size.
     pub method: &'static str,
-    pub page_bytes: u64,
-    pub requests: u64,
-    pub read_pages: u64,
-    pub write_pages: u64,
-    pub trims: u64,
-    pub footprint_pages: u64,
-    pub skipped: u64,
+    #[serde(flatten)]
+    pub counts: TraceCounts,
     pub points: Vec<Point>,
 }
 
@@ -302,7 +283,7 @@ pub fn exact_lru(source: &TraceSource, page_bytes: u64) -> Result<LruProfile, Si
     let mut batch = Vec::with_capacity(BATCH);
     while reader.read_batch(&mut batch, BATCH)? > 0 {
         for r in &batch {
-            let pages = pages_of(r, unit, page_bytes, p.requests)?;
+            let pages = pages_of(r, unit, page_bytes, p.counts.requests)?;
             p.request(r, pages.keys());
         }
     }

@@ -11,8 +11,8 @@ fn spec(cache_pages: u64) -> RunSpec {
 fn equals_sim_at_every_size(workload: &str) {
     let source = TraceSource::Gen(workload.into()).load().unwrap();
     let profile = exact_lru(&source, 4096).unwrap();
-    assert!(profile.footprint_pages > 20, "{workload}: too small to test");
-    for pages in 1..=profile.footprint_pages + 2 {
+    assert!(profile.counts.footprint_pages > 20, "{workload}: too small to test");
+    for pages in 1..=profile.counts.footprint_pages + 2 {
         let r = run(&source, &spec(pages)).unwrap();
         let p = profile.at(pages);
         let c = &r.counters;
@@ -48,10 +48,10 @@ fn sizes_are_even_and_reach_the_footprint() {
     let p = exact_lru(&source, 4096).unwrap();
     let sizes = p.even_sizes(4);
     assert_eq!(sizes.len(), 4);
-    assert_eq!(*sizes.last().unwrap(), p.footprint_pages);
+    assert_eq!(*sizes.last().unwrap(), p.counts.footprint_pages);
     assert!(sizes.windows(2).all(|w| w[0] < w[1]));
-    let full = p.at(p.footprint_pages);
-    assert_eq!(full.misses, p.footprint_pages, "at the footprint only first uses miss");
+    let full = p.at(p.counts.footprint_pages);
+    assert_eq!(full.misses, p.counts.footprint_pages, "at the footprint only first uses miss");
     assert_eq!(full.dirty_writebacks, 0, "nothing is evicted");
 }
 
