@@ -18,9 +18,10 @@
 //!   per segment and the cache's slots as capacity, in the simulator's
 //!   `write-through`, `write-around` or `read-only` mode. Its effects become
 //!   slot moves at once: an `Evict` (or, read-only, the `Invalidate` of a
-//!   write) frees the segment's slot — the data path drops a written
-//!   segment from its map itself — and a `CacheWrite` of a segment not yet
-//!   held fills a free slot ([`Decider::reference`] returns the fills).
+//!   write) frees the segment's slot, and the engine drops the segment from
+//!   its map before any fill ([`Decider::take_evicted`],
+//!   [`Decider::take_dropped`]); a `CacheWrite` of a segment not yet held
+//!   fills a free slot ([`Decider::reference`] returns the fills).
 //!   Trims are not fed to it (the engine ignores trims; see `engine`).
 //! - **None** (passthrough).
 
