@@ -497,11 +497,17 @@ mod tests {
         }
 
         fn open_as(&self, mode: CacheMode) -> (Engine, Started) {
+            self.open_with(mode, "lru")
+        }
+
+        /// A cache of `mode` whose replacement modes run `policy`.
+        fn open_with(&self, mode: CacheMode, policy: &str) -> (Engine, Started) {
             let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
             let (map, st) =
                 CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode())
                     .unwrap();
-            (CachedBackend::new(map, mode, &EngineConfig::default()).unwrap(), st)
+            let cfg = EngineConfig { policy: policy.into(), ..EngineConfig::default() };
+            (CachedBackend::new(map, mode, &cfg).unwrap(), st)
         }
 
         fn hdd_seg(&self, h: u64) -> Vec<u8> {
@@ -762,13 +768,7 @@ mod tests {
     fn every_replacement_policy_and_mode_keeps_the_map_and_the_data_right() {
         for policy in ["clock", "2q", "s3fifo", "arc", "lirs", "lfu"] {
             for mode in [CacheMode::WriteThrough, CacheMode::WriteAround, CacheMode::ReadOnly] {
-                let rig = Rig::new();
-                let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
-                let (map, _) =
-                    CacheMap::open_with(rig.ssd.clone(), rig.hdd.clone(), store, Default::default(), mode.write_mode())
-                        .unwrap();
-                let cfg = EngineConfig { policy: policy.into(), ..EngineConfig::default() };
-                let e = CachedBackend::new(map, mode, &cfg).unwrap();
+                let (e, _) = Rig::new().open_with(mode, policy);
                 let mut model: Vec<u8> = (0..HDD_SEGS).map(|h| h as u8).collect();
                 let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
                 for i in 0..20_000u32 {
@@ -885,6 +885,16 @@ mod tests {
         open: Mutex<bool>,
         opened: Condvar,
     }
+    impl Rig {
+        /// A write-back cache on a [`GatedSsd`] (open), and the gate.
+        fn open_gated(&self) -> (CachedBackend<Arc<GatedSsd>, Mem, Mem>, Arc<GatedSsd>) {
+            let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
+            let ssd = Arc::new(GatedSsd { dev: self.ssd.clone(), open: Mutex::new(true), opened: Condvar::new() });
+            let (map, _) = CacheMap::open(ssd.clone(), self.hdd.clone(), store, false).unwrap();
+            (CachedBackend::new(map, CacheMode::WriteBack, &EngineConfig::default()).unwrap(), ssd)
+        }
+    }
+
     impl BlockDevice for GatedSsd {
         fn len(&self) -> u64 {
             self.dev.len()
@@ -909,10 +919,7 @@ mod tests {
     #[test]
     fn requests_go_on_during_the_procedure_and_write_to_both_devices() {
         let rig = Rig::new();
-        let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
-        let ssd = Arc::new(GatedSsd { dev: rig.ssd.clone(), open: Mutex::new(true), opened: Condvar::new() });
-        let (map, _) = CacheMap::open(ssd.clone(), rig.hdd.clone(), store, false).unwrap();
-        let e = CachedBackend::new(map, CacheMode::WriteBack, &EngineConfig::default()).unwrap();
+        let (e, ssd) = rig.open_gated();
         for h in 0..4 {
             e.write_at(&[h as u8 + 50; 8], h * SEG, false).unwrap();
         }
@@ -955,10 +962,7 @@ mod tests {
     #[test]
     fn references_during_the_procedure_do_not_change_frequencies() {
         let rig = Rig::new();
-        let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
-        let ssd = Arc::new(GatedSsd { dev: rig.ssd.clone(), open: Mutex::new(true), opened: Condvar::new() });
-        let (map, _) = CacheMap::open(ssd.clone(), rig.hdd.clone(), store, false).unwrap();
-        let e = CachedBackend::new(map, CacheMode::WriteBack, &EngineConfig::default()).unwrap();
+        let (e, ssd) = rig.open_gated();
         for h in 0..4 {
             reference(&e, h, 1);
         }
