@@ -688,8 +688,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn ghost_hits_move_the_split() {
+    /// An 8-page ABM-LRU-FAB with dynamic sizing from a 4-page write buffer
+    /// (P in 1..=7, steps of one page), borrowing on.
+    fn abm8(delay: bool, ghost_origin: bool) -> Abm<Lru, FabOrder> {
         let cfg = AbmConfig {
             capacity: 8,
             wsize: 4,
@@ -697,11 +698,16 @@ mod tests {
             pmax: 7,
             step: 1,
             borrow: true,
-            delay: false,
+            delay,
             dynamic: true,
-            ghost_origin: true,
+            ghost_origin,
         };
-        let mut p: Abm<Lru, FabOrder> = Abm::new(cfg, Lru::new(8), 4, FabOrder(SizeBuckets::new(4)));
+        Abm::new(cfg, Lru::new(8), 4, FabOrder(SizeBuckets::new(4)))
+    }
+
+    #[test]
+    fn ghost_hits_move_the_split() {
+        let mut p = abm8(false, true);
         for i in 0..8u64 {
             run(&mut p, read(100 + i, i));
         }
@@ -865,18 +871,7 @@ mod tests {
     #[test]
     fn a_delayed_page_is_remembered_by_the_write_buffer_that_replaced_it() {
         for (ghost, want) in [("origin", GHOST_WRITE), ("exit", GHOST_READ)] {
-            let cfg = AbmConfig {
-                capacity: 8,
-                wsize: 4,
-                pmin: 1,
-                pmax: 7,
-                step: 1,
-                borrow: true,
-                delay: true,
-                dynamic: true,
-                ghost_origin: ghost == "origin",
-            };
-            let mut p: Abm<Lru, FabOrder> = Abm::new(cfg, Lru::new(8), 4, FabOrder(SizeBuckets::new(4)));
+            let mut p = abm8(true, ghost == "origin");
             // Block 0 (0-3) written, then reads fill the cache.
             for k in 0..4u64 {
                 run(&mut p, write(k, k));
@@ -903,18 +898,7 @@ mod tests {
         }
         // A delayed page read again is a read page from then on: if it
         // leaves, it is the read ghost's.
-        let cfg = AbmConfig {
-            capacity: 8,
-            wsize: 4,
-            pmin: 1,
-            pmax: 7,
-            step: 1,
-            borrow: true,
-            delay: true,
-            dynamic: true,
-            ghost_origin: true,
-        };
-        let mut p: Abm<Lru, FabOrder> = Abm::new(cfg, Lru::new(8), 4, FabOrder(SizeBuckets::new(4)));
+        let mut p = abm8(true, true);
         for k in 0..4u64 {
             run(&mut p, write(k, k));
         }
