@@ -45,6 +45,11 @@ CASES = [
     # objects as the paper does; S3FIFOv0 is the paper's S3-FIFO
     ("arc", lcs.ARC, 1),
     ("s3fifo", s3fifo_v0, PAGE),
+    # admission in front of a rule: libCacheSim's bloomfilter admissioner caches an
+    # object from its second miss on, as `bloom` does by default
+    ("admit(by=bloom,rule=lru)", lambda size: lcs.LRU(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
+    ("admit(by=bloom,rule=fifo)", lambda size: lcs.FIFO(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
+    ("admit(by=bloom,rule=clock)", lambda size: lcs.Clock(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
 ]
 # S3FIFOv0, like libCacheSim's S3FIFO, caches nothing when its small queue holds
 # under one object (10 pages or fewer); the paper's algorithm, our default, caches
