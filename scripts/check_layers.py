@@ -41,7 +41,7 @@ LAYERS = [
     (2, "policy interface", ["policy/mod.rs"]),
     (3, "policy building blocks", ["policy/mode.rs", "policy/flash/block.rs",
                                    "policy/flash/page_lists.rs", "policy/*/mod.rs"]),
-    (4, "policies", ["policy/classic/*", "policy/flash/*", "policy/tiered/*"]),
+    (4, "policies", ["policy/classic/*", "policy/flash/*", "policy/tiered/*", "policy/admission/*"]),
     (5, "policy registry", ["policy/registry.rs"]),
     (6, "sim", ["sim/*"]),
     (7, "analysis", ["mrc/*"]),

@@ -45,6 +45,11 @@ CASES = [
     # objects as the paper does; S3FIFOv0 is the paper's S3-FIFO
     ("arc", lcs.ARC, 1),
     ("s3fifo", s3fifo_v0, PAGE),
+    # admission in front of a rule: libCacheSim's bloomfilter admissioner caches an
+    # object from its second miss on, as `bloom` does by default
+    ("admit(by=bloom,rule=lru)", lambda size: lcs.LRU(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
+    ("admit(by=bloom,rule=fifo)", lambda size: lcs.FIFO(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
+    ("admit(by=bloom,rule=clock)", lambda size: lcs.Clock(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
 ]
 # S3FIFOv0, like libCacheSim's S3FIFO, caches nothing when its small queue holds
 # under one object (10 pages or fewer); the paper's algorithm, our default, caches
@@ -140,3 +145,26 @@ def test_synthetic_streams_agree(name: str, alpha: float, seed: int, tmp_path: p
     keys_file = tmp_path / "stream.keys"
     np.savetxt(keys_file, synthetic_keys(alpha, seed), fmt="%d")
     assert compare(keys_file, tmp_path) == []
+
+
+@pytest.mark.parametrize("p", [0.02, 0.1])
+def test_probabilistic_admission_agrees_in_distribution(p: float, tmp_path: pathlib.Path):
+    """libCacheSim's prob admissioner draws from a generator we cannot seed alike, so
+    the miss ratios are compared as distributions: ours over 10 seeds, theirs over 10
+    runs; the means must agree within 4 standard errors of their difference."""
+    keys = synthetic_keys(0.8, 1)
+    keys_file = tmp_path / "stream.keys"
+    np.savetxt(keys_file, keys, fmt="%d")
+    oracle = tmp_path / "stream.oracleGeneral.bin"
+    write_oracle_general(keys, oracle, PAGE)
+    pages, runs = int(0.3 * len(np.unique(keys))), 10
+    make = lambda size: lcs.LRU(size, admissioner=lcs.ProbAdmissioner(p))  # noqa: E731
+    theirs = np.array([libcachesim_misses(make, pages, PAGE, oracle, len(keys)) for _ in range(runs)]) / len(keys)
+    specs = ",".join(f"admit(by=prob(p={p},seed={s}),rule=lru)" for s in range(1, runs + 1)) + ",lru"
+    reports = sim_json("--trace", keys_file, "--format", "keys", "--policy", specs, "--cache", f"{pages * PAGE}B")
+    ratios = {r["policy"]: r["misses"] / r["pages"] for r in reports}
+    plain = ratios.pop("lru")
+    ours = np.array(list(ratios.values()))
+    stderr = np.sqrt(ours.var(ddof=1) / runs + theirs.var(ddof=1) / runs)
+    assert abs(ours.mean() - theirs.mean()) < max(4 * stderr, 0.002), (ours.mean(), theirs.mean(), stderr)
+    assert abs(ours.mean() - plain) > 0.05, "admission changed nothing: the comparison would prove nothing"

@@ -2,21 +2,30 @@
 
 use ssdcache::device::catalog::DEVICES;
 use ssdcache::device::{HDD_PRESETS, MEMORY_PRESETS, PRESETS, SSD_PRESETS};
-use ssdcache::policy::registry::POLICIES;
-use ssdcache::policy::{MODES, MODE_PARAM};
+use ssdcache::policy::registry::{ADMITTERS, POLICIES};
+use ssdcache::policy::{ParamInfo, MODES, MODE_PARAM};
 use ssdcache::units::format_bytes;
 
 pub fn print() {
     println!("Policies (spec: NAME or NAME(key=value,...)):\n");
     for p in POLICIES {
         println!("  {:<10} {}", p.name, p.about);
-        for param in p.params.iter().chain(std::iter::once(&MODE_PARAM)) {
-            println!("      {:<10} default {:<14} {}", param.name, param.default, param.about);
-        }
+        print_params(p.params.iter().chain(std::iter::once(&MODE_PARAM)));
+    }
+    println!("\nAdmitters (admit(by=ADMITTER,rule=RULE); layers nest: rule=admit(...)):\n");
+    for a in ADMITTERS {
+        println!("  {:<10} {}", a.name, a.about);
+        print_params(a.params.iter());
     }
     println!("\nModes (--mode, or mode= in a spec):\n");
     for (name, _, about) in MODES {
         println!("  {name:<14} {about}");
+    }
+}
+
+fn print_params<'a>(params: impl Iterator<Item = &'a ParamInfo>) {
+    for param in params {
+        println!("      {:<10} default {:<14} {}", param.name, param.default, param.about);
     }
 }
 

@@ -19,6 +19,7 @@
 //! per policy, importing only those two; the [`registry`], which alone knows
 //! every policy. Nothing here imports a policy.
 
+pub mod admission;
 pub mod classic;
 pub mod flash;
 pub mod mode;
@@ -50,6 +51,9 @@ pub struct Access {
     /// `seq` of the next access to the same key, or [`NEVER`]. Filled only for
     /// policies whose [`Policy::needs_future`] is true (offline bounds).
     pub next_use: u64,
+    /// Pages of the request this access is part of (1 where no request is
+    /// known): what a size-threshold admission looks at.
+    pub request_pages: u32,
 }
 
 /// What happened on an access and what must move between devices.

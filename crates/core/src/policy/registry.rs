@@ -3,6 +3,8 @@
 //! daemon's decider), is built here from its spec. Adding a policy is one file
 //! and one entry in [`POLICIES`].
 
+use super::admission::{self, AdmitterInfo};
+use super::mode::with_mode;
 use super::{classic, flash, tiered};
 use super::{Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -36,7 +38,35 @@ pub static POLICIES: &[PolicyInfo] = &[
     tiered::segment_lru::INFO,
     tiered::nvram::READ_VOLATILE,
     tiered::nvram::READ_GLOBAL,
+    ADMIT,
 ];
+
+/// Every admitter `admit(by=…)` takes, in the order `ssdcache policies` lists them.
+pub static ADMITTERS: &[AdmitterInfo] = &[
+    admission::bloom::INFO,
+    admission::nhit::INFO,
+    admission::prob::INFO,
+    admission::size::INFO,
+    admission::seqcut::INFO,
+];
+
+/// `admit(by=ADMITTER,rule=RULE)`: admission in front of any rule. Built here,
+/// as only the registry knows both the rules and the admitters.
+const ADMIT: PolicyInfo = PolicyInfo {
+    name: "admit",
+    about: "an admission layer (by=) in front of a replacement rule (rule=); nests",
+    params: admission::PARAMS,
+    build: build_admit,
+    rule: Some(admit_rule),
+};
+
+fn admit_rule(spec: &Spec, ctx: &super::BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(admission::build(spec, ctx, build_rule_boxed, ADMITTERS)?))
+}
+
+fn build_admit(spec: &Spec, ctx: &super::BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(admission::build(spec, ctx, build_rule_boxed, ADMITTERS)?, ctx))
+}
 
 /// What builders get to build the rules nested in their specs.
 const RULES: Rules = Rules { build: build_rule_boxed, names: rule_names };
@@ -175,7 +205,60 @@ mod tests {
 
     #[test]
     fn the_rules_are_the_classic_policies() {
-        assert_eq!(rule_names(), ["lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "belady"]);
+        assert_eq!(rule_names(), ["lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "belady", "admit"]);
+    }
+
+    #[test]
+    fn admission_nests_and_its_errors_name_the_layer() {
+        let ctx = BuildCtx { capacity: 64, mode: Mode::WriteBack, page_bytes: 4096 };
+        for text in [
+            "admit(by=nhit(n=2),rule=arc)",
+            "admit(by=seqcut(cutoff=4MiB),rule=admit(by=bloom,rule=lirs(hir=5%)))",
+            "read-volatile(tier=admit(by=size(max=64KiB),rule=2q))",
+        ] {
+            let (p, spec) = build(text, &ctx).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(spec.canonical(), text);
+            assert_eq!(p.stats().capacity, 64, "{text}");
+        }
+        for (text, want) in [
+            ("admit(by=nosuch)", "unknown admitter \"nosuch\" (known: bloom, nhit, prob, size, seqcut)"),
+            ("admit(by=nhit(n=0))", "1 to 1000000 misses"),
+            ("admit(by=nhit(bogus=1))", "nhit has no parameter \"bogus\""),
+            ("admit(by=prob(p=150%))", "p=150%"),
+            ("admit(by=size(max=1KiB))", "smaller than a page"),
+            ("admit(by=seqcut(cutoff=0))", "cutoff=0"),
+            ("admit(by=seqcut(cutoff=1KiB))", "smaller than a page"),
+            ("admit(rule=cflru)", "rule"),
+            ("admit(rule=lru(mode=wt))", "no parameter \"mode\""),
+        ] {
+            let e = build(text, &ctx).err().unwrap_or_else(|| panic!("{text} built")).to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    /// A declined miss is served from backing in every mode: a read by its
+    /// fetch alone, a write (write-back too) sent on to backing, nothing dirty.
+    #[test]
+    fn a_declined_miss_caches_nothing_in_any_mode() {
+        use crate::policy::testing::write;
+        use crate::policy::Io;
+        for mode in [Mode::WriteBack, Mode::WriteOnly, Mode::WriteThrough, Mode::WriteAround, Mode::ReadOnly] {
+            let ctx = BuildCtx { capacity: 8, mode, page_bytes: 4096 };
+            let (mut p, _) = build("admit(by=nhit(n=2,trigger=0),rule=lru)", &ctx).unwrap();
+            let mut fx = Effects::new();
+            p.access(&read(1, 0), &mut fx);
+            assert_eq!(fx.io, [Io::Fetch { key: 1, pages: 1 }], "{mode}");
+            fx.clear();
+            p.access(&write(2, 1), &mut fx);
+            assert_eq!(fx.io, [Io::WriteThrough { key: 2 }], "{mode}");
+            assert_eq!(p.stats().resident, 0, "{mode}");
+            assert_eq!(p.stats().dirty, 0, "{mode}");
+            // The second miss of page 1 is cached (where the mode caches read misses).
+            fx.clear();
+            p.access(&read(1, 2), &mut fx);
+            let cached = fx.io.contains(&Io::CacheWrite { key: 1 });
+            assert_eq!(cached, mode != Mode::WriteOnly, "{mode}: {:?}", fx.io);
+        }
     }
 
     #[test]

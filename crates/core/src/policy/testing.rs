@@ -7,7 +7,7 @@ use crate::list::{Arena, List};
 use crate::trace::Op;
 
 pub fn read(key: u64, seq: u64) -> Access {
-    Access { time: seq, key, op: Op::Read, partial: false, seq, next_use: NEVER }
+    Access { time: seq, key, op: Op::Read, partial: false, seq, next_use: NEVER, request_pages: 1 }
 }
 
 pub fn write(key: u64, seq: u64) -> Access {
@@ -74,7 +74,8 @@ pub fn churn<R: Replacement>(make: impl Fn() -> R, keys: u64, mut check: impl Fn
                 6..=8 => Op::Write,
                 _ => Op::Trim,
             };
-            let a = Access { time: i, key, op, partial: x.is_multiple_of(7), seq: i, next_use: NEVER };
+            let a =
+                Access { time: i, key, op, partial: x.is_multiple_of(7), seq: i, next_use: NEVER, request_pages: 1 };
             fx.clear();
             p.access(&a, &mut fx);
             for io in &fx.io {

@@ -49,6 +49,12 @@ impl PageRange {
         (self.dev as u64) << PAGE_BITS | (self.first + i)
     }
 
+    /// The request's length in pages, for [`Access::request_pages`] (saturating).
+    #[inline]
+    fn request_pages(&self) -> u32 {
+        u32::try_from(self.count).unwrap_or(u32::MAX)
+    }
+
     /// The page keys, in address order.
     pub fn keys(self) -> impl Iterator<Item = u64> {
         (0..self.count).map(move |i| self.key(i))
@@ -253,7 +259,15 @@ impl<'p> Simulator<'p> {
     pub fn queued(&mut self, r: &Request, unit: Unit, index: u64) -> Result<(), SimError> {
         let pr = pages_of(r, unit, self.cfg.page_bytes, index)?;
         for key in pr.keys() {
-            let a = Access { time: r.time, key, op: r.op, partial: false, seq: self.seq, next_use: NEVER };
+            let a = Access {
+                time: r.time,
+                key,
+                op: r.op,
+                partial: false,
+                seq: self.seq,
+                next_use: NEVER,
+                request_pages: pr.request_pages(),
+            };
             self.policy.queued(&a);
         }
         Ok(())
@@ -304,7 +318,15 @@ impl<'p> Simulator<'p> {
         for p in 0..pr.count {
             let partial = !self.align_pages && ((p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial));
             let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
-            let a = Access { time: r.time, key: pr.key(p), op: r.op, partial, seq: self.seq, next_use };
+            let a = Access {
+                time: r.time,
+                key: pr.key(p),
+                op: r.op,
+                partial,
+                seq: self.seq,
+                next_use,
+                request_pages: pr.request_pages(),
+            };
             self.seq += 1;
             self.fx.clear();
             self.policy.access(&a, &mut self.fx);

@@ -118,7 +118,7 @@ impl Decider {
     }
 
     fn access(&mut self, op: Op, key: u64) {
-        let a = Access { time: 0, key, op, partial: false, seq: self.seq, next_use: NEVER };
+        let a = Access { time: 0, key, op, partial: false, seq: self.seq, next_use: NEVER, request_pages: 1 };
         self.seq += 1;
         self.fx.clear();
         match &mut self.kind {

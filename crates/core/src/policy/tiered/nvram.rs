@@ -251,7 +251,15 @@ impl NvramCache {
             }
         }
         let key = self.pages.key(idx);
-        let mv = Access { time: a.time, key, op: Op::Read, partial: false, seq: a.seq, next_use: m.next_use };
+        let mv = Access {
+            time: a.time,
+            key,
+            op: Op::Read,
+            partial: false,
+            seq: a.seq,
+            next_use: m.next_use,
+            request_pages: a.request_pages,
+        };
         let rule = self.parts[DRAM].rule.as_mut().expect("checked above");
         let mut evicted = std::mem::take(&mut self.evicted_dram);
         let resident = rule.touch(&mv, false, &mut evicted);
@@ -553,7 +561,15 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &(op, key))| {
-                let a = Access { time: i as u64, key, op, partial: false, seq: i as u64, next_use: NEVER };
+                let a = Access {
+                    time: i as u64,
+                    key,
+                    op,
+                    partial: false,
+                    seq: i as u64,
+                    next_use: NEVER,
+                    request_pages: 1,
+                };
                 fx.clear();
                 p.access(&a, &mut fx);
                 (fx.hit, fx.io.clone(), fx.tier)
@@ -794,6 +810,7 @@ mod tests {
                 partial: partial && op == Op::Write,
                 seq: i as u64,
                 next_use: next[i],
+                request_pages: 1,
             };
             fp.clear();
             fq.clear();
@@ -851,7 +868,15 @@ mod tests {
             let mut c = NvramCache::new(&mut lru, 6, 4, policy == "read-global").unwrap();
             let mut fx = Effects::new();
             for (i, &(op, key, _)) in trace.iter().enumerate() {
-                let a = Access { time: i as u64, key, op, partial: false, seq: i as u64, next_use: NEVER };
+                let a = Access {
+                    time: i as u64,
+                    key,
+                    op,
+                    partial: false,
+                    seq: i as u64,
+                    next_use: NEVER,
+                    request_pages: 1,
+                };
                 fx.clear();
                 c.access(&a, &mut fx);
                 let (d, n) = (c.parts[DRAM].rule.as_ref().unwrap(), c.parts[NVRAM].rule.as_ref().unwrap());

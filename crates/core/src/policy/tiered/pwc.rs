@@ -1221,7 +1221,7 @@ mod tests {
                             }
                         }
                         Step::Access(op, key) => {
-                            let a = Access { time: now, key, op, partial: false, seq: i as u64, next_use: NEVER };
+                            let a = Access { time: now, key, op, partial: false, seq: i as u64, next_use: NEVER, request_pages: 1 };
                             match op {
                                 Op::Write => *m.latest.entry(key).or_insert(0) += 1,
                                 Op::Trim => {
