@@ -452,7 +452,7 @@ fn popularity(uses: &mut [u64]) -> Popularity {
     Popularity { zipf_alpha: alpha, zipf_r2: r2, fit_ranks: [1.min(n as u64), n as u64], frequencies }
 }
 
-/// Analyzes `source` in one streaming pass.
+/// Analyzes `source` in one streaming pass; a trace without requests is an error.
 pub fn analyze(source: &TraceSource, opts: Options) -> Result<Analysis, SimError> {
     opts.check()?;
     let (mut reader, format) = source.open()?;
@@ -462,6 +462,9 @@ pub fn analyze(source: &TraceSource, opts: Options) -> Result<Analysis, SimError
         for r in &batch {
             a.request(r)?;
         }
+    }
+    if a.requests == 0 {
+        return Err(SimError::Config("no requests to analyze".into()));
     }
     Ok(a.finish(source.name(), format, reader.skipped()))
 }

@@ -221,7 +221,9 @@ fn sequential_runs_and_devices_match_brute_force() {
 
 #[test]
 fn empty_trace_and_bad_options() {
-    let a = analyze(&source(&[]), Options::default()).unwrap();
+    let e = analyze(&source(&[]), Options::default()).unwrap_err();
+    assert_eq!(e.to_string(), "no requests to analyze");
+    let a = Analyzer::new(Options::default(), Unit::Bytes).unwrap().finish("t".into(), "memory".into(), 0);
     assert_eq!((a.requests, a.footprint_pages), (0, 0));
     assert_eq!(a.popularity.zipf_alpha, None);
     assert!(a.timeline.intervals.is_empty() && a.timeline.heatmap.counts.is_empty());

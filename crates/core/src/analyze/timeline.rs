@@ -135,7 +135,11 @@ impl Timeline {
         loop {
             let i = (x / self.width_at(self.level)) as usize;
             if self.fixed && i >= FIXED_MAX {
-                return Err(format!("more than {FIXED_MAX} intervals of {} by position {x}", self.base));
+                let (what, unit) = if self.axis == Axis::Time { ("trace time", "ns") } else { ("request", "") };
+                return Err(format!(
+                    "more than {FIXED_MAX} intervals of {}{unit} ({what} reaches {x}{unit})",
+                    self.base
+                ));
             }
             if self.fixed || i < AUTO_MAX {
                 if i >= self.counts.len() {
