@@ -42,7 +42,7 @@ pub struct AnalyzeArgs {
     /// count (100000req, 1Mreq), or auto (trace time if the trace has any, else requests;
     /// at most 256 intervals, widths doubling from 1 ns or 1 request).
     #[arg(long, default_value = "auto")]
-    interval: IntervalSpec,
+    interval: String,
     /// Base of the reuse histograms' logarithmic bins (libCacheSim's analyzer uses 1.5).
     #[arg(long, default_value_t = 2.0)]
     log_base: f64,
@@ -63,7 +63,8 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
     } else {
         TraceSource::file(&args.input, args.format, args.skip_bad, args.csv_columns.as_deref())?
     };
-    let opts = Options { page_bytes: parse_page(&args.page)?, interval: args.interval, log_base: args.log_base };
+    let interval = args.interval.parse::<IntervalSpec>().map_err(|e| anyhow::anyhow!("--{e}"))?;
+    let opts = Options { page_bytes: parse_page(&args.page)?, interval, log_base: args.log_base };
     if let Some(dir) = &args.plot {
         if dir.exists() && !dir.is_dir() {
             bail!("--plot {}: not a directory", dir.display());
