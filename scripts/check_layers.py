@@ -45,13 +45,14 @@ LAYERS = [
     (5, "policy registry", ["policy/registry.rs"]),
     (6, "sim", ["sim/*"]),
     (7, "analysis", ["mrc/*"]),
+    (8, "trace analyzer", ["analyze/*"]),
 ]
 
 
 # The units whose import cycles are refused: a folder named here counts as one unit
 # (its inside is its own business: a `mod.rs` and its children often use each other),
 # every other file is a unit of its own.
-ONE_UNIT = ["trace/", "device/", "sim/", "mrc/"]
+ONE_UNIT = ["trace/", "device/", "sim/", "mrc/", "analyze/"]
 
 
 def unit_of(rel):

@@ -10,6 +10,8 @@ The simulator is the Rust engine of the ``ssdcache`` command line (the
   cores (or a Ray cluster), a pandas DataFrame with one row per run.
 - :func:`load` — parse a trace once (any file format, a generator spec, numpy
   arrays) to replay it many times.
+- :func:`analyze` — what a trace is (reuse, popularity, working set, mix,
+  sequentiality, devices, heatmap) in one pass, an :class:`Analysis` of DataFrames.
 - :func:`policies`, :func:`devices`, :func:`generators`, :func:`modes` — the catalogues.
 - :mod:`ssdcache.plot` — miss-ratio curves with the Belady bound, bars
   normalised to LRU, device-cost bars, per-interval series;
@@ -36,6 +38,7 @@ except ImportError as e:  # pragma: no cover - depends on the build
         "`pip install .` (or `maturin develop`) from the repository root"
     ) from e
 
+from ._analyze import Analysis, analyze
 from ._result import Result
 from ._mrc import mrc
 from ._run import simulate
@@ -52,6 +55,8 @@ __all__ = [
     "sweep",
     "load",
     "mrc",
+    "analyze",
+    "Analysis",
     "Result",
     "Trace",
     "policies",

@@ -71,6 +71,11 @@ def mrc(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str]
     """The exact LRU miss-ratio curve in one pass (the GIL released), as the JSON text
     `ssdcache mrc --json` prints. Bad input raises ValueError with the CLI's message."""
 
+def analyze(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str], interval: str = "auto",
+            log_base: float = 2.0) -> str:
+    """The trace analyzer's report in one pass (the GIL released), as the JSON text
+    `ssdcache trace analyze --json` prints. Bad input raises ValueError with the CLI's message."""
+
 def load(trace: Union[Trace, TraceDict, Mapping[str, Any]]) -> Trace:
     """Reads a trace into memory once (the GIL released)."""
 

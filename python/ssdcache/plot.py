@@ -9,6 +9,7 @@
   policy (paper 004 Figs. 7–12).
 - :func:`series` — per-interval lines of runs with ``interval=`` (paper 000
   style: throughput, latency, hit ratio per day).
+- :func:`analysis` — a trace analysis (:func:`ssdcache.analyze`), one figure per chart.
 
 Every function takes a sweep DataFrame (or Results, or report dicts as
 ``ssdcache sim --json`` prints them), draws one panel per trace (and per
@@ -21,6 +22,7 @@ saved sweep::
     python -m ssdcache.plot bars runs.jsonl -o fig6.svg --baseline lru --metric hit_ratio --metric execution_time_ns
     python -m ssdcache.plot cost runs.csv -o cost.png [--read]
     ssdcache sim --json --interval 1d ... | python -m ssdcache.plot series - -o days.png
+    ssdcache trace analyze T --json > a.json; python -m ssdcache.plot analysis a.json -o DIR --plot-format svg
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ __all__ = [
     "normalised_bars",
     "device_cost_bars",
     "series",
+    "analysis",
     "read_results",
     "main",
 ]
@@ -658,6 +661,13 @@ def series(data: Runs | Mapping[str, Result], metrics: Sequence[str] = ("through
     return _finish(fig, title)
 
 
+def analysis(a: Any, title: str | None = None) -> dict[str, Figure]:
+    """Every chart of a trace analysis (an :class:`ssdcache.Analysis`): ``{name: Figure}``."""
+    from ._analyze_plot import analysis as draw
+
+    return draw(a, title)
+
+
 # --- command line --------------------------------------------------------------------------
 
 _KINDS = {"curve": "miss/hit-ratio curves against cache size (Belady as the bound)",
@@ -665,7 +675,8 @@ _KINDS = {"curve": "miss/hit-ratio curves against cache size (Belady as the boun
           "hrc": "hit-ratio curves (curve --metric hit_ratio)",
           "bars": "metrics normalised to a baseline policy (paper 004 Fig. 6)",
           "cost": "stacked write / extra write / erase device time (paper 004 Figs. 7-12)",
-          "series": "per-interval lines (needs --json output of a run with --interval)"}
+          "series": "per-interval lines (needs --json output of a run with --interval)",
+          "analysis": "every chart of `ssdcache trace analyze --json` output, into the directory -o"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -686,7 +697,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--x", default="interval", choices=["interval", "time"], help="series: x axis")
     parser.add_argument("--title", help="figure title")
     parser.add_argument("--dpi", type=int, default=120)
+    parser.add_argument("--plot-format", default="png", choices=["png", "svg"], help="analysis: chart format")
     args = parser.parse_args(argv)
+    if args.kind == "analysis":
+        return _main_analysis(args)
 
     ext = os.path.splitext(args.output)[1].lower()
     if ext not in (".png", ".svg", ".pdf"):
@@ -721,6 +735,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(args.output)
+    return 0
+
+
+def _main_analysis(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ._analyze import Analysis
+    from ._analyze_plot import save_analysis
+
+    try:
+        if len(args.inputs) != 1:
+            raise ValueError("analysis takes one input: the JSON of `ssdcache trace analyze --json`")
+        with (sys.stdin if args.inputs[0] == "-" else open(args.inputs[0], encoding="utf-8")) as f:
+            report = json.load(f)
+        if not isinstance(report, dict) or "timeline" not in report:
+            raise ValueError(f"{args.inputs[0]}: not the JSON of `ssdcache trace analyze --json`")
+        paths = save_analysis(Analysis(report), args.output, args.plot_format, args.dpi)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(paths))
     return 0
 
 

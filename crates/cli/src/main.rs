@@ -1,5 +1,6 @@
 //! The `ssdcache` command.
 
+mod analyze_cmd;
 mod heap;
 mod mrc_cmd;
 mod output;

@@ -44,6 +44,16 @@ fn command(args: &[OsString]) -> Command {
     cmd
 }
 
+/// Runs `python3 -m ssdcache.plot ARGS` as a child; an error if it fails.
+pub fn run_child(args: &[OsString]) -> Result<()> {
+    let status =
+        command(args).status().map_err(|e| anyhow!("{MISSING} (and Python 3 to run it: {:?}: {e})", python()))?;
+    if !status.success() {
+        return Err(anyhow!("python3 -m ssdcache.plot failed ({status})"));
+    }
+    Ok(())
+}
+
 pub fn run(args: PlotArgs) -> Result<()> {
     let mut cmd = command(&args.args);
     #[cfg(unix)]

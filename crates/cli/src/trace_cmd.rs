@@ -48,6 +48,9 @@ pub enum TraceCommand {
         #[arg(long)]
         json: bool,
     },
+    /// What a workload is, in one pass: reuse distance and time, popularity (Zipf α), working set,
+    /// read/write mix and rate over time, sequential runs, devices, an LBA × time heatmap.
+    Analyze(crate::analyze_cmd::AnalyzeArgs),
     /// Write a synthetic workload to a file. `ssdcache trace gen --list` shows the generators.
     Gen {
         /// Workload spec, e.g. 'zipf(alpha=0.9,keys=1M,requests=10M,seed=1)'.
@@ -102,6 +105,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             }
             Ok(())
         }
+        TraceCommand::Analyze(args) => crate::analyze_cmd::run(args),
         TraceCommand::Gen { list: true, .. } => {
             println!("Workloads (spec: NAME or NAME(key=value,...); mix(A,B,...,weights=...) takes components):\n");
             for g in ssdcache::trace::gen::GENERATORS {

@@ -250,3 +250,30 @@ fn mrc_bad_arguments_are_one_line_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn analyze_memory_follows_the_footprint_not_the_trace() {
+    // 2 M requests over 5,000 keys: per-page state, fixed grids and histograms only.
+    let o = ssdcache("trace", &["analyze", "--gen", "zipf(keys=5000,requests=2M,read=60%)", "--json"]);
+    assert_eq!(ok_json(&o).len(), 1);
+    assert!(heap_peak(&o) < 4 * MB, "peak heap {} bytes", heap_peak(&o));
+}
+
+#[test]
+fn analyze_bad_input_is_a_one_line_error() {
+    let empty = Temp::new("analyze-empty.txt", b"");
+    let late = Temp::new("analyze-late.txt", b"0 0 0 8 1\n86400000000000 0 8 8 1\n");
+    for (args, says) in [
+        (vec!["analyze", "--format", "ssdsim", empty.path()], "no requests to analyze"),
+        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "0s"], "--interval"),
+        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "0req"], "--interval"),
+        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "soon"], "--interval"),
+        (vec!["analyze", "--format", "ssdsim", late.path(), "--interval", "1ns"], "more than 1048576 intervals"),
+        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--log-base", "1"], "--log-base"),
+        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--page", "0"], "--page"),
+        (vec!["analyze", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
+        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--plot", late.path()], "not a directory"),
+    ] {
+        one_line_error(&ssdcache("trace", &args), says);
+    }
+}

@@ -5,6 +5,7 @@
 //! emit I/O effects, [`sim`] drives a policy over a trace and [`metrics`] holds
 //! what a run reports. See `DESIGN.md` in the shared folder for the architecture.
 
+pub mod analyze;
 pub mod device;
 pub mod key;
 pub mod list;

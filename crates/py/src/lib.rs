@@ -341,6 +341,31 @@ fn mrc(
     })?)
 }
 
+/// The trace analyzer's report as the JSON text `ssdcache trace analyze --json`
+/// prints. `interval` is "auto", a duration ("60s") or a request count ("1Mreq").
+#[pyfunction]
+#[pyo3(signature = (trace, page, interval="auto", log_base=2.0))]
+fn analyze(
+    py: Python<'_>,
+    trace: &Bound<'_, PyAny>,
+    page: &Bound<'_, PyAny>,
+    interval: &str,
+    log_base: f64,
+) -> PyResult<String> {
+    let page_bytes = ssdcache::sim::run::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
+    let interval = interval.parse::<ssdcache::analyze::IntervalSpec>().map_err(value_error)?;
+    let opts = ssdcache::analyze::Options { page_bytes, interval, log_base };
+    opts.check().map_err(|e| value_error(e.to_string()))?;
+    let source = source_of(trace)?;
+    Ok(py.detach(|| {
+        guarded(|| {
+            let a = ssdcache::analyze::analyze(&source, opts)
+                .map_err(|e| convert::one_line(&with_trace_name(e, &source)))?;
+            serde_json::to_string(&a).map_err(|e| e.to_string())
+        })
+    })?)
+}
+
 /// A trace read into memory once, to replay many times without reparsing.
 #[pyclass(module = "ssdcache._core", name = "Trace", frozen)]
 struct Trace {
@@ -483,6 +508,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(mrc, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(generators, m)?)?;

@@ -178,7 +178,7 @@ fn thousands(n: u64) -> String {
 }
 
 /// `1536` → `"1.5 KiB"`.
-fn human_bytes(b: u64) -> String {
+pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let (mut v, mut i) = (b as f64, 0);
     while v >= 1024.0 && i + 1 < UNITS.len() {
@@ -193,7 +193,7 @@ fn human_bytes(b: u64) -> String {
 }
 
 /// `1_500_000` → `"1.50 ms"`.
-fn human_ns(ns: f64) -> String {
+pub fn human_ns(ns: f64) -> String {
     let (v, unit) = match ns {
         n if n >= 86_400e9 => (n / 86_400e9, "d"),
         n if n >= 3_600e9 => (n / 3_600e9, "h"),
