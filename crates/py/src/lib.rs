@@ -170,6 +170,13 @@ fn spec_text(spec: &Bound<'_, PyAny>) -> PyResult<SpecText> {
     if let Some(v) = get(d, "repeat")? {
         s.repeat = Some(int("spec[\"repeat\"]", &v)?);
     }
+    if let Some(v) = get(d, "warmup")? {
+        // an int is a request count; text is a share, duration or count ("20%", "1h", "5M")
+        s.warmup = Some(match as_index(&v)? {
+            Some(i) => i.str()?.to_string(),
+            None => text("spec[\"warmup\"]", &v)?,
+        });
+    }
     Ok(s)
 }
 
@@ -293,11 +300,15 @@ fn source_of(trace: &Bound<'_, PyAny>) -> PyResult<TraceSource> {
 /// --json` prints for the same inputs. The GIL is released while it runs.
 #[pyfunction]
 fn run(py: Python<'_>, trace: &Bound<'_, PyAny>, spec: &Bound<'_, PyAny>) -> PyResult<String> {
-    let (spec, repeat) = spec_text(spec)?.parse().map_err(|e| value_error(convert::one_line(&e)))?;
+    let text = spec_text(spec)?;
+    let (spec, repeat) = text.parse().map_err(|e| value_error(convert::one_line(&e)))?;
+    let rel = text.relative().map_err(|e| value_error(convert::one_line(&e)))?;
     // The spec first, before any trace is read, as the command line does.
     py.detach(|| guarded(|| convert::check_spec(&spec)))?;
     let source = source_of(trace)?;
-    Ok(py.detach(|| guarded(|| convert::run_json(&source, &spec, repeat).map_err(|e| convert::one_line(&e))))?)
+    Ok(py.detach(|| {
+        guarded(|| convert::run_json_sized(&source, &spec, repeat, &rel).map_err(|e| convert::one_line(&e)))
+    })?)
 }
 
 /// The exact LRU miss-ratio curve of a trace in one pass, as the JSON text
