@@ -4,14 +4,14 @@
 //! an interpreter.
 
 use numpy::ndarray::ArrayView1;
+use ssdcache::sim::relative::{self, parse_cache_size, parse_warmup, CacheSize, Sizing, TraceFacts, Warmup};
 use ssdcache::sim::run::{
     check, check_repeat, parse_interval, parse_mode, parse_page, queue_spec, run, with_trace_name,
 };
-use ssdcache::sim::relative::{self, parse_cache_size, parse_warmup, CacheSize, Sizing, TraceFacts, Warmup};
 use ssdcache::sim::{RunSpec, SimError, TraceSource};
-use std::sync::{Arc, Mutex, Weak};
 use ssdcache::trace::{Op, Request, Unit};
 use std::error::Error;
+use std::sync::{Arc, Mutex, Weak};
 
 /// Keys of `run`'s spec dict.
 pub const SPEC_KEYS: &[&str] = &[
@@ -172,6 +172,7 @@ impl SpecText {
 
 /// One run as `ssdcache sim --json` does it, after [`check`]ing the spec:
 /// the trace repeated, simulated, and the report as one JSON object.
+#[cfg(test)]
 pub fn run_json(source: &TraceSource, spec: &RunSpec, repeat: u32) -> Result<String, SimError> {
     run_json_sized(source, spec, repeat, &Relative::default())
 }
@@ -191,10 +192,10 @@ pub fn run_json_sized(source: &TraceSource, spec: &RunSpec, repeat: u32, rel: &R
     if let Some(size) = rel.size {
         let sizes = [size];
         relative::check_source(source, &sizes, rel.warmup.as_ref())?;
-        let facts = facts_once(source, spec.page_bytes, &sizes, rel.warmup.as_ref())
-            .map_err(|e| with_trace_name(e, source))?;
-        let (bytes, sizing) = relative::resolve(&facts, spec.page_bytes, &sizes, rel.warmup.as_ref(), &source.name())?
-            .remove(0);
+        let facts =
+            facts_once(source, spec.page_bytes, &sizes, rel.warmup.as_ref()).map_err(|e| with_trace_name(e, source))?;
+        let (bytes, sizing) =
+            relative::resolve(&facts, spec.page_bytes, &sizes, rel.warmup.as_ref(), &source.name())?.remove(0);
         spec.cache_bytes = bytes;
         spec.sizing = sizing;
     }
@@ -205,7 +206,8 @@ pub fn run_json_sized(source: &TraceSource, spec: &RunSpec, repeat: u32, rel: &R
 /// A loaded trace's facts, by what they were found for (page size,
 /// footprint, warm-up text); held while the trace lives.
 type FactsKey = (u64, bool, Option<String>);
-static FACTS: Mutex<Vec<(Weak<[Request]>, FactsKey, TraceFacts)>> = Mutex::new(Vec::new());
+type FactsEntry = (Weak<[Request]>, FactsKey, TraceFacts);
+static FACTS: Mutex<Vec<FactsEntry>> = Mutex::new(Vec::new());
 
 /// [`relative::facts`], found once per loaded trace ([`TraceSource::Memory`])
 /// and then reused; other sources are scanned each time.

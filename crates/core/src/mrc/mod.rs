@@ -16,6 +16,7 @@
 //! the sizes `dirty_from..d`, which is one write-back each, added to a
 //! difference array over sizes.
 
+pub mod sized;
 pub mod stack;
 
 use crate::sim::run::TraceSource;
