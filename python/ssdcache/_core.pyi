@@ -34,7 +34,7 @@ TraceDict = Union[PathTrace, GenTrace, ArraysTrace]
 
 class Spec(TypedDict, total=False):
     policy: str  # required
-    cache: Union[int, str]  # required: bytes or "64MiB"
+    cache: Union[int, str]  # required: bytes, "64MiB", or "5%" of the footprint
     page: Union[int, str]  # default "4KiB"
     mode: str  # default "write-back"
     device: Union[str, None]
@@ -44,6 +44,7 @@ class Spec(TypedDict, total=False):
     iat_scale: Union[float, None]
     repeat: int  # default 1
     align_pages: bool  # default False: requests taken as page-aligned (no read-for-write)
+    warmup: Union[int, str, None]  # requests, or "20%", "1h", "5M": the head runs uncounted
 
 class Trace:
     """A trace read into memory by `load`; `run` replays it without parsing it again.
@@ -67,7 +68,8 @@ def run(trace: Union[Trace, TraceDict, Mapping[str, Any]], spec: Union[Spec, Map
     prints. Bad input raises ValueError with the CLI's message."""
 
 def mrc(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str],
-        cache: Union[list[Union[int, str]], None] = None, points: int = 20) -> str:
+        cache: Union[list[Union[int, str]], None] = None, points: int = 20,
+        warmup: Union[int, str, None] = None) -> str:
     """The exact LRU miss-ratio curve in one pass (the GIL released), as the JSON text
     `ssdcache mrc --json` prints. Bad input raises ValueError with the CLI's message."""
 
@@ -75,6 +77,9 @@ def analyze(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, 
             log_base: float = 2.0) -> str:
     """The trace analyzer's report in one pass (the GIL released), as the JSON text
     `ssdcache trace analyze --json` prints. Bad input raises ValueError with the CLI's message."""
+
+def check_warmup(warmup: Union[int, str]) -> None:
+    """Checks a warm-up ("20%", "1h", "5M" or a request count) without a trace; ValueError if bad."""
 
 def load(trace: Union[Trace, TraceDict, Mapping[str, Any]]) -> Trace:
     """Reads a trace into memory once (the GIL released)."""

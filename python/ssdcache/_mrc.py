@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from . import _core
-from ._run import _size
-from ._trace import Size, TraceLike, to_source
+from ._run import _size, _warmup
+from ._trace import Size, Trace, TraceLike, _is_arraylike, spec_of, to_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -15,15 +15,26 @@ if TYPE_CHECKING:
 __all__ = ["mrc"]
 
 
-def mrc(trace: TraceLike, cache: Sequence[Size] | None = None, points: int = 20, page: Size = "4KiB",
-        policy: str = "lru") -> "pd.DataFrame":
+def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | None = None, points: int = 20,
+        page: Size = "4KiB", policy: str = "lru", *, warmup: str | int | None = None, format: str = "auto",
+        skip_bad: bool = False, csv_columns: str | None = None,
+        executor: Literal["local", "ray"] = "local") -> "pd.DataFrame":
     """The LRU miss-ratio curve of `trace`, exact, from one pass (stack distances):
     a row per cache size with page, read, write and request miss ratios and the
     dirty write-backs a write-back LRU cache of that size makes — the numbers
     `simulate(trace, "lru", cache=size)` gives, for every size at once.
 
-    Sizes are `cache` (bytes or "64MiB" each), or else `points` sizes evenly
-    spaced up to the trace's footprint. Only `policy="lru"` is exact in one pass.
+    Sizes are `cache` (bytes, "64MiB", or a share of the footprint such as
+    "5%", each; a string may list several, "1%,5%,64MiB"), or else `points`
+    sizes evenly spaced up to the trace's footprint. `warmup` ("20%", "1h",
+    "5M" or a request count) warms the LRU stack with the head of the trace
+    uncounted, as `simulate(..., warmup=)`. `format`, `skip_bad` and
+    `csv_columns` say how to read a trace file. Only `policy="lru"` is exact in
+    one pass.
+
+    A list of traces gives one frame with a block of rows per trace (the
+    `trace` column tells them apart); `executor="ray"` computes each trace's
+    curve as a Ray task (one per trace), as `sweep` does its runs.
     """
     import pandas as pd
 
@@ -32,23 +43,84 @@ def mrc(trace: TraceLike, cache: Sequence[Size] | None = None, points: int = 20,
                          "use sweep(trace, policy, cache=[...])")
     if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= 100_000:
         raise ValueError(f"points must be a whole number from 1 to 100000, not {points!r}")
+    if executor not in ("local", "ray"):
+        raise ValueError(f"executor must be 'local' or 'ray', not {executor!r}")
     sizes: list[Any] | None = None
     if cache is not None:
-        if isinstance(cache, (str, int)):
+        if isinstance(cache, str):
+            from ._sweep import split_list
+
+            cache = split_list(cache)
+        elif isinstance(cache, int):
             cache = [cache]
         sizes = [_size("cache", c) for c in cache]
         if not sizes:
             raise ValueError("cache must name at least one size")
+    warm = None if warmup is None else _warmup(warmup)
+    if warm is not None:
+        _core.check_warmup(warm)
+    several = isinstance(trace, (list, tuple)) and not _is_array_tuple(trace)
+    traces = list(trace) if several else [trace]
+    if not traces:
+        raise ValueError("give at least one trace")
+    sources = [to_source(t, format=format, skip_bad=skip_bad, csv_columns=csv_columns) for t in traces]
+    page_size = _size("page", page)
+    if executor == "ray":
+        from ._sweep import _check_ray_cluster
+
+        try:
+            import ray
+        except ImportError:
+            raise ImportError("executor='ray' needs Ray: pip install 'ssdcache[ray]' (or pip install ray)") from None
+        if not ray.is_initialized():
+            _check_ray_cluster()
+            ray.init()
+        remote = ray.remote(_curve_text)
+        shipped = [spec_of(t) if isinstance(t, Trace) else s for t, s in zip(traces, sources)]
+        futures = [remote.remote(s, page_size, sizes, points, warm) for s in shipped]
+        try:
+            texts = ray.get(futures)
+        except Exception as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, ValueError):  # a RayTaskError wrapping the curve's error
+                raise ValueError(str(cause)) from None
+            raise
+    else:
+        texts = [_curve_text(s, page_size, sizes, points, warm) for s in sources]
+    frames, curves = [], []
+    for text in texts:
+        curve = json.loads(text)
+        frame = pd.DataFrame(curve.pop("points"))
+        for i, key in enumerate(("trace", "policy", "method")):
+            frame.insert(i, key, curve[key])
+        # (the columns of `ssdcache mrc --csv`)
+        frame["warmup"] = curve.get("warmup")
+        frame["warmup_requests"] = curve.get("warmup_requests", 0)
+        frames.append(frame)
+        curves.append(curve)
+    out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    # what each curve is of: requests, footprint, trims, skipped lines, warm-up
+    if several:
+        out.attrs["curves"] = curves
+    else:
+        out.attrs.update(curves[0])
+    return out
+
+
+def _is_array_tuple(trace: Any) -> bool:
+    """`(pages, ops[, sizes[, times]])` is one trace, not a list of traces."""
+    return 2 <= len(trace) <= 4 and all(_is_arraylike(a) for a in trace)
+
+
+def _curve_text(source: Any, page: Any, sizes: list[Any] | None, points: int, warmup: Any) -> str:
+    """One trace's curve, as `ssdcache mrc --json` prints it (also a Ray task)."""
+    if isinstance(source, dict) and "arrays" in source:
+        from ._sweep import _writable
+
+        source = _writable(source)
     try:
-        text = _core.mrc(to_source(trace), _size("page", page), sizes, points)
+        return _core.mrc(source, page, sizes, points, warmup)
     except (ValueError, RuntimeError):
         raise
     except (OSError, TypeError, OverflowError) as e:  # defensive: the contract says ValueError
         raise ValueError(str(e)) from e
-    curve = json.loads(text)
-    frame = pd.DataFrame(curve.pop("points"))
-    for i, key in enumerate(("trace", "policy", "method")):
-        frame.insert(i, key, curve[key])
-    # what the curve is of: requests, footprint, trims, skipped lines
-    frame.attrs.update(curve)
-    return frame

@@ -14,7 +14,7 @@ from ._trace import Mode, Size, TraceLike, to_source
 __all__ = ["simulate", "run_spec", "run_json", "SPEC_KEYS"]
 
 SPEC_KEYS = ("policy", "cache", "page", "mode", "device", "cache_device", "interval", "queue_depth", "iat_scale",
-             "repeat", "align_pages")
+             "repeat", "align_pages", "warmup")
 
 
 def _is_int(x: Any) -> bool:
@@ -43,7 +43,7 @@ def _text(name: str, value: Any, example: str, *, optional: bool = False) -> str
 
 def run_spec(policy: Any = "lru", cache: Any = "64MiB", page: Any = "4KiB", mode: Any = "write-back",
              device: Any = None, cache_device: Any = None, interval: Any = None, queue_depth: Any = None,
-             iat_scale: Any = None, repeat: Any = 1, align_pages: Any = False) -> dict[str, Any]:
+             iat_scale: Any = None, repeat: Any = 1, align_pages: Any = False, warmup: Any = None) -> dict[str, Any]:
     """The `_core.run` spec dict for one run; checks types, leaves meaning to `_core`."""
     spec: dict[str, Any] = {
         "policy": _text("policy", policy, "arc or 2q(kin=25%)"),
@@ -83,7 +83,21 @@ def run_spec(policy: Any = "lru", cache: Any = "64MiB", page: Any = "4KiB", mode
         raise ValueError(f"align_pages must be True or False, not {align_pages!r}")
     if align_pages:
         spec["align_pages"] = True
+    if warmup is not None:
+        spec["warmup"] = _warmup(warmup)
     return spec
+
+
+def _warmup(value: Any) -> int | str:
+    """A warm-up: a request count, or text such as "20%", "1h", "5M"."""
+    if _is_int(value):
+        if value <= 0:
+            raise ValueError(f"warmup must be more than zero requests, not {value}")
+        return int(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise ValueError(f"warmup must be a share such as '20%', a duration such as '1h', or a request count, "
+                     f"not {value!r}")
 
 
 def run_json(source: Any, spec: dict[str, Any]) -> str:
@@ -99,7 +113,8 @@ def run_json(source: Any, spec: dict[str, Any]) -> str:
 def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page: Size = "4KiB",
              mode: Mode | str = "write-back", device: str | None = None, cache_device: str | None = None,
              interval: str | int | None = None, queue_depth: int | None = None, iat_scale: float | None = None,
-             repeat: int = 1, align_pages: bool = False) -> Result:
+             repeat: int = 1, align_pages: bool = False, warmup: str | int | None = None, *,
+             format: str = "auto", skip_bad: bool = False, csv_columns: str | None = None) -> Result:
     """Runs one simulation and returns its report: the numbers ``ssdcache sim --json`` prints.
 
     The simulation runs in Rust without holding the GIL, so threads can run
@@ -121,7 +136,9 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
         Policy spec, ``NAME`` or ``NAME(key=value,…)``, e.g. ``"2q(kin=25%)"``;
         ``ssdcache.policies()`` lists them with their parameters.
     cache:
-        Cache size: bytes, or a string such as ``"64MiB"``.
+        Cache size: bytes, a string such as ``"64MiB"``, or a share of the trace's
+        footprint (distinct pages touched) such as ``"5%"`` (rounded up to whole
+        pages; the report's ``cache_share`` and ``footprint_pages`` say so).
     page:
         Cache page size (the unit of caching), default ``"4KiB"``.
     mode:
@@ -144,6 +161,14 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
     align_pages:
         Take every request as page-aligned (rounded out to whole pages), so no
         write is partial and none costs a read-for-write (``sim --align-pages``).
+    warmup:
+        Run the head of the trace through the cache and devices uncounted: a
+        share of the requests (``"20%"``), a duration of trace time (``"1h"``)
+        or a request count (``"5M"``, ``500_000``) — ``sim --warmup``. The
+        report's ``warmup_requests`` says how many were skipped.
+    format, skip_bad, csv_columns:
+        How to read a trace file (``sim --format``, ``--skip-bad``,
+        ``--csv-columns``), e.g. ``format="keys-u32be"``.
 
     Returns
     -------
@@ -167,6 +192,6 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
     ...                   device="ftl(nand=mlc2)").execution_time_ns   # doctest: +SKIP
     """
     spec = run_spec(policy, cache, page, mode, device, cache_device, interval, queue_depth, iat_scale, repeat,
-                    align_pages)
-    source = to_source(trace)
+                    align_pages, warmup)
+    source = to_source(trace, format=format, skip_bad=skip_bad, csv_columns=csv_columns)
     return Result(json.loads(run_json(source, spec)))

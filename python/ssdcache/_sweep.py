@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["sweep", "split_list", "frame"]
 
-_COMMON = ("cache_device", "interval", "queue_depth", "iat_scale", "repeat", "align_pages")
+_COMMON = ("cache_device", "interval", "queue_depth", "iat_scale", "repeat", "align_pages", "warmup")
 # A one-request trace: running every distinct spec on it first checks policy specs,
 # sizes, modes and device specs before any trace is read, as the CLI does.
 _PROBE = {"arrays": {"addr": np.zeros(1, np.uint64), "op": np.zeros(1, np.uint8)}, "unit": "pages",
@@ -131,7 +131,8 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
           pages: Size | Sequence[Size] = "4KiB", modes: str | Sequence[str] = "write-back",
           devices: str | None | Sequence[str | None] = None, *, executor: Literal["local", "ray"] = "local",
           jobs: int | None = None,
-          progress: bool = True, **common: Any) -> pandas.DataFrame:
+          progress: bool = True, format: str = "auto", skip_bad: bool = False, csv_columns: str | None = None,
+          **common: Any) -> pandas.DataFrame:
     """Runs every combination of traces × policies × caches × pages × modes × devices and
     returns a pandas DataFrame, one row per run, in that order.
 
@@ -149,7 +150,9 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
         Policy specs: a list, or a comma-separated string
         (``"lru,arc,2q(kin=25%,kout=50%)"``; commas inside parentheses stay).
     caches:
-        Cache sizes: a list of sizes (``"64MiB"`` or bytes), or ``"16MiB,64MiB"``.
+        Cache sizes: a list of sizes (``"64MiB"``, bytes, or a share of each
+        trace's footprint such as ``"5%"``), or ``"1%,5%,64MiB"``. A trace's
+        footprint is found once and shared by every run on it.
     pages:
         Page size(s), default ``"4KiB"``.
     modes:
@@ -168,8 +171,10 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
         Worker threads for ``"local"`` (default: ``os.cpu_count()``).
     progress:
         Show a tqdm progress bar.
+    format, skip_bad, csv_columns:
+        How to read trace files, as :func:`simulate` takes them.
     **common:
-        Passed to every run: ``cache_device``, ``interval``, ``repeat``, ``align_pages``,
+        Passed to every run: ``cache_device``, ``interval``, ``repeat``, ``align_pages``, ``warmup``,
         ``queue_depth`` and ``iat_scale`` (these two may be lists, swept like the
         CLI's ``--queue-depth 32,512 --iat-scale 1,2``, innermost).
 
@@ -209,10 +214,11 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
     specs = [
         run_spec(policy=p, cache=c, page=pg, mode=m, device=d, cache_device=common.get("cache_device"),
                  interval=common.get("interval"), queue_depth=q, iat_scale=s, repeat=common.get("repeat", 1),
-                 align_pages=common.get("align_pages", False))
+                 align_pages=common.get("align_pages", False), warmup=common.get("warmup"))
         for p, c, pg, m, d, q, s in itertools.product(*dims)
     ]
-    sources = [to_source(t) for t in trace_list]  # path and array checks, before any run
+    # path and array checks, before any run
+    sources = [to_source(t, format=format, skip_bad=skip_bad, csv_columns=csv_columns) for t in trace_list]
     _check_specs(specs)
     cells = [(i, spec) for i in range(len(sources)) for spec in specs]
     if executor == "local":
@@ -230,7 +236,11 @@ def _check_specs(specs: list[dict]) -> None:
         if key in seen:
             continue
         seen.add(key)
-        run_json(_PROBE, dict(spec, repeat=1))
+        # (a warm-up is checked alone: it would take the whole one-request probe)
+        probe = {k: v for k, v in spec.items() if k != "warmup"}
+        if "warmup" in spec:
+            _core.check_warmup(spec["warmup"])
+        run_json(_PROBE, dict(probe, repeat=1))
 
 
 def _run_local(sources: list[Any], cells: list[tuple[int, dict]], jobs: int | None, progress: bool) -> list[str]:

@@ -192,3 +192,10 @@ def test_ray_errors_are_value_errors(local_ray, fin1):
     bad = {"path": fin1, "format": "msr"}
     with pytest.raises(ValueError):
         ssdcache.sweep(bad, ["lru"], "1MiB", executor="ray", progress=False)
+
+
+def test_ray_mrc_is_one_task_per_trace_and_equals_local(local_ray, fin1, msr):
+    local = ssdcache.mrc([fin1, msr], cache="1%,10%", warmup="10%")
+    remote = ssdcache.mrc([fin1, msr], cache="1%,10%", warmup="10%", executor="ray")
+    pd.testing.assert_frame_equal(local, remote)
+    assert remote.attrs["curves"] == local.attrs["curves"]

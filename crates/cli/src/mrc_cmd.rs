@@ -4,9 +4,10 @@ use crate::output;
 use crate::run::TraceInput;
 use anyhow::{bail, Result};
 use clap::Args;
-use ssdcache::mrc::{exact_lru, Curve, Point};
-use ssdcache::sim::run::{parse_cache, parse_page, with_trace_name};
-use ssdcache::spec::split_list;
+use ssdcache::mrc::sized::{exact_lru_sized, SizedCurve};
+use ssdcache::mrc::{Curve, Point};
+use ssdcache::sim::relative::{parse_cache_sizes, parse_warmup};
+use ssdcache::sim::run::{parse_page, with_trace_name};
 use ssdcache::units::format_bytes;
 
 #[derive(Args, Debug)]
@@ -17,10 +18,14 @@ pub struct MrcArgs {
     /// other policies are not implemented yet.
     #[arg(long, short, default_value = "lru")]
     pub policy: String,
-    /// Cache sizes to report, comma-separated, e.g. 16MiB,64MiB (default: --points
-    /// sizes evenly spaced up to the footprint).
+    /// Cache sizes to report, comma-separated, e.g. 16MiB,64MiB, or shares of the
+    /// footprint, e.g. 1%,5%,10% (default: --points sizes evenly spaced up to the footprint).
     #[arg(long, short)]
     pub cache: Option<String>,
+    /// Warm the LRU stack with the head of the trace without counting it: a share of
+    /// the requests (20%), a duration of trace time (1h) or a request count (5M).
+    #[arg(long)]
+    pub warmup: Option<String>,
     /// Number of evenly spaced sizes when --cache is not given (1..=100000).
     #[arg(long, default_value_t = 20)]
     pub points: u64,
@@ -44,6 +49,9 @@ struct Row<'a> {
     method: &'static str,
     #[serde(flatten)]
     point: &'a Point,
+    cache_share: Option<f64>,
+    warmup: Option<&'a str>,
+    warmup_requests: u64,
 }
 
 pub fn run(args: MrcArgs) -> Result<()> {
@@ -58,31 +66,33 @@ pub fn run(args: MrcArgs) -> Result<()> {
         bail!("--points {}: give 1 to 100000 sizes", args.points);
     }
     let page_bytes = parse_page(&args.page)?;
-    let caches = args
-        .cache
-        .as_deref()
-        .map(|list| split_list(list).iter().map(|c| parse_cache(c)).collect::<Result<Vec<u64>, _>>())
-        .transpose()?;
+    let caches = args.cache.as_deref().map(parse_cache_sizes).transpose()?;
+    let warmup = args.warmup.as_deref().map(parse_warmup).transpose()?;
     let mut curves = Vec::new();
     for source in args.input.sources()? {
-        let name = source.name();
-        let profile = exact_lru(&source, page_bytes).map_err(|e| with_trace_name(e, &source))?;
-        let sizes = match &caches {
-            Some(bytes) => bytes.iter().map(|b| pages_in(*b, page_bytes, &name)).collect::<Result<Vec<u64>>>()?,
-            None => profile.even_sizes(args.points),
-        };
-        curves.push(profile.curve(name, &sizes));
+        let curve = exact_lru_sized(&source, page_bytes, caches.as_deref(), args.points, warmup.as_ref())
+            .map_err(|e| with_trace_name(e, &source))?;
+        curves.push(curve);
     }
     if args.json {
         for c in &curves {
-            println!("{}", serde_json::to_string(c)?);
+            println!("{}", serde_json::to_string(&c.to_json()?)?);
         }
         Ok(())
     } else if args.csv {
         let rows: Vec<Row> = curves
             .iter()
-            .flat_map(|c| {
-                c.points.iter().map(|point| Row { trace: &c.trace, policy: c.policy, method: c.method, point })
+            .flat_map(|s| {
+                let c = &s.curve;
+                c.points.iter().zip(&s.shares).map(|(point, &cache_share)| Row {
+                    trace: &c.trace,
+                    policy: c.policy,
+                    method: c.method,
+                    point,
+                    cache_share,
+                    warmup: s.warmup.as_deref(),
+                    warmup_requests: c.counts.warmup_requests,
+                })
             })
             .collect();
         output::csv_rows(&rows, &[])
@@ -92,14 +102,8 @@ pub fn run(args: MrcArgs) -> Result<()> {
     }
 }
 
-fn pages_in(bytes: u64, page_bytes: u64, trace: &str) -> Result<u64> {
-    if bytes < page_bytes {
-        bail!("{trace}: --cache {}: smaller than one page ({})", format_bytes(bytes), format_bytes(page_bytes));
-    }
-    Ok(bytes / page_bytes)
-}
-
-fn print(c: &Curve) {
+fn print(s: &SizedCurve) {
+    let c: &Curve = &s.curve;
     println!("trace: {}", c.trace);
     println!(
         "{} requests, {} page accesses ({} reads, {} writes), footprint {} pages ({}); LRU, exact (one pass)",
@@ -116,16 +120,22 @@ fn print(c: &Curve) {
             c.counts.trims
         );
     }
+    if let Some(w) = &s.warmup {
+        println!("warm-up {w}: the first {} requests warmed the stack uncounted", c.counts.warmup_requests);
+    }
     if c.counts.skipped > 0 {
         println!("{} malformed lines skipped", c.counts.skipped);
     }
     println!(
-        "{:>12} {:>10} {:>8} {:>8} {:>8} {:>9} {:>12} {:>12}",
-        "cache", "pages", "miss", "read", "write", "request", "write-backs", "dirty at end"
+        "{:>7} {:>12} {:>10} {:>8} {:>8} {:>8} {:>9} {:>12} {:>12}",
+        "share", "cache", "pages", "miss", "read", "write", "request", "write-backs", "dirty at end"
     );
-    for p in &c.points {
+    for (p, share) in c.points.iter().zip(&s.shares) {
+        // (the share of the footprint, given or not)
+        let share = share.unwrap_or(p.cache_pages as f64 / c.counts.footprint_pages.max(1) as f64);
         println!(
-            "{:>12} {:>10} {:>8.4} {:>8.4} {:>8.4} {:>9.4} {:>12} {:>12}",
+            "{:>7} {:>12} {:>10} {:>8.4} {:>8.4} {:>8.4} {:>9.4} {:>12} {:>12}",
+            format!("{:.1}%", share * 100.0),
             format_bytes(p.cache_bytes),
             p.cache_pages,
             p.miss_ratio,

@@ -64,21 +64,35 @@ fn tier_rows(r: &Report) {
     }
 }
 
+/// How a run's cache was sized and what its warm-up skipped (`--cache N%`, `--warmup`).
+fn sizing_note(r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(f) = r.footprint_pages {
+        out.push(format!("footprint {} pages", thousands(f)));
+    }
+    if let Some(w) = &r.warmup {
+        out.push(format!("warm-up {w}: first {} requests uncounted", thousands(r.warmup_requests)));
+    }
+    out
+}
+
 /// One run, one line per number.
 pub fn detail(r: &Report) {
     let c = &r.counters;
+    let share = r.cache_share.map(|s| format!(" ({}% of the footprint)", s * 100.0)).unwrap_or_default();
     let rows: Vec<(&str, String)> = vec![
         ("trace", format!("{} ({})", r.trace, r.format)),
         ("policy", format!("{} ({})", r.policy, r.mode)),
         (
             "cache",
             format!(
-                "{} = {} pages of {}",
+                "{} = {} pages of {}{share}",
                 format_bytes(r.cache_bytes),
                 thousands(r.capacity_pages),
                 format_bytes(r.page_bytes)
             ),
         ),
+        ("sizing", sizing_note(r).join("; ")),
         (
             "requests",
             format!(
@@ -130,7 +144,8 @@ pub fn detail(r: &Report) {
         ("write-overwrite-clean", format!("{}  (x0)", thousands(c.write_overwrite_clean))),
         ("backing accesses", format!("{}  (paper 003: 2*RRD + ROC + WRD)", thousands(r.backing_accesses))),
     ];
-    for (k, v) in rows {
+    // (the sizing row only when there is something to say)
+    for (k, v) in rows.into_iter().filter(|(k, v)| *k != "sizing" || !v.is_empty()) {
         println!("{k:<22} {v}");
     }
     tier_rows(r);
@@ -444,6 +459,7 @@ pub fn table(reports: &[Report]) {
     if let Some(d) = reports.iter().find_map(|r| r.device.as_ref()) {
         context.push(format!("device {}", d.device));
     }
+    context.extend(sizing_note(&reports[0]));
     println!("\n{}", context.join("; "));
     if with_queue {
         println!("QD: NCQ depth; iat x: inter-arrival scale; avg QL: time-weighted commands in the NCQ; lat: mean completion - arrival");

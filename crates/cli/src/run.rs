@@ -7,7 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use ssdcache::metrics::Report;
 use ssdcache::policy::Mode;
-use ssdcache::sim::run::{self, check_repeat, parse_cache, parse_interval, parse_mode, parse_page, queue_spec};
+use ssdcache::sim::relative::{self, parse_cache_sizes, parse_warmup, CacheSize, Sizing};
+use ssdcache::sim::run::{self, check_repeat, parse_interval, parse_mode, parse_page, queue_spec};
 use ssdcache::sim::{QueueSpec, RunSpec, SimError, TraceSource};
 use ssdcache::spec::split_list;
 use ssdcache::trace::Format;
@@ -63,9 +64,16 @@ pub struct SimArgs {
     /// Policy spec(s), comma-separated: NAME or NAME(key=value,...). `ssdcache policies` lists them.
     #[arg(long, short)]
     pub policy: Option<String>,
-    /// Cache size(s), comma-separated, e.g. 16MiB,64MiB.
+    /// Cache size(s), comma-separated, e.g. 16MiB,64MiB, or shares of the trace's
+    /// footprint (distinct pages touched), e.g. 1%,5%,10% (rounded up to whole pages;
+    /// needs a first pass over each trace, so not on stdin). Mixed lists are fine.
     #[arg(long, short)]
     pub cache: Option<String>,
+    /// Run the head of each trace through the cache and devices without counting it:
+    /// a share of the requests (20%), a duration of trace time (1h, 30min) or a request
+    /// count (5M, 500k, 1000). Reports say what was skipped (warmup, warmup_requests).
+    #[arg(long)]
+    pub warmup: Option<String>,
     /// Cache unit (page size).
     #[arg(long, default_value = "4KiB")]
     pub page: String,
@@ -118,10 +126,8 @@ pub fn sim(args: SimArgs) -> Result<()> {
     check_repeat(args.repeat)?;
     let page_bytes = parse_page(&args.page)?;
     let policies = split_list(args.policy.as_deref().unwrap_or(DEFAULT_POLICIES));
-    let caches = split_list(args.cache.as_deref().unwrap_or(DEFAULT_CACHES))
-        .iter()
-        .map(|c| parse_cache(c))
-        .collect::<Result<Vec<u64>, SimError>>()?;
+    let caches = parse_cache_sizes(args.cache.as_deref().unwrap_or(DEFAULT_CACHES))?;
+    let warmup = args.warmup.as_deref().map(parse_warmup).transpose()?;
     let modes = split_list(&args.mode).iter().map(|m| parse_mode(m)).collect::<Result<Vec<Mode>, SimError>>()?;
     if policies.is_empty() || caches.is_empty() || modes.is_empty() {
         bail!("--policy, --cache and --mode each need at least one value");
@@ -129,41 +135,44 @@ pub fn sim(args: SimArgs) -> Result<()> {
     let queues = queues(&args)?;
     let interval = args.interval.as_deref().map(parse_interval).transpose()?;
     let mut sources = args.input.sources()?;
-    let mut grid = Vec::new();
-    for s in 0..sources.len() {
-        for p in &policies {
-            for &c in &caches {
-                for &m in &modes {
-                    for &q in &queues {
-                        grid.push((
-                            s,
-                            RunSpec {
-                                policy: p.clone(),
-                                cache_bytes: c,
-                                page_bytes,
-                                mode: m,
-                                device: args.device.clone(),
-                                cache_device: args.cache_device.clone(),
-                                interval,
-                                queue: q,
-                                align_pages: args.align_pages,
-                            },
-                        ));
-                    }
+    let spec_of = |policy: &str, cache_bytes: u64, mode: Mode, queue: Option<QueueSpec>, sizing: Sizing| RunSpec {
+        policy: policy.to_string(),
+        cache_bytes,
+        page_bytes,
+        mode,
+        device: args.device.clone(),
+        cache_device: args.cache_device.clone(),
+        interval,
+        queue,
+        align_pages: args.align_pages,
+        sizing,
+    };
+    // Check every spec before reading any trace, so a typo fails at once (a
+    // share is checked as one page: its size is known only on the trace).
+    let warm_only = Sizing { warmup: warmup.as_ref().map(|w| w.text.clone()), ..Default::default() };
+    for p in &policies {
+        for c in &caches {
+            let bytes = match c {
+                CacheSize::Bytes(b) => *b,
+                CacheSize::Share(_) => page_bytes,
+            };
+            for &m in &modes {
+                for &q in &queues {
+                    run::check(&spec_of(p, bytes, m, q, warm_only.clone()))?;
                 }
             }
         }
     }
-    // Check every spec before reading any trace, so a typo fails at once.
-    for (_, spec) in &grid {
-        run::check(spec)?;
+    for s in &sources {
+        relative::check_source(s, &caches, warmup.as_ref())?;
     }
+    let runs_per_trace = policies.len() * caches.len() * modes.len() * queues.len();
     if args.repeat > 1 {
         for s in sources.iter_mut() {
             *s = s.repeat(args.repeat).map_err(|e| with_trace_name(e, s))?;
         }
     }
-    if grid.len() > sources.len() {
+    if runs_per_trace > 1 {
         // Several runs per trace: parse each trace once, share it.
         for s in sources.iter_mut() {
             let was_file = matches!(s, TraceSource::File { .. });
@@ -174,6 +183,21 @@ pub fn sim(args: SimArgs) -> Result<()> {
                 }
                 if *skipped > 0 {
                     eprintln!("{name}: skipped {skipped} malformed lines");
+                }
+            }
+        }
+    }
+    let mut grid = Vec::new();
+    for (s, source) in sources.iter().enumerate() {
+        // each trace's sizes resolved on it, in one pass at most
+        let plan =
+            relative::plan(source, page_bytes, &caches, warmup.as_ref()).map_err(|e| with_trace_name(e, source))?;
+        for p in &policies {
+            for (bytes, sizing) in &plan {
+                for &m in &modes {
+                    for &q in &queues {
+                        grid.push((s, spec_of(p, *bytes, m, q, sizing.clone())));
+                    }
                 }
             }
         }

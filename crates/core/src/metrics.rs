@@ -141,6 +141,14 @@ pub struct Report {
     /// its second part was given (ABM's `P`, the write buffer's), over every
     /// page access; `null` for other policies.
     pub write_share_mean: Option<f64>,
+    /// The cache's share of the trace's footprint (`--cache 5%`); `null` for a size in bytes.
+    pub cache_share: Option<f64>,
+    /// The trace's footprint in pages, when it was measured (`--cache N%`).
+    pub footprint_pages: Option<u64>,
+    /// The `--warmup` given, and the leading requests it ran uncounted: every
+    /// counter above is of the requests after them.
+    pub warmup: Option<String>,
+    pub warmup_requests: u64,
     /// What the backing device model did (`--device`).
     #[serde(flatten)]
     pub device: Option<DeviceReport>,
@@ -319,6 +327,10 @@ impl Report {
             backing_accesses: c.backing_accesses(),
             skipped,
             write_share_mean: None,
+            cache_share: None,
+            footprint_pages: None,
+            warmup: None,
+            warmup_requests: 0,
             counters: c,
             device: None,
             queue: None,

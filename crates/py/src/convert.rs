@@ -4,12 +4,14 @@
 //! an interpreter.
 
 use numpy::ndarray::ArrayView1;
+use ssdcache::sim::relative::{self, parse_cache_size, parse_warmup, CacheSize, Sizing, TraceFacts, Warmup};
 use ssdcache::sim::run::{
-    check, check_repeat, parse_cache, parse_interval, parse_mode, parse_page, queue_spec, run, with_trace_name,
+    check, check_repeat, parse_interval, parse_mode, parse_page, queue_spec, run, with_trace_name,
 };
 use ssdcache::sim::{RunSpec, SimError, TraceSource};
 use ssdcache::trace::{Op, Request, Unit};
 use std::error::Error;
+use std::sync::{Arc, Mutex, Weak};
 
 /// Keys of `run`'s spec dict.
 pub const SPEC_KEYS: &[&str] = &[
@@ -24,6 +26,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "iat_scale",
     "repeat",
     "align_pages",
+    "warmup",
 ];
 
 /// Keys of a trace dict of each kind (the first names the kind).
@@ -91,6 +94,16 @@ pub struct SpecText {
     pub iat_scale: Option<f64>,
     pub repeat: Option<i64>,
     pub align_pages: Option<bool>,
+    /// `--warmup`: `20%`, `1h`, `5M`.
+    pub warmup: Option<String>,
+}
+
+/// What of a run is relative to its trace: a size given as a share of the
+/// footprint, a warm-up given as a share or a duration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Relative {
+    pub size: Option<CacheSize>,
+    pub warmup: Option<Warmup>,
 }
 
 impl SpecText {
@@ -107,7 +120,16 @@ impl SpecText {
             iat_scale: None,
             repeat: None,
             align_pages: None,
+            warmup: None,
         }
+    }
+
+    /// The cache size and warm-up as given, resolved on the trace by [`run_json_sized`].
+    pub fn relative(&self) -> Result<Relative, SimError> {
+        Ok(Relative {
+            size: Some(parse_cache_size(&self.cache)?),
+            warmup: self.warmup.as_deref().map(parse_warmup).transpose()?,
+        })
     }
 
     /// The run this describes, and how many times to replay the trace; the same
@@ -127,16 +149,22 @@ impl SpecText {
             }
         };
         check_repeat(repeat)?;
+        let page_bytes = parse_page(self.page.as_deref().unwrap_or("4KiB"))?;
         let spec = RunSpec {
             policy: self.policy.clone(),
-            cache_bytes: parse_cache(&self.cache)?,
-            page_bytes: parse_page(self.page.as_deref().unwrap_or("4KiB"))?,
+            // (a share is checked as one page until the trace is known)
+            cache_bytes: match parse_cache_size(&self.cache)? {
+                CacheSize::Bytes(b) => b,
+                CacheSize::Share(_) => page_bytes,
+            },
+            page_bytes,
             mode: parse_mode(self.mode.as_deref().unwrap_or("write-back"))?,
             device: self.device.clone(),
             cache_device: self.cache_device.clone(),
             interval: self.interval.as_deref().map(parse_interval).transpose()?,
             queue: queue_spec(depth, self.iat_scale)?,
             align_pages: self.align_pages.unwrap_or(false),
+            sizing: Sizing { warmup: self.warmup.as_ref().map(|w| w.trim().to_string()), ..Sizing::default() },
         };
         Ok((spec, repeat))
     }
@@ -144,7 +172,15 @@ impl SpecText {
 
 /// One run as `ssdcache sim --json` does it, after [`check`]ing the spec:
 /// the trace repeated, simulated, and the report as one JSON object.
+#[cfg(test)]
 pub fn run_json(source: &TraceSource, spec: &RunSpec, repeat: u32) -> Result<String, SimError> {
+    run_json_sized(source, spec, repeat, &Relative::default())
+}
+
+/// [`run_json`] with the size and warm-up resolved on the (repeated) trace
+/// first, as `ssdcache sim` does; the trace's facts are found once per loaded
+/// trace and reused by every run on it (a sweep).
+pub fn run_json_sized(source: &TraceSource, spec: &RunSpec, repeat: u32, rel: &Relative) -> Result<String, SimError> {
     let repeated;
     let source = if repeat > 1 {
         repeated = source.repeat(repeat).map_err(|e| with_trace_name(e, source))?;
@@ -152,8 +188,50 @@ pub fn run_json(source: &TraceSource, spec: &RunSpec, repeat: u32) -> Result<Str
     } else {
         source
     };
-    let report = run(source, spec).map_err(|e| with_trace_name(e, source))?;
+    let mut spec = spec.clone();
+    if let Some(size) = rel.size {
+        let sizes = [size];
+        relative::check_source(source, &sizes, rel.warmup.as_ref())?;
+        let facts =
+            facts_once(source, spec.page_bytes, &sizes, rel.warmup.as_ref()).map_err(|e| with_trace_name(e, source))?;
+        let (bytes, sizing) =
+            relative::resolve(&facts, spec.page_bytes, &sizes, rel.warmup.as_ref(), &source.name())?.remove(0);
+        spec.cache_bytes = bytes;
+        spec.sizing = sizing;
+    }
+    let report = run(source, &spec).map_err(|e| with_trace_name(e, source))?;
     serde_json::to_string(&report).map_err(|e| SimError::Config(format!("report to JSON: {e}")))
+}
+
+/// A loaded trace's facts, by what they were found for (page size,
+/// footprint, warm-up text); held while the trace lives.
+type FactsKey = (u64, bool, Option<String>);
+type FactsEntry = (Weak<[Request]>, FactsKey, TraceFacts);
+static FACTS: Mutex<Vec<FactsEntry>> = Mutex::new(Vec::new());
+
+/// [`relative::facts`], found once per loaded trace ([`TraceSource::Memory`])
+/// and then reused; other sources are scanned each time.
+fn facts_once(
+    source: &TraceSource,
+    page_bytes: u64,
+    sizes: &[CacheSize],
+    warmup: Option<&Warmup>,
+) -> Result<TraceFacts, SimError> {
+    let TraceSource::Memory { requests, .. } = source else {
+        return relative::facts(source, page_bytes, sizes, warmup);
+    };
+    let key: FactsKey = (page_bytes, sizes.iter().any(CacheSize::is_share), warmup.map(|w| w.text.clone()));
+    let found = {
+        let mut cache = FACTS.lock().unwrap_or_else(|e| e.into_inner());
+        cache.retain(|(w, _, _)| w.strong_count() > 0);
+        cache.iter().find(|(w, k, _)| *k == key && w.upgrade().is_some_and(|r| Arc::ptr_eq(&r, requests))).map(|e| e.2)
+    };
+    if let Some(f) = found {
+        return Ok(f);
+    }
+    let facts = relative::facts(source, page_bytes, sizes, warmup)?;
+    FACTS.lock().unwrap_or_else(|e| e.into_inner()).push((Arc::downgrade(requests), key, facts));
+    Ok(facts)
 }
 
 /// [`check`] as a one-line message.

@@ -15,8 +15,10 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use ssdcache::device::catalog::DEVICES;
+use ssdcache::mrc::sized::exact_lru_sized;
 use ssdcache::policy::registry::POLICIES;
 use ssdcache::policy::{MODES, MODE_PARAM};
+use ssdcache::sim::relative::{parse_cache_size, parse_warmup, Warmup};
 use ssdcache::sim::run::with_trace_name;
 use ssdcache::sim::TraceSource;
 use ssdcache::spec::ParamInfo;
@@ -170,6 +172,13 @@ fn spec_text(spec: &Bound<'_, PyAny>) -> PyResult<SpecText> {
     if let Some(v) = get(d, "repeat")? {
         s.repeat = Some(int("spec[\"repeat\"]", &v)?);
     }
+    if let Some(v) = get(d, "warmup")? {
+        // an int is a request count; text is a share, duration or count ("20%", "1h", "5M")
+        s.warmup = Some(match as_index(&v)? {
+            Some(i) => i.str()?.to_string(),
+            None => text("spec[\"warmup\"]", &v)?,
+        });
+    }
     Ok(s)
 }
 
@@ -293,50 +302,50 @@ fn source_of(trace: &Bound<'_, PyAny>) -> PyResult<TraceSource> {
 /// --json` prints for the same inputs. The GIL is released while it runs.
 #[pyfunction]
 fn run(py: Python<'_>, trace: &Bound<'_, PyAny>, spec: &Bound<'_, PyAny>) -> PyResult<String> {
-    let (spec, repeat) = spec_text(spec)?.parse().map_err(|e| value_error(convert::one_line(&e)))?;
+    let text = spec_text(spec)?;
+    let (spec, repeat) = text.parse().map_err(|e| value_error(convert::one_line(&e)))?;
+    let rel = text.relative().map_err(|e| value_error(convert::one_line(&e)))?;
     // The spec first, before any trace is read, as the command line does.
     py.detach(|| guarded(|| convert::check_spec(&spec)))?;
     let source = source_of(trace)?;
-    Ok(py.detach(|| guarded(|| convert::run_json(&source, &spec, repeat).map_err(|e| convert::one_line(&e))))?)
+    Ok(py.detach(|| {
+        guarded(|| convert::run_json_sized(&source, &spec, repeat, &rel).map_err(|e| convert::one_line(&e)))
+    })?)
 }
 
 /// The exact LRU miss-ratio curve of a trace in one pass, as the JSON text
-/// `ssdcache mrc --json` prints: at `cache` sizes (bytes or "64MiB" each), or
-/// at `points` sizes evenly spaced up to the footprint.
+/// `ssdcache mrc --json` prints: at `cache` sizes (bytes, "64MiB" or a share
+/// of the footprint, "5%", each), or at `points` sizes evenly spaced up to the
+/// footprint; after `warmup` ("20%", "1h", "5M" or a request count).
 #[pyfunction]
-#[pyo3(signature = (trace, page, cache=None, points=20))]
+#[pyo3(signature = (trace, page, cache=None, points=20, warmup=None))]
 fn mrc(
     py: Python<'_>,
     trace: &Bound<'_, PyAny>,
     page: &Bound<'_, PyAny>,
     cache: Option<Vec<Bound<'_, PyAny>>>,
     points: u64,
+    warmup: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let page = ssdcache::sim::run::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
-    let sizes: Option<Vec<u64>> = cache
+    let sizes = cache
         .map(|list| {
             list.iter()
-                .map(|c| {
-                    let bytes =
-                        ssdcache::sim::run::parse_cache(&size("cache", c)?).map_err(|e| value_error(e.to_string()))?;
-                    if bytes < page {
-                        return Err(value_error(format!("cache: {bytes} bytes is smaller than one page ({page})")));
-                    }
-                    Ok(bytes / page)
-                })
-                .collect::<PyResult<Vec<u64>>>()
+                .map(|c| parse_cache_size(&size("cache", c)?).map_err(|e| value_error(e.to_string())))
+                .collect::<PyResult<Vec<_>>>()
         })
         .transpose()?;
     if !(1..=100_000).contains(&points) {
         return Err(value_error(format!("points must be 1 to 100000, not {points}")));
     }
+    let warmup = warmup.as_ref().map(warmup_of).transpose()?;
     let source = source_of(trace)?;
     Ok(py.detach(|| {
         guarded(|| {
-            let profile = ssdcache::mrc::exact_lru(&source, page)
+            let curve = exact_lru_sized(&source, page, sizes.as_deref(), points, warmup.as_ref())
+                .and_then(|c| c.to_json())
                 .map_err(|e| convert::one_line(&ssdcache::sim::run::with_trace_name(e, &source)))?;
-            let sizes = sizes.unwrap_or_else(|| profile.even_sizes(points));
-            serde_json::to_string(&profile.curve(source.name(), &sizes)).map_err(|e| e.to_string())
+            serde_json::to_string(&curve).map_err(|e| e.to_string())
         })
     })?)
 }
@@ -364,6 +373,26 @@ fn analyze(
             serde_json::to_string(&a).map_err(|e| e.to_string())
         })
     })?)
+}
+
+/// A warm-up: an int (a request count) or text ("20%", "1h", "5M").
+fn warmup_of(v: &Bound<'_, PyAny>) -> PyResult<Warmup> {
+    let text = match as_index(v)? {
+        Some(i) => i.str()?.to_string(),
+        None => text("warmup", v).map_err(|_| {
+            value_error(format!(
+                "warmup must be an int (requests) or a str like \"20%\", \"1h\" or \"5M\", got {}",
+                type_name(v)
+            ))
+        })?,
+    };
+    parse_warmup(&text).map_err(|e| value_error(e.to_string()))
+}
+
+/// Checks a warm-up without a trace (a sweep checks its arguments first).
+#[pyfunction]
+fn check_warmup(warmup: &Bound<'_, PyAny>) -> PyResult<()> {
+    warmup_of(warmup).map(|_| ())
 }
 
 /// A trace read into memory once, to replay many times without reparsing.
@@ -509,6 +538,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(mrc, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(check_warmup, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(generators, m)?)?;

@@ -16,6 +16,7 @@
 //! the sizes `dirty_from..d`, which is one write-back each, added to a
 //! difference array over sizes.
 
+pub mod sized;
 pub mod stack;
 
 use crate::sim::run::TraceSource;
@@ -139,6 +140,21 @@ impl Profiler {
         }
     }
 
+    /// The warm-up ends: what it counted is forgotten, the stack (recency and
+    /// dirtiness at every size) stays warm. The footprint counts the whole trace.
+    fn end_warmup(&mut self) {
+        self.stack.settle_dirty();
+        self.read = Histogram::default();
+        self.write = Histogram::default();
+        self.request = Histogram::default();
+        self.writebacks = SizeDiff::default();
+        self.counts = TraceCounts {
+            footprint_pages: self.counts.footprint_pages,
+            warmup_requests: self.counts.requests,
+            ..TraceCounts::default()
+        };
+    }
+
     fn finish(mut self, page_bytes: u64, skipped: u64) -> LruProfile {
         let len = self.stack.len().max(self.counts.footprint_pages as usize) + 2;
         // A page dirty from size `from` and now at depth `depth` was evicted, so
@@ -177,6 +193,9 @@ pub struct TraceCounts {
     pub footprint_pages: u64,
     /// Malformed records skipped (`--skip-bad`).
     pub skipped: u64,
+    /// Leading requests that warmed the stack uncounted (`--warmup`): the
+    /// counts above (but the footprint) and every point are of the rest.
+    pub warmup_requests: u64,
 }
 
 /// Every cache size's LRU result, from [`exact_lru`].
@@ -274,6 +293,12 @@ pub struct Curve {
 
 /// Profiles LRU on `source` with pages of `page_bytes`, in one streaming pass.
 pub fn exact_lru(source: &TraceSource, page_bytes: u64) -> Result<LruProfile, SimError> {
+    exact_lru_warm(source, page_bytes, 0)
+}
+
+/// [`exact_lru`] after a warm-up of `warmup_requests` leading requests: their
+/// stack distances warm the stack but are not counted, as `sim --warmup`.
+pub fn exact_lru_warm(source: &TraceSource, page_bytes: u64, warmup_requests: u64) -> Result<LruProfile, SimError> {
     if page_bytes == 0 {
         return Err(SimError::Config("--page: a page has at least one byte".into()));
     }
@@ -281,11 +306,21 @@ pub fn exact_lru(source: &TraceSource, page_bytes: u64) -> Result<LruProfile, Si
     let unit = reader.unit();
     let mut p = Profiler::default();
     let mut batch = Vec::with_capacity(BATCH);
+    let mut index = 0;
     while reader.read_batch(&mut batch, BATCH)? > 0 {
         for r in &batch {
-            let pages = pages_of(r, unit, page_bytes, p.counts.requests)?;
+            if index == warmup_requests && index > 0 {
+                p.end_warmup();
+            }
+            let pages = pages_of(r, unit, page_bytes, index)?;
             p.request(r, pages.keys());
+            index += 1;
         }
+    }
+    if warmup_requests > 0 && index <= warmup_requests {
+        return Err(SimError::Config(format!(
+            "--warmup: {warmup_requests} warm-up requests leave none of the trace's {index} to count; give a shorter warm-up"
+        )));
     }
     Ok(p.finish(page_bytes, reader.skipped()))
 }

@@ -92,6 +92,17 @@ impl Stack {
         self.entries.values().map(move |e| (e, live - prefix(&self.tree, e.time as usize) + 1))
     }
 
+    /// At the end of a warm-up: every dirty key's `dirty_from` moves up to
+    /// its depth now, for caches smaller than that depth evicted it (and
+    /// wrote it back) during the warm-up; the counting starts from here.
+    pub fn settle_dirty(&mut self) {
+        let live = self.entries.len() as u64;
+        for e in self.entries.values_mut().filter(|e| e.dirty_from != 0) {
+            let depth = live - prefix(&self.tree, e.time as usize) + 1;
+            e.dirty_from = e.dirty_from.max(depth);
+        }
+    }
+
     /// Renumbers the live keys' times 0..M in order and rebuilds the tree
     /// with room for three times as many accesses again. Linear: a key's new
     /// time is the number of live times before its old one.

@@ -109,6 +109,8 @@ pub struct Backing {
     pub spec: String,
     pub layout: Layout,
     page_bytes: u64,
+    /// The device's stats when a warm-up ended: [`stats`](Self::stats) counts from there.
+    pub warm: Option<DeviceStats>,
 }
 
 /// The devices a run charges: the backing device, and optionally the cache's
@@ -161,7 +163,7 @@ impl Backing {
             None => Layout::scan(requests, unit, page_bytes, info.dense)?,
         };
         let (device, canonical) = catalog::build(spec, &DeviceCtx { footprint_bytes: layout.footprint })?;
-        Ok(Backing { device, spec: canonical.canonical(), layout, page_bytes })
+        Ok(Backing { device, spec: canonical.canonical(), layout, page_bytes, warm: None })
     }
 
     fn span(&self, key: u64, pages: u32) -> (u64, u64) {
@@ -220,7 +222,7 @@ impl Backing {
     }
 
     pub fn stats(&self) -> DeviceStats {
-        self.device.stats()
+        super::relative::since_warm(self.device.stats(), self.warm.as_ref())
     }
 }
 

@@ -10,6 +10,7 @@ use thiserror::Error;
 
 pub mod backing;
 pub mod queue;
+pub mod relative;
 pub mod run;
 pub mod series;
 use crate::Nanos;
@@ -108,6 +109,8 @@ pub struct Simulator<'p> {
     requests: u64,
     /// Treat every request as page-aligned: no access is partial.
     align_pages: bool,
+    /// Leading requests that warm the cache and devices uncounted (`--warmup`).
+    warmup: u64,
     pub counters: Counters,
 }
 
@@ -124,6 +127,7 @@ impl<'p> Simulator<'p> {
             seq: 0,
             requests: 0,
             align_pages: false,
+            warmup: 0,
             counters: Counters::default(),
         }
     }
@@ -147,6 +151,25 @@ impl<'p> Simulator<'p> {
     pub fn align_pages(mut self, on: bool) -> Self {
         self.align_pages = on;
         self
+    }
+
+    /// Runs the first `requests` requests through the policy and devices
+    /// without counting them (`--warmup`): counters, series and device stats
+    /// start at the first request after them.
+    pub fn with_warmup(mut self, requests: u64) -> Self {
+        self.warmup = requests;
+        self
+    }
+
+    /// Forgets what the warm-up counted: counters and series start over, and
+    /// the devices count from here ([`Backing::warm`]).
+    #[cold]
+    fn end_warmup(&mut self) {
+        self.counters = Counters::default();
+        self.series = self.series.as_ref().map(Series::emptied);
+        for d in [self.devices.backing.as_deref_mut(), self.devices.cache.as_deref_mut()].into_iter().flatten() {
+            d.warm = Some(d.device.stats());
+        }
     }
 
     /// Keeps a time series with intervals of `interval` ns of trace time (at
@@ -294,6 +317,9 @@ impl<'p> Simulator<'p> {
         let c = &self.counters;
         let before = (c.pages, c.hits, c.read_pages, c.read_hits, c.served_pages, c.served_bytes);
         // (an adaptive split, ABM's P, only when a series is kept: off the hot path otherwise)
+        if self.requests == self.warmup && self.warmup > 0 {
+            self.end_warmup();
+        }
         let split_before = if self.series.is_some() { self.policy.split() } else { None };
         self.requests += 1;
         // (page-unit traces give lengths in pages)
@@ -367,6 +393,13 @@ impl<'p> Simulator<'p> {
 
     /// Drains dirty data (counted as `drain_writes`) and returns the counters.
     pub fn finish(mut self) -> Counters {
+        if self.warmup > 0 && self.requests <= self.warmup {
+            // the warm-up took the whole trace: nothing was counted
+            self.counters = Counters::default();
+            self.fx.clear();
+            self.policy.drain(&mut self.fx);
+            return self.counters;
+        }
         self.fx.clear();
         self.policy.drain(&mut self.fx);
         for io in &self.fx.io {

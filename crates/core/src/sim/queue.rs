@@ -461,6 +461,7 @@ mod tests {
             interval: None,
             queue: Some(QueueSpec { depth: 32, iat_scale: 1.0 }),
             align_pages: false,
+            sizing: Default::default(),
         };
         let e = run(&src, &spec).unwrap_err().to_string();
         assert!(e.contains("needs a backing device"), "{e}");

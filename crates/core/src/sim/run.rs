@@ -2,6 +2,7 @@
 //! cache size, a page size and a mode. The CLI and the Python package both go
 //! through [`run`], so the same inputs give the same numbers everywhere.
 
+use super::relative::Sizing;
 use super::{queue, Backing, QueueSpec, SimConfig, SimError, Simulator};
 use crate::metrics::{CacheDeviceReport, DeviceReport, Report, RunInfo};
 use crate::policy::registry::build;
@@ -129,6 +130,9 @@ pub struct RunSpec {
     /// Take requests as page-aligned (`--align-pages`): no partial-page
     /// accesses, so no read-for-write (see [`Simulator::align_pages`]).
     pub align_pages: bool,
+    /// Warm-up and footprint-relative size, resolved on the trace
+    /// ([`relative::plan`](super::relative::plan)).
+    pub sizing: Sizing,
 }
 
 impl RunSpec {
@@ -145,6 +149,7 @@ impl RunSpec {
             interval: None,
             queue: None,
             align_pages: false,
+            sizing: Sizing::default(),
         }
     }
 }
@@ -222,6 +227,11 @@ pub fn check(spec: &RunSpec) -> Result<(), SimError> {
 fn check_queue(spec: &RunSpec) -> Result<(), SimError> {
     if let Some(q) = &spec.queue {
         q.check()?;
+        if spec.sizing.warmup.is_some() {
+            return Err(SimError::Config(
+                "--warmup with a queueing replay (--queue-depth, --iat-scale) is not implemented: the queue's latencies would mix warm-up and counted requests".into(),
+            ));
+        }
         if spec.device.is_none() {
             return Err(SimError::Config(
                 "a queueing replay (queue depth, inter-arrival scale) needs a backing device (--device) to time the service".into(),
@@ -294,8 +304,9 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         _ => None,
     };
     let (mut reader, format) = source.open()?;
-    let mut sim =
-        Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes }).align_pages(spec.align_pages);
+    let mut sim = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes })
+        .align_pages(spec.align_pages)
+        .with_warmup(spec.sizing.warmup_requests);
     if let Some(b) = backing.as_mut() {
         sim = sim.with_backing(b);
     }
@@ -329,7 +340,9 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         page_bytes: spec.page_bytes,
         capacity_pages: capacity as u64,
     };
+    spec.sizing.check_counted(counters.requests)?;
     let mut report = Report::new(info, counters, skipped);
+    spec.sizing.annotate(&mut report);
     report.write_share_mean = policy
         .split()
         .filter(|s| s.accesses > 0 && s.capacity > 0)

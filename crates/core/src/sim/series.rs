@@ -61,6 +61,11 @@ impl Series {
         Series { interval, origin: None, buckets: BTreeMap::new(), limit, overflowed: false }
     }
 
+    /// The same series with nothing in it yet (after a warm-up).
+    pub fn emptied(&self) -> Series {
+        Series::with_limit(self.interval, self.limit)
+    }
+
     /// Whether a request fell in an interval past the limit (and was not counted).
     pub fn overflowed(&self) -> bool {
         self.overflowed
