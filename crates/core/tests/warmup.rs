@@ -68,7 +68,7 @@ fn by_hand(spec: &str, mode: Mode, capacity: usize, head: &[Request], tail: &[Re
     for (counted, r) in head.iter().map(|r| (false, r)).chain(tail.iter().map(|r| (true, r))) {
         t.requests += counted as u64;
         for key in r.addr..r.addr + r.len as u64 {
-            let a = Access { time: r.time, key, op: r.op, partial: false, seq, next_use: NEVER };
+            let a = Access { time: r.time, key, op: r.op, partial: false, seq, next_use: NEVER, request_pages: 1 };
             seq += 1;
             fx.clear();
             policy.access(&a, &mut fx);
