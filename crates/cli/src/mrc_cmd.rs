@@ -66,7 +66,10 @@ pub fn run(args: MrcArgs) -> Result<()> {
     let mut curves = Vec::new();
     for source in args.input.sources()? {
         let name = source.name();
-        let profile = exact_lru(&source, page_bytes).map_err(|e| with_trace_name(e, &source))?;
+        let bar = crate::progress::Bar::new(&name);
+        let profile =
+            exact_lru(&source.with_progress(bar.progress()), page_bytes).map_err(|e| with_trace_name(e, &source))?;
+        drop(bar);
         let sizes = match &caches {
             Some(bytes) => bytes.iter().map(|b| pages_in(*b, page_bytes, &name)).collect::<Result<Vec<u64>>>()?,
             None => profile.even_sizes(args.points),
