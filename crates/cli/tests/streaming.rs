@@ -49,3 +49,19 @@ fn a_queueing_replay_of_2m_requests_streams() {
     assert_eq!(report["completed_requests"], 2_000_000);
     assert!(heap_peak(&o) < 20 * MB, "heap peak {}", heap_peak(&o));
 }
+
+#[test]
+fn no_room_for_the_next_use_spill_is_a_one_line_error() {
+    let o = Command::new(env!("CARGO_BIN_EXE_ssdcache"))
+        .args(["sim", "--gen", "zipf(keys=100,requests=1000)", "-p", "belady", "-c", "64KiB"])
+        .env("TMPDIR", "/nonexistent/ssdcache-test")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("ssdcache: error: ") && err.contains("next-use spill file") && err.contains("$TMPDIR"),
+        "{err}"
+    );
+}
