@@ -116,7 +116,7 @@ pub struct NextUses {
     file: Option<BufReader<File>>,
     /// Entries still in the file.
     left: u64,
-    /// A read that failed: [`NextUses::next`] has no error path (it is on the
+    /// A read that failed: [`NextUses::next_use`] has no error path (it is on the
     /// per-page path); the simulator checks this after each request.
     error: Option<std::io::Error>,
 }
@@ -129,7 +129,7 @@ impl NextUses {
 
     /// The next use of the next page access ([`NEVER`] past the end).
     #[inline]
-    pub fn next(&mut self) -> u64 {
+    pub fn next_use(&mut self) -> u64 {
         if self.pos == self.buf.len() && !self.refill() {
             return NEVER;
         }
@@ -173,8 +173,8 @@ mod tests {
         }
         let mut next = spill.finish().unwrap();
         let n = next_uses(requests, unit, page_bytes).unwrap().len();
-        let out: Vec<u64> = (0..n).map(|_| next.next()).collect();
-        assert_eq!(next.next(), NEVER, "past the end");
+        let out: Vec<u64> = (0..n).map(|_| next.next_use()).collect();
+        assert_eq!(next.next_use(), NEVER, "past the end");
         assert!(next.take_error().is_none());
         out
     }

@@ -296,7 +296,7 @@ impl<'p> Simulator<'p> {
         let mut all_hit = true;
         for p in 0..pr.count {
             let partial = !self.align_pages && ((p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial));
-            let next_use = self.future.as_mut().map_or(NEVER, NextUses::next);
+            let next_use = self.future.as_mut().map_or(NEVER, NextUses::next_use);
             let a = Access { time: r.time, key: pr.key(p), op: r.op, partial, seq: self.seq, next_use };
             self.seq += 1;
             self.fx.clear();
