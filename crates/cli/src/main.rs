@@ -6,6 +6,7 @@ mod mrc_cmd;
 mod output;
 mod plot;
 mod policies;
+mod progress;
 mod run;
 mod serve_cmd;
 mod serve_limits;

@@ -70,8 +70,16 @@ pub fn run(args: MrcArgs) -> Result<()> {
     let warmup = args.warmup.as_deref().map(parse_warmup).transpose()?;
     let mut curves = Vec::new();
     for source in args.input.sources()? {
-        let curve = exact_lru_sized(&source, page_bytes, caches.as_deref(), args.points, warmup.as_ref())
-            .map_err(|e| with_trace_name(e, &source))?;
+        let bar = crate::progress::Bar::new(&source.name());
+        let curve = exact_lru_sized(
+            &source.with_progress(bar.progress()),
+            page_bytes,
+            caches.as_deref(),
+            args.points,
+            warmup.as_ref(),
+        )
+        .map_err(|e| with_trace_name(e, &source))?;
+        drop(bar);
         curves.push(curve);
     }
     if args.json {

@@ -254,6 +254,12 @@ fn run_grid(sources: &[TraceSource], grid: &[(usize, RunSpec)], jobs: Option<usi
     } else {
         ProgressBar::hidden()
     };
+    if let [(s, spec)] = grid {
+        // One run: a bar over its reading of the trace file, with an ETA.
+        let bar = crate::progress::Bar::new(&sources[*s].name());
+        let report = run::run_with_progress(&sources[*s], spec, bar.progress());
+        return Ok(vec![report.map_err(|e| with_trace_name(e, &sources[*s]))?]);
+    }
     let pool = pool(jobs, grid.len())?;
     let results: Vec<Result<Report>> = pool.install(|| {
         grid.par_iter()

@@ -41,49 +41,102 @@ pub struct Layout {
     pub footprint: u64,
 }
 
-impl Layout {
-    /// Lays out the pages `requests` touch. `dense` packs touched chunks; else
-    /// each trace device keeps its offsets, devices one after another.
-    pub fn scan(requests: &[Request], unit: Unit, page_bytes: u64, dense: bool) -> Result<Layout, SimError> {
+/// A layout in the making: folds a trace's requests, one at a time, into the
+/// touched chunks and their highest page end, so a layout costs one streaming
+/// pass and memory in proportion to the footprint, not the trace.
+#[derive(Clone, Debug)]
+pub struct LayoutScan {
+    /// Bytes per chunk; `u64::MAX`: one per trace device, kept at its offsets.
+    chunk: u64,
+    unit: Unit,
+    page_bytes: u64,
+    /// Highest page end per (device, chunk) — or per device for disks.
+    ends: HashMap<(u32, u64), u64>,
+    /// Requests folded so far (numbers the errors).
+    requests: u64,
+}
+
+impl LayoutScan {
+    /// `dense` packs touched chunks; else each trace device keeps its
+    /// offsets, devices one after another.
+    pub fn new(unit: Unit, page_bytes: u64, dense: bool) -> LayoutScan {
         let chunk = if dense { CHUNK_BYTES.max(page_bytes) } else { u64::MAX };
-        Layout::scan_chunks(requests, unit, page_bytes, chunk)
+        LayoutScan::with_chunk(unit, page_bytes, chunk)
     }
 
     /// Packs exactly the touched pages (`size=footprint`): chunks of one
     /// `flash_page`, or of one trace page if that is larger (a multiple of it:
     /// page sizes are powers of two).
-    pub fn scan_pages(requests: &[Request], unit: Unit, page_bytes: u64, flash_page: u64) -> Result<Layout, SimError> {
-        Layout::scan_chunks(requests, unit, page_bytes, flash_page.max(page_bytes))
+    pub fn pages(unit: Unit, page_bytes: u64, flash_page: u64) -> LayoutScan {
+        LayoutScan::with_chunk(unit, page_bytes, flash_page.max(page_bytes))
     }
 
-    /// Packs the touched chunks of `chunk` bytes (`u64::MAX`: one per trace device, kept at its offsets).
-    fn scan_chunks(requests: &[Request], unit: Unit, page_bytes: u64, chunk: u64) -> Result<Layout, SimError> {
+    /// The scan device `spec` needs (its kind and `size=` decide the chunk).
+    pub fn for_device(spec: &str, unit: Unit, page_bytes: u64) -> Result<LayoutScan, SimError> {
+        let (_, info) = catalog::parse(spec)?;
+        Ok(match catalog::footprint_page(spec)? {
+            Some(flash_page) => LayoutScan::pages(unit, page_bytes, flash_page),
+            None => LayoutScan::new(unit, page_bytes, info.dense),
+        })
+    }
+
+    fn with_chunk(unit: Unit, page_bytes: u64, chunk: u64) -> LayoutScan {
+        LayoutScan { chunk, unit, page_bytes, ends: HashMap::new(), requests: 0 }
+    }
+
+    /// Folds in the next request of the trace.
+    pub fn add(&mut self, r: &Request) -> Result<(), SimError> {
+        let (chunk, page_bytes) = (self.chunk, self.page_bytes);
         let dense = chunk != u64::MAX;
-        // Highest page end per (device, chunk) — or per device for disks.
-        let mut ends: HashMap<(u32, u64), u64> = HashMap::new();
-        for (i, r) in requests.iter().enumerate() {
-            let pr = pages_of(r, unit, page_bytes, i as u64)?;
-            let (Some(first), Some(last)) = (pr.keys().next(), pr.keys().last()) else { continue };
-            let (dev, first) = split_key(first);
-            let last = split_key(last).1;
-            let (lo, hi) = (first.saturating_mul(page_bytes), last.saturating_mul(page_bytes));
-            // Every chunk from the first page's to the last one's (a request
-            // may span more than two).
-            let (c0, c1) = if dense { (lo / chunk, hi / chunk) } else { (0, 0) };
-            for c in c0..=c1 {
-                let end = ends.entry((dev, c)).or_insert(0);
-                *end = (*end).max(if c == c1 { hi + page_bytes } else { (c + 1) * chunk });
-            }
+        let pr = pages_of(r, self.unit, page_bytes, self.requests)?;
+        self.requests += 1;
+        let (Some(first), Some(last)) = (pr.keys().next(), pr.keys().last()) else { return Ok(()) };
+        let (dev, first) = split_key(first);
+        let last = split_key(last).1;
+        let (lo, hi) = (first.saturating_mul(page_bytes), last.saturating_mul(page_bytes));
+        // Every chunk from the first page's to the last one's (a request
+        // may span more than two).
+        let (c0, c1) = if dense { (lo / chunk, hi / chunk) } else { (0, 0) };
+        for c in c0..=c1 {
+            let end = self.ends.entry((dev, c)).or_insert(0);
+            *end = (*end).max(if c == c1 { hi + page_bytes } else { (c + 1) * chunk });
         }
-        let mut keys: Vec<(u32, u64)> = ends.keys().copied().collect();
+        Ok(())
+    }
+
+    /// The layout of the requests folded in: touched chunks in address order.
+    pub fn finish(self) -> Layout {
+        let dense = self.chunk != u64::MAX;
+        let mut keys: Vec<(u32, u64)> = self.ends.keys().copied().collect();
         keys.sort_unstable();
         let mut starts = HashMap::with_capacity(keys.len());
         let mut next = 0u64;
         for k in keys {
             starts.insert(k, next);
-            next += if dense { chunk } else { ends[&k] };
+            next += if dense { self.chunk } else { self.ends[&k] };
         }
-        Ok(Layout { chunk, starts, footprint: next })
+        Layout { chunk: self.chunk, starts, footprint: next }
+    }
+
+    /// A scan of all of `requests`.
+    fn over(mut self, requests: &[Request]) -> Result<Layout, SimError> {
+        for r in requests {
+            self.add(r)?;
+        }
+        Ok(self.finish())
+    }
+}
+
+impl Layout {
+    /// Lays out the pages `requests` touch. `dense` packs touched chunks; else
+    /// each trace device keeps its offsets, devices one after another.
+    pub fn scan(requests: &[Request], unit: Unit, page_bytes: u64, dense: bool) -> Result<Layout, SimError> {
+        LayoutScan::new(unit, page_bytes, dense).over(requests)
+    }
+
+    /// Packs exactly the touched pages (`size=footprint`, see [`LayoutScan::pages`]).
+    pub fn scan_pages(requests: &[Request], unit: Unit, page_bytes: u64, flash_page: u64) -> Result<Layout, SimError> {
+        LayoutScan::pages(unit, page_bytes, flash_page).over(requests)
     }
 
     /// Byte offset on the model device of page `key` (of `page_bytes`).
@@ -157,11 +210,13 @@ impl Devices<'_> {
 impl Backing {
     /// Builds the device `spec` names, sized to the pages `requests` touch.
     pub fn new(spec: &str, requests: &[Request], unit: Unit, page_bytes: u64) -> Result<Backing, SimError> {
-        let (_, info) = catalog::parse(spec)?;
-        let layout = match catalog::footprint_page(spec)? {
-            Some(flash_page) => Layout::scan_pages(requests, unit, page_bytes, flash_page)?,
-            None => Layout::scan(requests, unit, page_bytes, info.dense)?,
-        };
+        let layout = LayoutScan::for_device(spec, unit, page_bytes)?.over(requests)?;
+        Backing::with_layout(spec, layout, page_bytes)
+    }
+
+    /// Builds the device `spec` names over a layout (from a [`LayoutScan`]
+    /// made with [`LayoutScan::for_device`] of the same spec).
+    pub fn with_layout(spec: &str, layout: Layout, page_bytes: u64) -> Result<Backing, SimError> {
         let (device, canonical) = catalog::build(spec, &DeviceCtx { footprint_bytes: layout.footprint })?;
         Ok(Backing { device, spec: canonical.canonical(), layout, page_bytes, warm: None })
     }

@@ -5,16 +5,17 @@ use crate::key::{page_key, PAGE_BITS};
 use crate::metrics::Counters;
 use crate::policy::{Access, Effects, Io, Policy, Tier, NEVER};
 use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
-use hashbrown::HashMap;
 use thiserror::Error;
 
 pub mod backing;
+pub mod future;
 pub mod queue;
 pub mod relative;
 pub mod run;
 pub mod series;
 use crate::Nanos;
-pub use backing::{Backing, Devices, Layout};
+pub use backing::{Backing, Devices, Layout, LayoutScan};
+pub use future::NextUses;
 pub use queue::QueueSpec;
 pub use run::{run, RunSpec, TraceSource};
 pub use series::Series;
@@ -111,6 +112,8 @@ pub struct Simulator<'p> {
     align_pages: bool,
     /// Leading requests that warm the cache and devices uncounted (`--warmup`).
     warmup: u64,
+    /// Next uses, for offline policies (Belady).
+    future: Option<NextUses>,
     pub counters: Counters,
 }
 
@@ -128,6 +131,7 @@ impl<'p> Simulator<'p> {
             requests: 0,
             align_pages: false,
             warmup: 0,
+            future: None,
             counters: Counters::default(),
         }
     }
@@ -141,6 +145,14 @@ impl<'p> Simulator<'p> {
     /// Charges read hits, fills and write-back reads to the cache's own device.
     pub fn with_cache_device(mut self, cache: &'p mut Backing) -> Self {
         self.devices.cache = Some(cache);
+        self
+    }
+
+    /// Gives an offline policy its next uses, one per page access in trace
+    /// order ([`future`]). Without them, [`run`](Self::run) computes them in
+    /// memory from the whole trace.
+    pub fn with_future(mut self, next: NextUses) -> Self {
+        self.future = Some(next);
         self
     }
 
@@ -184,9 +196,13 @@ impl<'p> Simulator<'p> {
         self.series.take().map(Series::finish).unwrap_or_default()
     }
 
-    /// Fails once the series has more busy intervals than it keeps (checked
-    /// per batch and per request, off the per-page path).
-    fn check_series(&self) -> Result<(), SimError> {
+    /// Fails once the series has more busy intervals than it keeps, or the
+    /// next uses could not be read (checked per batch and per request, off
+    /// the per-page path).
+    fn check_after(&mut self) -> Result<(), SimError> {
+        if let Some(e) = self.future.as_mut().and_then(NextUses::take_error) {
+            return Err(e);
+        }
         match &self.series {
             Some(s) if s.overflowed() => Err(SimError::Config(s.overflow_error())),
             _ => Ok(()),
@@ -229,52 +245,29 @@ impl<'p> Simulator<'p> {
         mut self,
         reader: &mut dyn TraceReader,
     ) -> Result<(Counters, Vec<crate::metrics::IntervalStats>), SimError> {
-        if self.policy.needs_future() {
+        if self.policy.needs_future() && self.future.is_none() {
             let requests = crate::trace::read_all(reader)?;
-            let next = self.next_uses(&requests, reader.unit())?;
-            self.replay(&requests, reader.unit(), Some(&next))?;
+            let next = future::next_uses(&requests, reader.unit(), self.cfg.page_bytes)?;
+            self.future = Some(NextUses::in_memory(next));
+            self.replay(&requests, reader.unit())?;
         } else {
             let unit = reader.unit();
             let mut batch = Vec::with_capacity(BATCH);
             while reader.read_batch(&mut batch, BATCH)? > 0 {
-                self.replay(&batch, unit, None)?;
+                self.replay(&batch, unit)?;
             }
         }
         let series = self.take_series();
         Ok((self.finish(), series))
     }
 
-    /// For every page access, the position of the next access to the same key.
-    fn next_uses(&self, requests: &[Request], unit: Unit) -> Result<Vec<u64>, SimError> {
-        let mut keys = Vec::with_capacity(requests.len());
-        for (i, r) in requests.iter().enumerate() {
-            let pr = pages_of(r, unit, self.cfg.page_bytes, i as u64)?;
-            if r.op != Op::Trim {
-                keys.extend((0..pr.count).map(|p| pr.key(p)));
-            } else {
-                // trims are page accesses too (they take a seq), they just never count as uses
-                keys.extend((0..pr.count).map(|_| NEVER));
-            }
-        }
-        let mut next = vec![NEVER; keys.len()];
-        let mut seen: HashMap<u64, u64> = HashMap::with_capacity(keys.len() / 4);
-        for (i, &k) in keys.iter().enumerate().rev() {
-            if k != NEVER {
-                if let Some(j) = seen.insert(k, i as u64) {
-                    next[i] = j;
-                }
-            }
-        }
-        Ok(next)
-    }
-
-    /// Replays a batch of requests. `next` holds next-use positions for offline policies.
-    pub fn replay(&mut self, requests: &[Request], unit: Unit, next: Option<&[u64]>) -> Result<(), SimError> {
+    /// Replays a batch of requests.
+    pub fn replay(&mut self, requests: &[Request], unit: Unit) -> Result<(), SimError> {
         for r in requests {
             let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
-            self.serve(r, pr, unit, next);
+            self.serve(r, pr, unit);
         }
-        self.check_series()
+        self.check_after()
     }
 
     /// Tells the policy a request entered the device queue (QLRU's lookahead):
@@ -299,17 +292,17 @@ impl<'p> Simulator<'p> {
     /// Serves one request: the policy's maintenance due by its arrival, then
     /// every page through the policy, the policy's I/O charged to the devices.
     /// Returns the device time the request cost (0 without devices).
-    pub fn request(&mut self, r: &Request, unit: Unit, next: Option<&[u64]>) -> Result<Nanos, SimError> {
+    pub fn request(&mut self, r: &Request, unit: Unit) -> Result<Nanos, SimError> {
         let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
-        let busy = self.serve(r, pr, unit, next);
-        self.check_series()?;
+        let busy = self.serve(r, pr, unit);
+        self.check_after()?;
         Ok(busy)
     }
 
     /// [`request`](Self::request) once its pages are known (the hot loop: no
     /// error path per request).
     #[inline(always)]
-    fn serve(&mut self, r: &Request, pr: PageRange, unit: Unit, next: Option<&[u64]>) -> Nanos {
+    fn serve(&mut self, r: &Request, pr: PageRange, unit: Unit) -> Nanos {
         let mut busy = 0;
         if self.maintains {
             self.maintain(r.time);
@@ -343,7 +336,7 @@ impl<'p> Simulator<'p> {
         let mut all_hit = true;
         for p in 0..pr.count {
             let partial = !self.align_pages && ((p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial));
-            let next_use = next.map_or(NEVER, |n| n[self.seq as usize]);
+            let next_use = self.future.as_mut().map_or(NEVER, NextUses::next_use);
             let a = Access {
                 time: r.time,
                 key: pr.key(p),

@@ -49,12 +49,14 @@
 //! mean and maximum are exact. The loop allocates nothing per request: the
 //! queues are rings of `depth` entries, built once.
 
+use super::future::{next_uses, NextUses};
 use super::{pages_of, SimError, Simulator};
 use crate::device::MEMORY_PRESETS;
 use crate::metrics::QueueReport;
-use crate::trace::{Op, Request, Unit};
+use crate::trace::{MemoryReader, Op, Request, TraceReader, Unit, BATCH};
 use crate::Nanos;
 use hdrhistogram::Histogram;
+use std::collections::VecDeque;
 
 /// The deepest NCQ accepted: paper 002 §4.1 goes up to 512 (SATA allows 32,
 /// non-standard SSDs 128).
@@ -99,22 +101,98 @@ fn buffer_ns(page_bytes: u64, op: Op) -> Nanos {
 
 /// Replays `requests` through `sim` (which should have a backing device: else
 /// only buffer time is charged) as an open queueing system; returns what the
-/// host saw. The caller finishes `sim` (drain, counters) afterwards.
+/// host saw. The caller finishes `sim` (drain, counters) afterwards. (Copies
+/// the requests: [`replay_reader`] streams.)
 pub fn replay(
     sim: &mut Simulator,
     requests: &[Request],
     unit: Unit,
     spec: &QueueSpec,
 ) -> Result<QueueReport, SimError> {
+    if sim.policy.needs_future() && sim.future.is_none() {
+        sim.future = Some(NextUses::in_memory(next_uses(requests, unit, sim.cfg.page_bytes)?));
+    }
+    replay_reader(sim, &mut MemoryReader::new(requests.into(), unit), spec)
+}
+
+/// The requests of a queueing replay, read as they are needed: the commands
+/// from the one in service to the last that entered the NCQ (at most `depth`)
+/// and one batch of the reader, so memory does not grow with the trace.
+struct Window<'r> {
+    reader: &'r mut dyn TraceReader,
+    batch: Vec<Request>,
+    /// Requests of `batch` moved to `held` already.
+    used: usize,
+    /// Requests `first..first + held.len()`.
+    held: VecDeque<Request>,
+    first: usize,
+    ended: bool,
+    /// The first request's time, and whether every request so far has it.
+    t0: Option<Nanos>,
+    same_time: bool,
+}
+
+impl<'r> Window<'r> {
+    fn new(reader: &'r mut dyn TraceReader) -> Window<'r> {
+        Window {
+            reader,
+            batch: Vec::with_capacity(BATCH),
+            used: 0,
+            held: VecDeque::new(),
+            first: 0,
+            ended: false,
+            t0: None,
+            same_time: true,
+        }
+    }
+
+    /// Request `j` (not yet released), or `None` past the end of the trace.
+    fn get(&mut self, j: usize) -> Result<Option<Request>, SimError> {
+        debug_assert!(j >= self.first);
+        while self.first + self.held.len() <= j {
+            if self.used == self.batch.len() {
+                self.used = 0;
+                if self.ended || self.reader.read_batch(&mut self.batch, BATCH)? == 0 {
+                    self.batch.clear();
+                    self.ended = true;
+                    return Ok(None);
+                }
+            }
+            let r = self.batch[self.used];
+            self.used += 1;
+            let t0 = *self.t0.get_or_insert(r.time);
+            self.same_time &= r.time == t0;
+            self.held.push_back(r);
+        }
+        Ok(Some(self.held[j - self.first]))
+    }
+
+    /// Forgets requests up to `i`, included.
+    fn release_through(&mut self, i: usize) {
+        while self.first <= i && self.held.pop_front().is_some() {
+            self.first += 1;
+        }
+    }
+}
+
+/// [`replay`] over a reader, streaming. An offline policy (Belady) needs its
+/// next uses given first ([`Simulator::with_future`]).
+pub fn replay_reader(
+    sim: &mut Simulator,
+    reader: &mut dyn TraceReader,
+    spec: &QueueSpec,
+) -> Result<QueueReport, SimError> {
     spec.check()?;
-    let next = if sim.policy.needs_future() { Some(sim.next_uses(requests, unit)?) } else { None };
+    if sim.policy.needs_future() && sim.future.is_none() {
+        return Err(SimError::Config("an offline policy's queueing replay needs its next uses first".into()));
+    }
+    let unit = reader.unit();
     let page_bytes = sim.cfg.page_bytes;
     let buf_read = buffer_ns(page_bytes, Op::Read);
     let buf_write = buffer_ns(page_bytes, Op::Write);
     let depth = spec.depth as usize;
-    let n = requests.len();
-    let t0 = requests.first().map_or(0, |r| r.time);
-    let all_at_once = n > 1 && requests.iter().all(|r| r.time == t0);
+    let mut window = Window::new(reader);
+    let t0 = window.get(0)?.map_or(0, |r| r.time);
     let scale = spec.iat_scale;
     let arrival_of = |r: &Request| -> Nanos {
         let gap = r.time.saturating_sub(t0);
@@ -139,44 +217,45 @@ pub fn replay(
     let (mut max_wait, mut max_latency) = (0 as Nanos, 0 as Nanos);
     let (mut bytes, mut write_bytes) = (0u128, 0u128);
 
-    for i in 0..n {
-        // When command `next_in` can enter: its arrival, or when the command
+    let mut i = 0usize;
+    while let Some(r) = window.get(i)? {
+        // When command `j` can enter: its arrival, or when the command
         // `depth` before it completed and freed a slot.
-        let entry_of = |j: usize, last_arrival: Nanos| -> (Nanos, Nanos) {
-            let a = arrival_of(&requests[j]).max(last_arrival);
+        let entry_of = |j: usize, r: &Request, last_arrival: Nanos| -> (Nanos, Nanos) {
+            let a = arrival_of(r).max(last_arrival);
             let free = if j >= depth { done[(j - depth) % depth] } else { 0 };
             (a, a.max(free))
         };
         if next_in == i {
             // The NCQ is empty: command i enters as soon as it can.
-            let (a, e) = entry_of(i, last_arrival);
+            let (a, e) = entry_of(i, &r, last_arrival);
             arrive[i % depth] = a;
             enter[i % depth] = e;
             last_arrival = a;
-            sim.queued(&requests[i], unit, i as u64)?;
+            sim.queued(&r, unit, i as u64)?;
             next_in += 1;
         }
         let start = enter[i % depth].max(prev_done);
         // Everything that entered the NCQ by the dispatch, in order: up to
         // `depth` commands held, counting i.
-        while next_in < n && next_in < i + depth {
-            let (a, e) = entry_of(next_in, last_arrival);
+        while next_in < i + depth {
+            let Some(q) = window.get(next_in)? else { break };
+            let (a, e) = entry_of(next_in, &q, last_arrival);
             if e > start {
                 break;
             }
             arrive[next_in % depth] = a;
             enter[next_in % depth] = e;
             last_arrival = a;
-            sim.queued(&requests[next_in], unit, next_in as u64)?;
+            sim.queued(&q, unit, next_in as u64)?;
             next_in += 1;
         }
-        let r = &requests[i];
-        let device = sim.request(r, unit, next.as_deref())?;
-        let pages = pages_of(r, unit, page_bytes, i as u64)?.count;
+        let device = sim.request(&r, unit)?;
+        let pages = pages_of(&r, unit, page_bytes, i as u64)?.count;
         let (buffer, len) = match r.op {
-            Op::Read => (pages * buf_read, req_bytes(r, unit, page_bytes)),
+            Op::Read => (pages * buf_read, req_bytes(&r, unit, page_bytes)),
             Op::Write => {
-                let len = req_bytes(r, unit, page_bytes);
+                let len = req_bytes(&r, unit, page_bytes);
                 write_bytes += len as u128;
                 (pages * buf_write, len)
             }
@@ -196,7 +275,11 @@ pub fn replay(
         hist.saturating_record(latency);
         done[i % depth] = end;
         prev_done = end;
+        window.release_through(i);
+        i += 1;
     }
+    let n = i;
+    let all_at_once = n > 1 && window.same_time;
 
     let makespan = prev_done;
     let per_ns = |x: u128| {

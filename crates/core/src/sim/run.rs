@@ -2,11 +2,13 @@
 //! cache size, a page size and a mode. The CLI and the Python package both go
 //! through [`run`], so the same inputs give the same numbers everywhere.
 
+use super::future::{next_uses, Spill};
 use super::relative::Sizing;
-use super::{queue, Backing, QueueSpec, SimConfig, SimError, Simulator};
+use super::{queue, Backing, LayoutScan, NextUses, QueueSpec, SimConfig, SimError, Simulator};
 use crate::metrics::{CacheDeviceReport, DeviceReport, Report, RunInfo};
 use crate::policy::registry::build;
 use crate::policy::{BuildCtx, Mode};
+use crate::trace::progress::Progress;
 use crate::trace::{self, Format, MemoryReader, ReadOptions, Request, TraceReader, Unit};
 use crate::units::{format_bytes, parse_bytes, parse_duration_ns};
 use std::path::PathBuf;
@@ -63,6 +65,24 @@ impl TraceSource {
                 (Box::new(MemoryReader::new(requests.clone(), *unit)), format.clone())
             }
         })
+    }
+
+    /// The source with its file's reading counted in `progress` (sources not
+    /// read from a file are returned as they are).
+    pub fn with_progress(&self, progress: &Progress) -> TraceSource {
+        let mut s = self.clone();
+        if let TraceSource::File { opts, .. } = &mut s {
+            opts.progress = Some(progress.clone());
+        }
+        s
+    }
+
+    /// The progress counter the source's reading goes to, if any.
+    pub fn progress(&self) -> Option<&Progress> {
+        match self {
+            TraceSource::File { opts, .. } => opts.progress.as_ref(),
+            _ => None,
+        }
     }
 
     /// Reads the whole trace into memory, so that many runs share one parse.
@@ -281,28 +301,13 @@ fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
 pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     check_queue(spec)?;
     let Built { mut policy, spec: canonical, mode, capacity } = build_policy(spec)?;
-    // A device is sized to the trace's footprint, so it needs the whole trace first.
-    let loaded;
-    let needs_layout = spec.device.is_some() || spec.cache_device.is_some();
-    let source = match (needs_layout, source) {
-        (true, TraceSource::File { .. } | TraceSource::Gen(_)) => {
-            loaded = source.load()?;
-            &loaded
-        }
-        _ => source,
-    };
-    let mut backing = match (&spec.device, source) {
-        (Some(d), TraceSource::Memory { requests, unit, .. }) => {
-            Some(Backing::new(d, requests, *unit, spec.page_bytes)?)
-        }
-        _ => None,
-    };
-    let mut cache_device = match (&spec.cache_device, source) {
-        (Some(d), TraceSource::Memory { requests, unit, .. }) => {
-            Some(Backing::new(d, requests, *unit, spec.page_bytes)?)
-        }
-        _ => None,
-    };
+    let needs_future = policy.needs_future();
+    let first = needs_future || spec.device.is_some() || spec.cache_device.is_some();
+    if let Some(p) = source.progress() {
+        p.set_passes(if first { 2 } else { 1 });
+    }
+    let FirstPass { mut backing, mut cache_device, future } =
+        if first { first_pass(source, spec, needs_future)? } else { FirstPass::default() };
     let (mut reader, format) = source.open()?;
     let mut sim = Simulator::new(policy.as_mut(), SimConfig { page_bytes: spec.page_bytes })
         .align_pages(spec.align_pages)
@@ -316,13 +321,16 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     if let Some(interval) = spec.interval {
         sim = sim.with_series(interval);
     }
-    let (counters, queue, series) = match (&spec.queue, source) {
-        (Some(q), TraceSource::Memory { requests, unit, .. }) => {
-            let report = queue::replay(&mut sim, requests, *unit, q)?;
+    if let Some(f) = future {
+        sim = sim.with_future(f);
+    }
+    let (counters, queue, series) = match &spec.queue {
+        Some(q) => {
+            let report = queue::replay_reader(&mut sim, reader.as_mut(), q)?;
             let series = sim.take_series();
             (sim.finish(), Some(report), series)
         }
-        _ => {
+        None => {
             let (counters, series) = sim.run_with_series(reader.as_mut())?;
             (counters, None, series)
         }
@@ -352,6 +360,63 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     report.cache_device = cache_device.map(|c| CacheDeviceReport::new(c.spec.clone(), c.stats()));
     report.series = series;
     Ok(report)
+}
+
+/// [`run`] with its reading of a trace file counted in `progress` (over
+/// every pass: a run with a device or an offline policy reads the file twice).
+pub fn run_with_progress(source: &TraceSource, spec: &RunSpec, progress: &Progress) -> Result<Report, SimError> {
+    run(&source.with_progress(progress), spec)
+}
+
+/// What a run needs to know of the whole trace before it starts: the layout
+/// of its devices, an offline policy's next uses.
+#[derive(Default)]
+struct FirstPass {
+    backing: Option<Backing>,
+    cache_device: Option<Backing>,
+    future: Option<NextUses>,
+}
+
+/// One streaming pass over the trace for everything [`FirstPass`] holds;
+/// memory in proportion to the footprint (next uses go to a temporary
+/// file, see [`super::future`]). A trace in memory is used as it is.
+fn first_pass(source: &TraceSource, spec: &RunSpec, needs_future: bool) -> Result<FirstPass, SimError> {
+    let pb = spec.page_bytes;
+    if let TraceSource::Memory { requests, unit, .. } = source {
+        let device = |d: &Option<String>| d.as_deref().map(|d| Backing::new(d, requests, *unit, pb)).transpose();
+        return Ok(FirstPass {
+            backing: device(&spec.device)?,
+            cache_device: device(&spec.cache_device)?,
+            future: if needs_future { Some(NextUses::in_memory(next_uses(requests, *unit, pb)?)) } else { None },
+        });
+    }
+    let (mut reader, _) = source.open()?;
+    let unit = reader.unit();
+    let scan = |d: &Option<String>| d.as_deref().map(|d| LayoutScan::for_device(d, unit, pb)).transpose();
+    let (mut backing, mut cache_device) = (scan(&spec.device)?, scan(&spec.cache_device)?);
+    let mut spill = if needs_future { Some(Spill::new()?) } else { None };
+    let mut batch = Vec::with_capacity(trace::BATCH);
+    let mut index = 0u64;
+    while reader.read_batch(&mut batch, trace::BATCH)? > 0 {
+        for r in &batch {
+            for s in backing.iter_mut().chain(cache_device.iter_mut()) {
+                s.add(r)?;
+            }
+            if let Some(s) = spill.as_mut() {
+                s.push(r.op, super::pages_of(r, unit, pb, index)?)?;
+            }
+            index += 1;
+        }
+    }
+    let device = |d: &Option<String>, s: Option<LayoutScan>| match (d, s) {
+        (Some(d), Some(s)) => Backing::with_layout(d, s.finish(), pb).map(Some),
+        _ => Ok(None),
+    };
+    Ok(FirstPass {
+        backing: device(&spec.device, backing)?,
+        cache_device: device(&spec.cache_device, cache_device)?,
+        future: spill.map(Spill::finish).transpose()?,
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Transparent decompression: a file is recognised as gzip, xz, bzip2 or zstd by
 //! its magic bytes (not its name), so a renamed file still reads.
 
+use super::progress::{CountingReader, Progress};
 use super::TraceError;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -40,10 +41,20 @@ fn io_err(path: &Path, source: std::io::Error) -> TraceError {
 
 /// Opens `path` and returns a buffered reader over its decompressed bytes.
 pub fn open_decompressed(path: &Path) -> Result<Box<dyn BufRead + Send>, TraceError> {
+    open_counted(path, None)
+}
+
+/// As [`open_decompressed`], adding the file's bytes to `progress` as they are read.
+pub fn open_counted(path: &Path, progress: Option<&Progress>) -> Result<Box<dyn BufRead + Send>, TraceError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
-    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+    let meta = file.metadata().ok();
+    if meta.as_ref().is_some_and(|m| m.is_dir()) {
         return Err(TraceError::Format { path: path.to_path_buf(), msg: "is a directory, not a trace file".into() });
     }
+    let file: Box<dyn Read + Send> = match progress {
+        Some(p) => Box::new(CountingReader::new(file, meta.map_or(0, |m| m.len()), p.clone())),
+        None => Box::new(file),
+    };
     let mut raw = BufReader::with_capacity(BUF, file);
     let head = raw.fill_buf().map_err(|e| io_err(path, e))?.to_vec();
     let inner: Box<dyn Read + Send> = match Compression::from_magic(&head) {

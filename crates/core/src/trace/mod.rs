@@ -12,6 +12,7 @@ pub mod compress;
 pub mod formats;
 pub mod gen;
 pub mod info;
+pub mod progress;
 pub mod text;
 
 use crate::Nanos;
@@ -64,6 +65,8 @@ pub struct ReadOptions {
     pub csv: Option<formats::csv::CsvMapping>,
     /// Which blkparse event marks a request: `D` (issue, the default) or `Q` (queue).
     pub blk_event: formats::blkparse::BlkEvent,
+    /// Counts the file's bytes as readers read them (a progress bar).
+    pub progress: Option<progress::Progress>,
 }
 
 /// Everything that can go wrong reading a trace. Messages name file, line and field.

@@ -12,7 +12,7 @@ pub mod systor;
 pub mod tencent;
 pub mod vscsi;
 
-use super::compress::open_decompressed;
+use super::compress::open_counted;
 use super::text::TextReader;
 use super::{ReadOptions, TraceError, TraceReader};
 use std::io::BufRead;
@@ -102,7 +102,7 @@ pub fn open_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Box<dy
     if format == Format::Auto {
         return Err(TraceError::Format { path: path.into(), msg: "format must be resolved before opening".into() });
     }
-    reader_over(open_decompressed(path)?, path, format, opts)
+    reader_over(open_counted(path, opts.progress.as_ref())?, path, format, opts)
 }
 
 /// A reader of `format` (not `Auto`) over the decompressed bytes `src`; `path`
