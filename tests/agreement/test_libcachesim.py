@@ -45,6 +45,12 @@ CASES = [
     # objects as the paper does; S3FIFOv0 is the paper's S3-FIFO
     ("arc", lcs.ARC, 1),
     ("s3fifo", s3fifo_v0, PAGE),
+    # issue 17, part 1 (LFUDA and CAR: see test_reference_models.py)
+    ("sieve", lcs.Sieve, PAGE),
+    ("slru", lcs.SLRU, PAGE),
+    ("lru-k", lcs.LRUK, PAGE),  # k=2: the paper's LRU-2 and libCacheSim's are one algorithm
+    ("lru-k(k=3,variant=libcachesim)", lambda size: lcs.LRUK(size, k=3), PAGE),
+    ("mq", lcs.MQ, PAGE),
 ]
 # S3FIFOv0, like libCacheSim's S3FIFO, caches nothing when its small queue holds
 # under one object (10 pages or fewer); the paper's algorithm, our default, caches

@@ -20,6 +20,13 @@ pub static POLICIES: &[PolicyInfo] = &[
     classic::arc::INFO,
     classic::lirs::INFO,
     classic::s3fifo::INFO,
+    // issue 17, part 1
+    classic::sieve::INFO,
+    classic::slru::INFO,
+    classic::lfuda::INFO,
+    classic::lru_k::INFO,
+    classic::mq::INFO,
+    classic::car::INFO,
     classic::belady::INFO,
     classic::none::INFO,
     flash::cflru::INFO,
@@ -175,7 +182,13 @@ mod tests {
 
     #[test]
     fn the_rules_are_the_classic_policies() {
-        assert_eq!(rule_names(), ["lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "belady"]);
+        assert_eq!(
+            rule_names(),
+            [
+                "lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "sieve", "slru", "lfuda", "lru-k", "mq",
+                "car", "belady"
+            ]
+        );
     }
 
     #[test]
