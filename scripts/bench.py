@@ -26,7 +26,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = pathlib.Path(os.environ.get("SSDCACHE_BIN", ROOT / "target" / "release" / "ssdcache"))
 DATA = ROOT / "bench-data"
-LCS_CLASS = {"lru": "LRU", "arc": "ARC", "lirs": "LIRS", "s3fifo": "S3FIFO", "fifo": "FIFO", "clock": "Clock", "2q": "TwoQ", "lfu": "LFU"}
+LCS_CLASS = {"lru": "LRU", "arc": "ARC", "lirs": "LIRS", "s3fifo": "S3FIFO", "fifo": "FIFO", "clock": "Clock", "2q": "TwoQ", "lfu": "LFU",
+             "sieve": "Sieve", "slru": "SLRU", "lru-k": "LRUK", "mq": "MQ"}
 # the ssdcache spec that runs the same algorithm as libCacheSim's class (see tests/agreement)
 ALIGNED = {"arc": "arc(variant=libcachesim)", "lirs": "lirs(variant=libcachesim)", "s3fifo": "s3fifo(variant=libcachesim)",
            "2q": "2q(variant=libcachesim)"}

@@ -50,6 +50,12 @@ CASES = [
     ("admit(by=bloom,rule=lru)", lambda size: lcs.LRU(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
     ("admit(by=bloom,rule=fifo)", lambda size: lcs.FIFO(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
     ("admit(by=bloom,rule=clock)", lambda size: lcs.Clock(size, admissioner=lcs.BloomFilterAdmissioner()), PAGE),
+    # issue 17, part 1 (LFUDA and CAR: see test_reference_models.py)
+    ("sieve", lcs.Sieve, PAGE),
+    ("slru", lcs.SLRU, PAGE),
+    ("lru-k", lcs.LRUK, PAGE),  # k=2: the paper's LRU-2 and libCacheSim's are one algorithm
+    ("lru-k(k=3,variant=libcachesim)", lambda size: lcs.LRUK(size, k=3), PAGE),
+    ("mq", lcs.MQ, PAGE),
 ]
 # S3FIFOv0, like libCacheSim's S3FIFO, caches nothing when its small queue holds
 # under one object (10 pages or fewer); the paper's algorithm, our default, caches

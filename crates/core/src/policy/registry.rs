@@ -22,6 +22,13 @@ pub static POLICIES: &[PolicyInfo] = &[
     classic::arc::INFO,
     classic::lirs::INFO,
     classic::s3fifo::INFO,
+    // issue 17, part 1
+    classic::sieve::INFO,
+    classic::slru::INFO,
+    classic::lfuda::INFO,
+    classic::lru_k::INFO,
+    classic::mq::INFO,
+    classic::car::INFO,
     classic::belady::INFO,
     classic::none::INFO,
     flash::cflru::INFO,
@@ -205,7 +212,13 @@ mod tests {
 
     #[test]
     fn the_rules_are_the_classic_policies() {
-        assert_eq!(rule_names(), ["lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "belady", "admit"]);
+        assert_eq!(
+            rule_names(),
+            [
+                "lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "sieve", "slru", "lfuda", "lru-k", "mq",
+                "car", "belady", "admit"
+            ]
+        );
     }
 
     #[test]

@@ -318,7 +318,10 @@ mod tests {
     #[test]
     fn fills_never_meet_a_segment_the_map_still_holds() {
         let slots = 6usize;
-        for policy in ["lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo"] {
+        for policy in [
+            "lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "sieve", "slru", "lfuda", "lru-k", "mq",
+            "car",
+        ] {
             for mode in [CacheMode::WriteThrough, CacheMode::WriteAround, CacheMode::ReadOnly] {
                 let mut d = Decider::new(mode, policy, &meta(&vec![None; slots])).unwrap();
                 let mut map: Vec<Option<u64>> = vec![None; slots];

@@ -1,0 +1,290 @@
+//! MQ: multi-queue replacement for second-level buffer caches (Zhou, Philbin
+//! & Li, USENIX ATC'01) — ssdcache's own setting: the cache below a host's
+//! page cache, where recency is filtered out and frequency is what is left.
+//!
+//! - `m` LRU queues `Q0..Qm-1`; a page hit `f` times lives in `Q[min(⌊log2 f⌋, m-1)]`;
+//! - a hit adds one to the page's count, moves it to the MRU end of its queue
+//!   and sets its expiry to `now + lifetime`;
+//! - a miss evicts, if the cache is full, the LRU page of the lowest non-empty
+//!   queue, remembering its key and count in the ghost FIFO `Qout`; a missed
+//!   page found in `Qout` comes back with its remembered count plus one,
+//!   others start at one;
+//! - after each hit and each insert, `Adjust`: the clock ticks, and the LRU
+//!   page of each queue `Qk` (`k ≥ 1`) whose expiry has passed moves down to
+//!   the MRU end of `Qk-1`, with a fresh expiry.
+//!
+//! Defaults are libCacheSim's `MQ` (`MQ.c`): `queues=8`, `lifetime=10000`
+//! (accesses), `qout=400%` of the capacity in keys (the paper's `Qout` holds
+//! four times the cache's blocks too). The paper sets `lifetime` adaptively
+//! from the observed peak temporal distance; like libCacheSim, this rule takes
+//! it as a fixed parameter. Miss counts equal libCacheSim's. `Qout`'s size is
+//! worked out as libCacheSim does in bytes for 4 KiB pages:
+//! `⌊trunc(C·4096·qout)/4096⌋` keys. A key leaves `Qout` when it misses again,
+//! before anything is evicted for it.
+//!
+//! Memory per tracked key (resident or ghost): a 16-byte arena node, 16 bytes
+//! of count, expiry and queue in a side array, and the arena's hash index.
+
+use crate::list::{reserve_for, upfront, Arena, List};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+
+/// The queue tag of a key remembered in `Qout`.
+const GHOST: u8 = u8::MAX;
+/// The most queues (libCacheSim: `MQ_MAX_N_QUEUE`).
+const MAX_QUEUES: u64 = 64;
+/// libCacheSim's object size in our comparisons (4 KiB pages), for its byte rounding.
+const LCS_PAGE: u64 = 4096;
+
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    /// Accesses counted (for a ghost: when it was evicted).
+    freq: u32,
+    /// Queue number, or [`GHOST`].
+    queue: u8,
+    /// Clock value after which the page may move down a queue.
+    expire: u64,
+}
+
+pub struct Mq {
+    arena: Arena<()>,
+    meta: Vec<Meta>,
+    /// `queues[k]`: front = MRU.
+    queues: Vec<List>,
+    /// Front = newest ghost.
+    qout: List,
+    qout_cap: usize,
+    lifetime: u64,
+    now: u64,
+    resident: usize,
+    capacity: usize,
+}
+
+impl Mq {
+    pub fn new(capacity: usize, queues: usize, lifetime: u64, qout: f64) -> Self {
+        let capacity = capacity.max(1);
+        let qout_cap = (((capacity as u64 * LCS_PAGE) as f64 * qout) as u64 / LCS_PAGE) as usize;
+        Mq {
+            arena: Arena::with_capacity(capacity + qout_cap),
+            meta: upfront(capacity + qout_cap),
+            queues: vec![List::new(); queues.clamp(1, MAX_QUEUES as usize)],
+            qout: List::new(),
+            qout_cap,
+            lifetime,
+            now: 0,
+            resident: 0,
+            capacity,
+        }
+    }
+
+    fn queue_of(&self, mut freq: u32) -> u8 {
+        let mut q = 0;
+        while freq > 1 && q + 1 < self.queues.len() {
+            freq >>= 1;
+            q += 1;
+        }
+        q as u8
+    }
+
+    fn link(&mut self, idx: u32, freq: u32) {
+        let queue = self.queue_of(freq);
+        self.meta[idx as usize] = Meta { freq, queue, expire: self.now + self.lifetime };
+        self.queues[queue as usize].push_front(&mut self.arena, idx);
+    }
+
+    /// The paper's `Adjust`: tick, and move expired LRU pages down one queue.
+    fn adjust(&mut self) {
+        self.now += 1;
+        for k in 1..self.queues.len() {
+            let Some(idx) = self.queues[k].back() else { continue };
+            let m = &mut self.meta[idx as usize];
+            if m.expire < self.now {
+                m.queue = (k - 1) as u8;
+                m.expire = self.now + self.lifetime;
+                self.queues[k].unlink(&mut self.arena, idx);
+                self.queues[k - 1].push_front(&mut self.arena, idx);
+            }
+        }
+    }
+
+    /// Evicts the LRU page of the lowest non-empty queue into `Qout`.
+    fn evict(&mut self, evicted: &mut Vec<u64>) {
+        let Some(k) = self.queues.iter().position(|q| !q.is_empty()) else { return };
+        let idx = self.queues[k].pop_back(&mut self.arena).expect("queue is not empty");
+        self.resident -= 1;
+        evicted.push(self.arena.key(idx));
+        if self.qout_cap == 0 {
+            self.arena.remove(idx);
+            return;
+        }
+        self.meta[idx as usize].queue = GHOST;
+        self.qout.push_front(&mut self.arena, idx);
+        if self.qout.len() > self.qout_cap {
+            let old = self.qout.pop_back(&mut self.arena).expect("Qout is not empty");
+            self.arena.remove(old);
+        }
+    }
+
+    /// Keys of each queue, MRU first, `Q0` first (for tests).
+    pub fn queues(&self) -> Vec<Vec<u64>> {
+        self.queues.iter().map(|q| q.keys(&self.arena)).collect()
+    }
+}
+
+impl Replacement for Mq {
+    #[inline]
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
+        let Some(idx) = self.arena.find(a.key) else { return false };
+        let m = self.meta[idx as usize];
+        if m.queue == GHOST {
+            return false;
+        }
+        self.queues[m.queue as usize].unlink(&mut self.arena, idx);
+        self.link(idx, m.freq.saturating_add(1));
+        self.adjust();
+        true
+    }
+
+    #[inline]
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        let freq = match self.arena.find(a.key) {
+            Some(idx) => {
+                debug_assert_eq!(self.meta[idx as usize].queue, GHOST, "insert of a resident key");
+                let f = self.meta[idx as usize].freq;
+                self.qout.unlink(&mut self.arena, idx);
+                self.arena.remove(idx);
+                f.saturating_add(1)
+            }
+            None => 1,
+        };
+        while self.resident >= self.capacity {
+            self.evict(evicted);
+        }
+        let idx = self.arena.insert(a.key, ());
+        if idx as usize >= self.meta.len() {
+            reserve_for(&mut self.meta, idx as usize + 1, self.arena.limit());
+            self.meta.resize(idx as usize + 1, Meta { freq: 0, queue: 0, expire: 0 });
+        }
+        self.link(idx, freq);
+        self.resident += 1;
+        self.adjust();
+        true
+    }
+
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
+        let Some(idx) = self.arena.find(key) else { return false };
+        let q = self.meta[idx as usize].queue;
+        if q == GHOST {
+            // libCacheSim forgets a removed key's history too.
+            self.qout.unlink(&mut self.arena, idx);
+            self.arena.remove(idx);
+            return false;
+        }
+        self.queues[q as usize].unlink(&mut self.arena, idx);
+        self.arena.remove(idx);
+        self.resident -= 1;
+        true
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some_and(|idx| self.meta[idx as usize].queue != GHOST)
+    }
+    fn len(&self) -> usize {
+        self.resident
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+    fn ghosts(&self) -> usize {
+        self.qout.len()
+    }
+}
+
+fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Mq, SpecError> {
+    let queues = spec.uint("queues")?;
+    if !(1..=MAX_QUEUES).contains(&queues) {
+        return Err(spec.invalid("queues", format!("between 1 and {MAX_QUEUES}")));
+    }
+    let lifetime = spec.uint("lifetime")?;
+    if lifetime > u32::MAX as u64 {
+        return Err(spec.invalid("lifetime", "at most 2^32-1 accesses"));
+    }
+    let raw = spec.raw("qout");
+    let qout = match raw.strip_suffix('%') {
+        Some(pct) => pct.parse::<f64>().map(|v| v / 100.0),
+        None => raw.parse::<f64>(),
+    };
+    let qout = match qout {
+        Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => v,
+        _ => return Err(spec.invalid("qout", "expected a share of the capacity between 0 and 10000%")),
+    };
+    Ok(Mq::new(ctx.capacity, queues as usize, lifetime, qout))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
+}
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "mq",
+    about: "MQ: multi-queue by log2 frequency with lifetimes and a ghost Qout (Zhou et al.; libCacheSim MQ)",
+    params: &[
+        ParamInfo { name: "queues", default: "8", about: "number of LRU queues (n-queue), 1 to 64" },
+        ParamInfo {
+            name: "lifetime",
+            default: "10000",
+            about: "accesses a page may go unreferenced before moving down a queue",
+        },
+        ParamInfo {
+            name: "qout",
+            default: "400%",
+            about: "ghost keys kept, as a share of the capacity (Qout-size-ratio)",
+        },
+    ],
+    build,
+    rule: Some(rule),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::run_keys;
+    use crate::policy::Mode;
+
+    #[test]
+    fn by_hand() {
+        // 3 pages, 4 queues, lifetime 2, Qout 2 keys.
+        let mut m = Mq::new(3, 4, 2, 0.67);
+        assert_eq!(m.qout_cap, 2);
+        // 1 misses (count 1, Q0, expiry 0+2; tick -> 1); its hit (count 2) moves it
+        // to Q1 with expiry 1+2 = 3 (tick -> 2). 2 and 3 enter Q0 (ticks 3, 4): at
+        // tick 4, 1's expiry (3) has passed and it moves down to Q0's MRU end.
+        assert_eq!(run_keys(&mut m, &[1, 1, 2]), vec![false, true, false]);
+        assert_eq!(m.queues(), vec![vec![2], vec![1], vec![], vec![]]);
+        assert_eq!(run_keys(&mut m, &[3]), vec![false]);
+        assert_eq!(m.queues(), vec![vec![1, 3, 2], vec![], vec![], vec![]]);
+        // 4: Q0's LRU (2) leaves for Qout.
+        assert_eq!(run_keys(&mut m, &[4]), vec![false]);
+        assert_eq!(m.queues(), vec![vec![4, 1, 3], vec![], vec![], vec![]]);
+        assert_eq!(m.ghosts(), 1);
+        // 2 comes back from Qout with count 1 + 1 = 2: Q1. 3 (Q0's LRU) leaves.
+        assert_eq!(run_keys(&mut m, &[2]), vec![false]);
+        assert_eq!(m.queues(), vec![vec![4, 1], vec![2], vec![], vec![]]);
+        assert_eq!(m.qout.keys(&m.arena), vec![3]);
+    }
+
+    #[test]
+    fn bad_params() {
+        let ctx = BuildCtx { capacity: 10, mode: Mode::WriteBack, page_bytes: 4096 };
+        for bad in ["mq(queues=0)", "mq(queues=65)", "mq(lifetime=-1)", "mq(qout=-5%)", "mq(qout=nan)", "mq(qout=x)"] {
+            assert!(build_spec(bad, &ctx).is_err(), "{bad}");
+        }
+        assert!(build_spec("mq(queues=1,lifetime=0,qout=0)", &ctx).is_ok());
+        assert!(build_spec("mq(qout=2.5)", &ctx).is_ok());
+    }
+}

@@ -1,0 +1,218 @@
+//! SLRU: segmented LRU, `n` LRU segments of equal size; a hit moves a page up
+//! one segment, and a segment over its size pushes its LRU page down one
+//! segment, the lowest one out of the cache (Karedla et al., IEEE Computer
+//! '94, generalised to `n` segments as libCacheSim's `SLRU`).
+//!
+//! Rules and sizes are libCacheSim's `SLRU` (`SLRU.c`), so miss counts agree
+//! exactly; its choices, kept here:
+//! - `segments=4` by default, each `⌊C/n⌋` pages (libCacheSim: `cache_size/n`
+//!   bytes, for 4 KiB pages the same);
+//! - a miss first makes room in the cache as a whole (evicting the LRU page of
+//!   the lowest non-empty segment), then enters the lowest segment with room
+//!   for it, or segment 0 if none has: before the cache first fills, pages land
+//!   in higher segments, and segment 0 may run over its size;
+//! - a hit in the top segment moves the page to that segment's MRU end; a hit
+//!   below moves it to the MRU end of the next segment up, which, if over its
+//!   size, sends its LRU page down, and so on; a page pushed out of an
+//!   over-full segment 0 leaves the cache — so a hit may evict other pages;
+//! - **nothing is cached when a segment is under one page** (`C < n`):
+//!   libCacheSim refuses every object then, and so does this rule
+//!   ([`Replacement::insert`] returns false).
+//!
+//! Memory per resident page: a 16-byte arena node, one byte of segment number
+//! in a side array, and the arena's hash index.
+
+use crate::list::{reserve_for, upfront, Arena, List};
+use crate::policy::mode::with_mode;
+use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+
+/// The most segments (libCacheSim: `SLRU_MAX_N_SEG`).
+const MAX_SEGMENTS: u64 = 16;
+
+pub struct Slru {
+    arena: Arena<()>,
+    /// Segment of the page in arena node `i`.
+    seg_of: Vec<u8>,
+    /// Segment 0 is the lowest (probationary); front = MRU.
+    segs: Vec<List>,
+    /// Pages per segment.
+    seg_size: usize,
+    capacity: usize,
+}
+
+impl Slru {
+    pub fn new(capacity: usize, segments: usize) -> Self {
+        let capacity = capacity.max(1);
+        let segments = segments.clamp(1, MAX_SEGMENTS as usize);
+        Slru {
+            arena: Arena::with_capacity(capacity),
+            seg_of: upfront(capacity),
+            segs: vec![List::new(); segments],
+            seg_size: capacity / segments,
+            capacity,
+        }
+    }
+
+    fn resident(&self) -> usize {
+        self.segs.iter().map(|s| s.len()).sum()
+    }
+
+    /// Evicts the LRU page of the lowest non-empty segment.
+    fn evict(&mut self, evicted: &mut Vec<u64>) {
+        let Some(s) = self.segs.iter().position(|s| !s.is_empty()) else { return };
+        let idx = self.segs[s].pop_back(&mut self.arena).expect("segment is not empty");
+        evicted.push(self.arena.remove(idx));
+    }
+
+    /// Segment `s` is over its size: its LRU page goes down one segment (out of
+    /// the cache from segment 0), and so on down (libCacheSim's `SLRU_cool`).
+    fn cool(&mut self, s: usize, evicted: &mut Vec<u64>) {
+        if s == 0 {
+            self.evict(evicted);
+            return;
+        }
+        let idx = self.segs[s].pop_back(&mut self.arena).expect("over-full segment");
+        self.segs[s - 1].push_front(&mut self.arena, idx);
+        self.seg_of[idx as usize] = (s - 1) as u8;
+        while self.segs[s - 1].len() > self.seg_size {
+            self.cool(s - 1, evicted);
+        }
+    }
+
+    /// Keys of each segment, MRU first, lowest segment first (for tests).
+    pub fn segments(&self) -> Vec<Vec<u64>> {
+        self.segs.iter().map(|s| s.keys(&self.arena)).collect()
+    }
+}
+
+impl Replacement for Slru {
+    #[inline]
+    fn touch(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        let Some(idx) = self.arena.find(a.key) else { return false };
+        let s = self.seg_of[idx as usize] as usize;
+        if s + 1 == self.segs.len() {
+            self.segs[s].move_to_front(&mut self.arena, idx);
+        } else {
+            self.segs[s].unlink(&mut self.arena, idx);
+            self.segs[s + 1].push_front(&mut self.arena, idx);
+            self.seg_of[idx as usize] = (s + 1) as u8;
+            while self.segs[s + 1].len() > self.seg_size {
+                self.cool(s + 1, evicted);
+            }
+        }
+        true
+    }
+
+    #[inline]
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        if self.seg_size == 0 {
+            return false;
+        }
+        while self.resident() >= self.capacity {
+            self.evict(evicted);
+        }
+        let s = self.segs.iter().position(|l| l.len() < self.seg_size).unwrap_or(0);
+        let idx = self.arena.insert(a.key, ());
+        if idx as usize >= self.seg_of.len() {
+            reserve_for(&mut self.seg_of, idx as usize + 1, self.arena.limit());
+            self.seg_of.resize(idx as usize + 1, 0);
+        }
+        self.seg_of[idx as usize] = s as u8;
+        self.segs[s].push_front(&mut self.arena, idx);
+        true
+    }
+
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
+        let Some(idx) = self.arena.find(key) else { return false };
+        self.segs[self.seg_of[idx as usize] as usize].unlink(&mut self.arena, idx);
+        self.arena.remove(idx);
+        true
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.arena.find(key).is_some()
+    }
+    fn len(&self) -> usize {
+        self.resident()
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Slru, SpecError> {
+    let segments = spec.uint("segments")?;
+    if !(1..=MAX_SEGMENTS).contains(&segments) {
+        return Err(spec.invalid("segments", format!("between 1 and {MAX_SEGMENTS}")));
+    }
+    Ok(Slru::new(ctx.capacity, segments as usize))
+}
+
+fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
+    Ok(with_mode(make(spec, ctx)?, ctx))
+}
+
+fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
+    Ok(Box::new(make(spec, ctx)?))
+}
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "slru",
+    about: "segmented LRU, equal segments; a hit moves a page up one (libCacheSim SLRU; caches nothing below one page a segment)",
+    params: &[ParamInfo { name: "segments", default: "4", about: "number of equal LRU segments (n-seg), 1 to 16" }],
+    build,
+    rule: Some(rule),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::{misses, run_keys};
+    use crate::policy::Mode;
+
+    #[test]
+    fn by_hand() {
+        // 4 pages, 2 segments of 2.
+        let mut s = Slru::new(4, 2);
+        // 1 2 fill segment 0; 3 4 find it full and land in segment 1.
+        assert_eq!(run_keys(&mut s, &[1, 2, 3, 4]), vec![false; 4]);
+        assert_eq!(s.segments(), vec![vec![2, 1], vec![4, 3]]);
+        // 1 hit: up to segment 1, which is over (3 > 2): its LRU (3) goes down.
+        assert_eq!(run_keys(&mut s, &[1]), vec![true]);
+        assert_eq!(s.segments(), vec![vec![3, 2], vec![1, 4]]);
+        // 5: the cache is full, the LRU of segment 0 (2) leaves; 5 enters segment 0.
+        assert_eq!(run_keys(&mut s, &[5]), vec![false]);
+        assert_eq!(s.segments(), vec![vec![5, 3], vec![1, 4]]);
+        // 4 hit in the top segment: MRU there.
+        assert_eq!(run_keys(&mut s, &[4, 2]), vec![true, false]);
+        assert_eq!(s.segments(), vec![vec![2, 5], vec![4, 1]]);
+    }
+
+    #[test]
+    fn a_hit_can_evict_when_segment_0_is_over_its_size() {
+        // 5 pages, 2 segments of 2: segment 0 runs over once all are full.
+        let mut s = Slru::new(5, 2);
+        run_keys(&mut s, &[1, 2, 3, 4, 5]);
+        assert_eq!(s.segments(), vec![vec![5, 2, 1], vec![4, 3]]);
+        // 5 goes up; 3 comes down to segment 0 (now 3 pages > 2): its LRU (1) leaves.
+        let mut ev = Vec::new();
+        assert!(s.touch(&crate::policy::testing::read(5, 9), false, &mut ev));
+        assert_eq!(ev, vec![1]);
+        assert_eq!(s.segments(), vec![vec![3, 2], vec![5, 4]]);
+    }
+
+    #[test]
+    fn caches_nothing_below_a_page_per_segment() {
+        let keys: Vec<u64> = [1, 1, 2, 2, 1].repeat(4);
+        let ctx = BuildCtx { capacity: 3, mode: Mode::WriteBack, page_bytes: 4096 };
+        let (mut p, _) = build_spec("slru", &ctx).unwrap();
+        assert_eq!(misses(p.as_mut(), &keys), keys.len());
+        let (mut p, _) = build_spec("slru(segments=3)", &ctx).unwrap();
+        // one page a segment: only the first access of each key misses
+        assert_eq!(misses(p.as_mut(), &keys), 2);
+        for bad in ["slru(segments=0)", "slru(segments=17)", "slru(segments=x)"] {
+            assert!(build_spec(bad, &ctx).is_err(), "{bad}");
+        }
+    }
+}
