@@ -36,6 +36,10 @@ pub static POLICIES: &[PolicyInfo] = &[
     tiered::segment_lru::INFO,
     tiered::nvram::READ_VOLATILE,
     tiered::nvram::READ_GLOBAL,
+    // issue 17 part 2
+    classic::wtinylfu::INFO,
+    classic::clockpro::INFO,
+    classic::lecar::INFO,
 ];
 
 /// What builders get to build the rules nested in their specs.
@@ -175,7 +179,10 @@ mod tests {
 
     #[test]
     fn the_rules_are_the_classic_policies() {
-        assert_eq!(rule_names(), ["lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "belady"]);
+        let names = rule_names();
+        assert_eq!(names[..9], ["lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "belady"]);
+        // issue 17 part 2
+        assert!(["wtinylfu", "clockpro", "lecar"].iter().all(|n| names.contains(n)));
     }
 
     #[test]

@@ -10,3 +10,8 @@ pub mod lru;
 pub mod none;
 pub mod s3fifo;
 pub mod twoq;
+
+// issue 17 part 2
+pub mod clockpro;
+pub mod lecar;
+pub mod wtinylfu;
