@@ -13,8 +13,10 @@
 //! - a hit moves the page to the LRU front and adds one to its frequency;
 //! - LFU's victim is the page of least frequency that reached that frequency
 //!   first; a page (re)entering the cache starts at frequency 1;
-//! - the history is one FIFO of `N` keys, each tagged with the expert that
-//!   evicted it; a key found there leaves it when it is accessed again.
+//! - the history is `N` keys: each expert has a FIFO of `⌊N/2⌋` keys it
+//!   evicted; a key found there leaves it when it is accessed again;
+//! - when both experts propose the same page it is evicted without a draw and
+//!   without a history entry (neither expert can be blamed for it).
 //!
 //! The paper rewards the expert that was right (`w ← w·e^(λ·r)`), libCacheSim
 //! penalises the one that was wrong (`w ← w·e^(−λ·r)`); after normalisation the
@@ -24,10 +26,11 @@
 //!
 //! libCacheSim computes the discount from the cache size in **bytes**
 //! (`0.005^(1/(N·4096))` with 4 KiB pages, so the regret hardly decays) and adds
-//! `1e-10` to both weights at each update; this variant does the same. Its draws
-//! come from a process-global generator (`next_rand() % 100`) that cannot be
-//! seeded from outside, so miss counts cannot be matched run for run: the
-//! agreement suite compares the mean miss ratio over seeds with libCacheSim's.
+//! `1e-10` to both weights at each update, and draws in steps of 1%
+//! (`next_rand() % 100 / 100 < w_lru`); this variant does the same. Its draws
+//! come from a process-global generator that cannot be seeded from outside (two
+//! runs in one process differ), so miss counts cannot be matched run for run:
+//! the agreement suite compares the mean miss count over seeds with libCacheSim's.
 
 use std::collections::BTreeSet;
 
@@ -65,9 +68,13 @@ pub struct LeCaR {
     lru: List,
     /// Resident pages by (frequency, stamp, node).
     lfu: BTreeSet<(u32, u64, u32)>,
-    /// History, front = newest.
-    history: List,
+    /// Keys each expert evicted, front = newest.
+    hist_lru: List,
+    hist_lfu: List,
+    /// Keys kept in each history.
     history_len: usize,
+    /// libCacheSim's draws are whole percents.
+    percent_draws: bool,
     capacity: usize,
     learning_rate: f64,
     discount: f64,
@@ -85,22 +92,24 @@ impl LeCaR {
     /// The paper's LeCaR over `capacity` pages (`d = 0.005^(1/capacity)`).
     pub fn new(capacity: usize, seed: u64) -> Self {
         let capacity = capacity.max(1);
-        Self::with(capacity, seed, 0.005f64.powf(1.0 / capacity as f64), 0.0)
+        Self::with(capacity, seed, 0.005f64.powf(1.0 / capacity as f64), 0.0, false)
     }
 
     /// libCacheSim's: the discount from the size in bytes, and the epsilons.
     pub fn libcachesim(capacity: usize, seed: u64) -> Self {
         let capacity = capacity.max(1);
-        Self::with(capacity, seed, 0.005f64.powf(1.0 / (capacity as f64 * LCS_PAGE)), 1e-10)
+        Self::with(capacity, seed, 0.005f64.powf(1.0 / (capacity as f64 * LCS_PAGE)), 1e-10, true)
     }
 
-    fn with(capacity: usize, seed: u64, discount: f64, epsilon: f64) -> Self {
+    fn with(capacity: usize, seed: u64, discount: f64, epsilon: f64, percent_draws: bool) -> Self {
         LeCaR {
             arena: Arena::with_capacity(2 * capacity),
             lru: List::new(),
             lfu: BTreeSet::new(),
-            history: List::new(),
-            history_len: capacity,
+            hist_lru: List::new(),
+            hist_lfu: List::new(),
+            history_len: capacity / 2,
+            percent_draws,
             capacity,
             learning_rate: 0.45,
             discount,
@@ -134,26 +143,37 @@ impl LeCaR {
         self.stamps
     }
 
-    fn evict_one(&mut self, evicted: &mut Vec<u64>) {
-        let by_lru = self.rng.gen::<f64>() < self.w_lru;
-        let idx = if by_lru {
-            self.lru.back().expect("evicting from an empty cache")
+    fn draw(&mut self) -> f64 {
+        if self.percent_draws {
+            self.rng.gen_range(0..100u32) as f64 / 100.0
         } else {
-            self.lfu.first().expect("evicting from an empty cache").2
+            self.rng.gen::<f64>()
+        }
+    }
+
+    fn evict_one(&mut self, evicted: &mut Vec<u64>) {
+        let lru_choice = self.lru.back().expect("evicting from an empty cache");
+        let lfu_choice = self.lfu.first().expect("evicting from an empty cache").2;
+        let (idx, by) = if lru_choice == lfu_choice {
+            (lru_choice, None)
+        } else if self.draw() < self.w_lru {
+            (lru_choice, Some(State::GhostLru))
+        } else {
+            (lfu_choice, Some(State::GhostLfu))
         };
         let m = *self.arena.val(idx);
         self.lfu.remove(&(m.freq, m.stamp, idx));
         self.lru.unlink(&mut self.arena, idx);
         evicted.push(self.arena.key(idx));
-        if self.history_len == 0 {
+        let Some(state) = by.filter(|_| self.history_len > 0) else {
             self.arena.remove(idx);
             return;
-        }
-        *self.arena.val_mut(idx) =
-            Meta { state: if by_lru { State::GhostLru } else { State::GhostLfu }, freq: 0, stamp: self.now };
-        self.history.push_front(&mut self.arena, idx);
-        if self.history.len() > self.history_len {
-            let old = self.history.pop_back(&mut self.arena).expect("history is not empty");
+        };
+        *self.arena.val_mut(idx) = Meta { state, freq: 0, stamp: self.now };
+        let history = if state == State::GhostLru { &mut self.hist_lru } else { &mut self.hist_lfu };
+        history.push_front(&mut self.arena, idx);
+        if history.len() > self.history_len {
+            let old = history.pop_back(&mut self.arena).expect("history is not empty");
             self.arena.remove(old);
         }
     }
@@ -178,7 +198,11 @@ impl Replacement for LeCaR {
                 // The regret is taken on the access itself (libCacheSim does it
                 // in its lookup), whether or not the page is then cached.
                 self.regret(ghost == State::GhostLru, self.now - m.stamp);
-                self.history.unlink(&mut self.arena, idx);
+                if ghost == State::GhostLru {
+                    self.hist_lru.unlink(&mut self.arena, idx);
+                } else {
+                    self.hist_lfu.unlink(&mut self.arena, idx);
+                }
                 self.arena.remove(idx);
                 false
             }
@@ -219,7 +243,7 @@ impl Replacement for LeCaR {
         self.capacity
     }
     fn ghosts(&self) -> usize {
-        self.history.len()
+        self.hist_lru.len() + self.hist_lfu.len()
     }
 }
 
@@ -286,8 +310,8 @@ mod tests {
         let hits = run_keys(&mut c, &[1, 1, 1, 2, 2, 3, 4, 5, 2, 1]);
         assert_eq!(hits, vec![false, true, true, false, true, false, false, false, true, true]);
         assert!(!c.contains(3) && !c.contains(4) && c.contains(5));
-        // Both went to the history, tagged LFU.
-        assert_eq!(c.history.keys(&c.arena), vec![4, 3]);
+        // Both went to LFU's history, which keeps ⌊3/2⌋ = 1 key.
+        assert_eq!(c.hist_lfu.keys(&c.arena), vec![4]);
         // With all weight on LRU the victim is the least recent.
         let mut c = LeCaR::new(3, 1);
         c.w_lru = 1.0;
@@ -299,22 +323,32 @@ mod tests {
     fn regret_moves_weight_away_from_the_wrong_expert() {
         let mut c = LeCaR::new(2, 1);
         c.w_lru = 1.0 - 1e-9; // LRU evicts (almost surely)
-        run_keys(&mut c, &[1, 2, 3]); // 1 evicted by LRU
+                              // 3 evicts: LRU proposes 1, LFU proposes 2 (1 was hit): LRU's 1 goes.
+        run_keys(&mut c, &[1, 1, 2, 3]);
+        assert_eq!(c.hist_lru.keys(&c.arena), vec![1]);
         c.w_lru = 0.5;
         run_keys(&mut c, &[1]); // 1 came back: LRU was wrong, t = 1
         let r = c.discount.powf(1.0);
         let wrong = 0.5 * (-0.45 * r).exp();
         assert!((c.w_lru() - wrong / (wrong + 0.5)).abs() < 1e-12, "{}", c.w_lru());
-        // A history hit leaves the history.
-        assert_eq!(c.ghosts(), 1);
+        // A history hit leaves the history (and 1's insertion evicted 2, which
+        // both experts proposed: no history entry).
+        assert_eq!(c.ghosts(), 0);
     }
 
     #[test]
-    fn history_holds_at_most_capacity_keys() {
+    fn histories_hold_half_the_capacity_each() {
         let mut c = LeCaR::new(4, 9);
-        let keys: Vec<u64> = (0..100).collect();
+        // 1 and 2 frequent but not recent: LRU and LFU disagree on victims.
+        let cycles = (0..300).flat_map(|i| [1, 2, 1000 + 3 * i, 1001 + 3 * i, 1002 + 3 * i]);
+        let keys: Vec<u64> = [1, 2, 1, 2].into_iter().chain(cycles).collect();
         run_keys(&mut c, &keys);
-        assert_eq!((c.len(), c.ghosts()), (4, 4));
+        assert!(c.hist_lru.len() <= 2 && c.hist_lfu.len() <= 2);
+        assert!(c.ghosts() > 0, "{} {} {}", c.hist_lru.len(), c.hist_lfu.len(), c.w_lru);
+        // Same-choice evictions leave no history: a pure scan has LRU = LFU.
+        let mut c = LeCaR::new(4, 9);
+        run_keys(&mut c, &(0..100).collect::<Vec<u64>>());
+        assert_eq!((c.len(), c.ghosts()), (4, 0));
     }
 
     #[test]
