@@ -45,6 +45,10 @@ CASES = [
     # objects as the paper does; S3FIFOv0 is the paper's S3-FIFO
     ("arc", lcs.ARC, 1),
     ("s3fifo", s3fifo_v0, PAGE),
+
+    # issue 17 part 2 (libCacheSim's ClockPro is no peer: see clockpro.rs; LeCaR
+    # draws from an unseedable generator: compared in distribution below)
+    ("wtinylfu(variant=libcachesim)", lcs.WTinyLFU, PAGE),
 ]
 # S3FIFOv0, like libCacheSim's S3FIFO, caches nothing when its small queue holds
 # under one object (10 pages or fewer); the paper's algorithm, our default, caches
@@ -140,3 +144,31 @@ def test_synthetic_streams_agree(name: str, alpha: float, seed: int, tmp_path: p
     keys_file = tmp_path / "stream.keys"
     np.savetxt(keys_file, synthetic_keys(alpha, seed), fmt="%d")
     assert compare(keys_file, tmp_path) == []
+
+
+# issue 17 part 2: LeCaR. libCacheSim draws from a process-global generator that
+# cannot be seeded (two runs in one process differ), so miss counts cannot match
+# run for run. Our mean over 10 seeds must be within LECAR_TOLERANCE of
+# libCacheSim's mean over 3 runs; LRU and LFU, its two experts, are further off
+# than that on these streams (checked below, so the test can fail).
+LECAR_SEEDS = 10
+LECAR_TOLERANCE = 0.003  # of the requests; measured differences are under 0.16 %
+
+
+@pytest.mark.parametrize("name,alpha,seed", SYNTHETIC[:3] + SYNTHETIC[4:], ids=[s[0] for s in SYNTHETIC[:3] + SYNTHETIC[4:]])
+def test_lecar_miss_distribution_agrees(name: str, alpha: float, seed: int, tmp_path: pathlib.Path):
+    keys = synthetic_keys(alpha, seed, n=30_000)
+    keys_file = tmp_path / "stream.keys"
+    np.savetxt(keys_file, keys, fmt="%d")
+    oracle = tmp_path / "stream.oracleGeneral.bin"
+    write_oracle_general(keys, oracle, PAGE)
+    pages = max(7, int(0.05 * len(np.unique(keys))))
+    specs = ",".join(f"lecar(variant=libcachesim,seed={s})" for s in range(LECAR_SEEDS))
+    reports = sim_json("--trace", keys_file, "--format", "keys", "--policy", specs, "--cache", f"{pages * PAGE}B")
+    ours = np.mean([r["misses"] for r in reports])
+    theirs = np.mean([libcachesim_misses(lcs.LeCaR, pages, PAGE, oracle, len(keys)) for _ in range(3)])
+    tolerance = LECAR_TOLERANCE * len(keys)
+    assert abs(ours - theirs) <= tolerance, f"LeCaR @ {pages} pages: ssdcache mean {ours} libCacheSim mean {theirs}"
+    for expert in (lcs.LRU, lcs.LFU):
+        other = libcachesim_misses(expert, pages, PAGE, oracle, len(keys))
+        assert abs(other - theirs) > tolerance, f"{expert.__name__} is as close as LeCaR: the test cannot tell them apart"
