@@ -56,6 +56,10 @@ CASES = [
     ("lru-k", lcs.LRUK, PAGE),  # k=2: the paper's LRU-2 and libCacheSim's are one algorithm
     ("lru-k(k=3,variant=libcachesim)", lambda size: lcs.LRUK(size, k=3), PAGE),
     ("mq", lcs.MQ, PAGE),
+
+    # issue 17 part 2 (libCacheSim's ClockPro is no peer: see clockpro.rs; LeCaR
+    # draws from an unseedable generator: compared in distribution below)
+    ("wtinylfu(variant=libcachesim)", lcs.WTinyLFU, PAGE),
 ]
 # S3FIFOv0, like libCacheSim's S3FIFO, caches nothing when its small queue holds
 # under one object (10 pages or fewer); the paper's algorithm, our default, caches
@@ -159,6 +163,18 @@ def test_probabilistic_admission_agrees_in_distribution(p: float, tmp_path: path
     the miss ratios are compared as distributions: ours over 10 seeds, theirs over 10
     runs; the means must agree within 4 standard errors of their difference."""
     keys = synthetic_keys(0.8, 1)
+# issue 17 part 2: LeCaR. libCacheSim draws from a process-global generator that
+# cannot be seeded (two runs in one process differ), so miss counts cannot match
+# run for run. Our mean over 10 seeds must be within LECAR_TOLERANCE of
+# libCacheSim's mean over 3 runs; LRU and LFU, its two experts, are further off
+# than that on these streams (checked below, so the test can fail).
+LECAR_SEEDS = 10
+LECAR_TOLERANCE = 0.003  # of the requests; measured differences are under 0.16 %
+
+
+@pytest.mark.parametrize("name,alpha,seed", SYNTHETIC[:3] + SYNTHETIC[4:], ids=[s[0] for s in SYNTHETIC[:3] + SYNTHETIC[4:]])
+def test_lecar_miss_distribution_agrees(name: str, alpha: float, seed: int, tmp_path: pathlib.Path):
+    keys = synthetic_keys(alpha, seed, n=30_000)
     keys_file = tmp_path / "stream.keys"
     np.savetxt(keys_file, keys, fmt="%d")
     oracle = tmp_path / "stream.oracleGeneral.bin"
@@ -174,3 +190,13 @@ def test_probabilistic_admission_agrees_in_distribution(p: float, tmp_path: path
     stderr = np.sqrt(ours.var(ddof=1) / runs + theirs.var(ddof=1) / runs)
     assert abs(ours.mean() - theirs.mean()) < max(4 * stderr, 0.002), (ours.mean(), theirs.mean(), stderr)
     assert abs(ours.mean() - plain) > 0.05, "admission changed nothing: the comparison would prove nothing"
+    pages = max(7, int(0.05 * len(np.unique(keys))))
+    specs = ",".join(f"lecar(variant=libcachesim,seed={s})" for s in range(LECAR_SEEDS))
+    reports = sim_json("--trace", keys_file, "--format", "keys", "--policy", specs, "--cache", f"{pages * PAGE}B")
+    ours = np.mean([r["misses"] for r in reports])
+    theirs = np.mean([libcachesim_misses(lcs.LeCaR, pages, PAGE, oracle, len(keys)) for _ in range(3)])
+    tolerance = LECAR_TOLERANCE * len(keys)
+    assert abs(ours - theirs) <= tolerance, f"LeCaR @ {pages} pages: ssdcache mean {ours} libCacheSim mean {theirs}"
+    for expert in (lcs.LRU, lcs.LFU):
+        other = libcachesim_misses(expert, pages, PAGE, oracle, len(keys))
+        assert abs(other - theirs) > tolerance, f"{expert.__name__} is as close as LeCaR: the test cannot tell them apart"

@@ -40,6 +40,15 @@ fn specs() -> Vec<String> {
     out
 }
 
+// issue 17 part 2: the new policies and their libCacheSim variants are checked.
+#[test]
+fn specs_cover_issue_17_part_2() {
+    let all = specs();
+    for spec in ["wtinylfu", "wtinylfu(variant=libcachesim)", "clockpro", "lecar", "lecar(variant=libcachesim)"] {
+        assert!(all.iter().any(|s| s == spec), "{spec} is not property-tested");
+    }
+}
+
 /// (op, key, partial) triples over a small key universe, so pages collide often.
 fn accesses(max_key: u64, len: usize) -> impl Strategy<Value = Vec<(Op, u64, bool)>> {
     let op = prop_oneof![6 => Just(Op::Read), 4 => Just(Op::Write), 1 => Just(Op::Trim)];

@@ -22,13 +22,15 @@ pub static POLICIES: &[PolicyInfo] = &[
     classic::arc::INFO,
     classic::lirs::INFO,
     classic::s3fifo::INFO,
-    // issue 17, part 1
     classic::sieve::INFO,
     classic::slru::INFO,
     classic::lfuda::INFO,
     classic::lru_k::INFO,
     classic::mq::INFO,
     classic::car::INFO,
+    classic::wtinylfu::INFO,
+    classic::clockpro::INFO,
+    classic::lecar::INFO,
     classic::belady::INFO,
     classic::none::INFO,
     flash::cflru::INFO,
@@ -216,7 +218,7 @@ mod tests {
             rule_names(),
             [
                 "lru", "fifo", "clock", "lfu", "2q", "arc", "lirs", "s3fifo", "sieve", "slru", "lfuda", "lru-k", "mq",
-                "car", "belady", "admit"
+                "car", "wtinylfu", "clockpro", "lecar", "belady", "admit"
             ]
         );
     }

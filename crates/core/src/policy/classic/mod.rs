@@ -10,10 +10,12 @@ pub mod lru;
 pub mod none;
 pub mod s3fifo;
 pub mod twoq;
-// issue 17, part 1
 pub mod car;
+pub mod clockpro;
+pub mod lecar;
 pub mod lfuda;
 pub mod lru_k;
 pub mod mq;
 pub mod sieve;
 pub mod slru;
+pub mod wtinylfu;
