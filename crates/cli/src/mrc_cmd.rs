@@ -4,8 +4,10 @@ use crate::output;
 use crate::run::TraceInput;
 use anyhow::{bail, Result};
 use clap::Args;
+use ssdcache::mrc::miniature::{miniature, Sizes};
+use ssdcache::mrc::sample::{check_sample_keys, even_sizes, parse_sample_rate, shards_lru, SampleSpec};
 use ssdcache::mrc::{exact_lru, Curve, Point};
-use ssdcache::sim::run::{parse_cache, parse_page, with_trace_name};
+use ssdcache::sim::run::{parse_cache, parse_page, with_trace_name, TraceSource};
 use ssdcache::spec::split_list;
 use ssdcache::units::format_bytes;
 
@@ -13,10 +15,22 @@ use ssdcache::units::format_bytes;
 pub struct MrcArgs {
     #[command(flatten)]
     pub input: TraceInput,
-    /// Policy: lru (exact, from stack distances in one pass). Sampled curves for
-    /// other policies are not implemented yet.
+    /// Policies, comma-separated: lru alone is exact (stack distances, one
+    /// pass); with --sample, lru is estimated by SHARDS and any other policy
+    /// (write modes in its spec: lru(mode=wt)) by miniature simulation.
     #[arg(long, short, default_value = "lru")]
     pub policy: String,
+    /// Sample page keys by hash at this rate (1%, 0.001): SHARDS for lru,
+    /// miniature simulation (caches scaled by the rate) for other policies.
+    #[arg(long)]
+    pub sample: Option<String>,
+    /// Fixed-size SHARDS for lru: track at most N sampled keys, lowering the
+    /// rate (from --sample, or 100%) as more appear.
+    #[arg(long, value_name = "N")]
+    pub sample_keys: Option<u64>,
+    /// Seed of the sampling hash.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Cache sizes to report, comma-separated, e.g. 16MiB,64MiB (default: --points
     /// sizes evenly spaced up to the footprint).
     #[arg(long, short)]
@@ -40,17 +54,23 @@ pub struct MrcArgs {
 #[derive(serde::Serialize)]
 struct Row<'a> {
     trace: &'a str,
-    policy: &'static str,
+    policy: &'a str,
     method: &'static str,
+    sample_rate: Option<f64>,
     #[serde(flatten)]
     point: &'a Point,
 }
 
 pub fn run(args: MrcArgs) -> Result<()> {
-    if !args.policy.trim().eq_ignore_ascii_case("lru") {
+    let policies = split_list(&args.policy);
+    if policies.is_empty() {
+        bail!("--policy: name at least one policy");
+    }
+    let sampling = sampling(&args)?;
+    if sampling.is_none() && policies.iter().any(|p| !is_lru(p)) {
         bail!(
-            "--policy {}: mrc computes exact curves for lru only (one pass, stack distances); \
-             for another policy run `ssdcache sim --cache` with a list of sizes",
+            "--policy {}: without --sample mrc computes exact curves for lru only (one pass, stack \
+             distances); add --sample 1% for other policies, or run `ssdcache sim --cache` with a list of sizes",
             args.policy
         );
     }
@@ -66,12 +86,17 @@ pub fn run(args: MrcArgs) -> Result<()> {
     let mut curves = Vec::new();
     for source in args.input.sources()? {
         let name = source.name();
-        let profile = exact_lru(&source, page_bytes).map_err(|e| with_trace_name(e, &source))?;
-        let sizes = match &caches {
-            Some(bytes) => bytes.iter().map(|b| pages_in(*b, page_bytes, &name)).collect::<Result<Vec<u64>>>()?,
-            None => profile.even_sizes(args.points),
+        let given = match &caches {
+            Some(bytes) => Some(bytes.iter().map(|b| pages_in(*b, page_bytes, &name)).collect::<Result<Vec<u64>>>()?),
+            None => None,
         };
-        curves.push(profile.curve(name, &sizes));
+        let Some(spec) = sampling else {
+            let profile = exact_lru(&source, page_bytes).map_err(|e| with_trace_name(e, &source))?;
+            let sizes = given.unwrap_or_else(|| profile.even_sizes(args.points));
+            curves.push(profile.curve(name, &sizes));
+            continue;
+        };
+        curves.extend(sampled_curves(&source, page_bytes, &policies, given, args.points, &spec)?);
     }
     if args.json {
         for c in &curves {
@@ -82,7 +107,13 @@ pub fn run(args: MrcArgs) -> Result<()> {
         let rows: Vec<Row> = curves
             .iter()
             .flat_map(|c| {
-                c.points.iter().map(|point| Row { trace: &c.trace, policy: c.policy, method: c.method, point })
+                c.points.iter().map(|point| Row {
+                    trace: &c.trace,
+                    policy: &c.policy,
+                    method: c.method,
+                    sample_rate: c.sample_rate,
+                    point,
+                })
             })
             .collect();
         output::csv_rows(&rows, &[])
@@ -92,6 +123,51 @@ pub fn run(args: MrcArgs) -> Result<()> {
     }
 }
 
+fn is_lru(policy: &str) -> bool {
+    policy.trim().eq_ignore_ascii_case("lru")
+}
+
+/// The sampling asked for, if any.
+fn sampling(args: &MrcArgs) -> Result<Option<SampleSpec>> {
+    if args.sample.is_none() && args.sample_keys.is_none() {
+        return Ok(None);
+    }
+    let rate = args.sample.as_deref().map(parse_sample_rate).transpose()?.unwrap_or(1.0);
+    if let Some(n) = args.sample_keys {
+        check_sample_keys(n)?;
+    }
+    Ok(Some(SampleSpec { rate, max_keys: args.sample_keys, seed: args.seed }))
+}
+
+/// Sampled curves in the order of `policies`: SHARDS for plain lru, one
+/// miniature pass for the rest.
+fn sampled_curves(
+    source: &TraceSource,
+    page_bytes: u64,
+    policies: &[String],
+    given: Option<Vec<u64>>,
+    points: u64,
+    spec: &SampleSpec,
+) -> Result<Vec<Curve>> {
+    let named = |e| with_trace_name(e, source);
+    let others: Vec<String> = policies.iter().filter(|p| !is_lru(p)).cloned().collect();
+    let mut minis = if others.is_empty() {
+        Vec::new()
+    } else {
+        let sizes = given.clone().map_or(Sizes::Even(points), Sizes::Pages);
+        miniature(source, page_bytes, &others, &sizes, spec).map_err(named)?
+    }
+    .into_iter();
+    let shards = if policies.iter().any(|p| is_lru(p)) {
+        let profile = shards_lru(source, page_bytes, spec).map_err(named)?;
+        let sizes = given.unwrap_or_else(|| even_sizes(profile.counts.footprint_pages, points));
+        Some(profile.curve(source.name(), &sizes))
+    } else {
+        None
+    };
+    Ok(policies.iter().filter_map(|p| if is_lru(p) { shards.clone() } else { minis.next() }).collect())
+}
+
 fn pages_in(bytes: u64, page_bytes: u64, trace: &str) -> Result<u64> {
     if bytes < page_bytes {
         bail!("{trace}: --cache {}: smaller than one page ({})", format_bytes(bytes), format_bytes(page_bytes));
@@ -99,16 +175,34 @@ fn pages_in(bytes: u64, page_bytes: u64, trace: &str) -> Result<u64> {
     Ok(bytes / page_bytes)
 }
 
+fn method_text(c: &Curve) -> String {
+    match (c.method, c.sample_rate) {
+        ("shards", Some(r)) => format!("{}, SHARDS estimate from a {}% sample of keys", c.policy, percent(r)),
+        ("miniature", Some(r)) => format!(
+            "{}, miniature simulation on a {}% sample (caches scaled by it; write-backs scaled back)",
+            c.policy,
+            percent(r)
+        ),
+        _ => format!("{}, exact (one pass)", c.policy.to_uppercase()),
+    }
+}
+
+fn percent(rate: f64) -> String {
+    format!("{:.4}", rate * 100.0).trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn print(c: &Curve) {
     println!("trace: {}", c.trace);
     println!(
-        "{} requests, {} page accesses ({} reads, {} writes), footprint {} pages ({}); LRU, exact (one pass)",
+        "{} requests, {} page accesses ({} reads, {} writes), footprint {}{} pages ({}); {}",
         c.counts.requests,
         c.counts.read_pages + c.counts.write_pages,
         c.counts.read_pages,
         c.counts.write_pages,
+        if c.sample_rate.is_some() { "~" } else { "" },
         c.counts.footprint_pages,
-        format_bytes(c.counts.footprint_pages * c.counts.page_bytes)
+        format_bytes(c.counts.footprint_pages * c.counts.page_bytes),
+        method_text(c)
     );
     if c.counts.trims > 0 {
         println!(
