@@ -4,10 +4,10 @@ use crate::output;
 use crate::run::TraceInput;
 use anyhow::{bail, Result};
 use clap::Args;
-use ssdcache::mrc::miniature::{miniature, Sizes};
-use ssdcache::mrc::sample::{check_sample_keys, even_sizes, parse_sample_rate, shards_lru, SampleSpec};
+use ssdcache::mrc::miniature::{sampled_curves, Sizes};
+use ssdcache::mrc::sample::{check_sample_keys, parse_sample_rate, SampleSpec};
 use ssdcache::mrc::{exact_lru, Curve, Point};
-use ssdcache::sim::run::{parse_cache, parse_page, with_trace_name, TraceSource};
+use ssdcache::sim::run::{parse_cache, parse_page, with_trace_name};
 use ssdcache::spec::split_list;
 use ssdcache::units::format_bytes;
 
@@ -22,7 +22,7 @@ pub struct MrcArgs {
     pub policy: String,
     /// Sample page keys by hash at this rate (1%, 0.001): SHARDS for lru,
     /// miniature simulation (caches scaled by the rate) for other policies.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub sample: Option<String>,
     /// Fixed-size SHARDS for lru: track at most N sampled keys, lowering the
     /// rate (from --sample, or 100%) as more appear.
@@ -67,7 +67,7 @@ pub fn run(args: MrcArgs) -> Result<()> {
         bail!("--policy: name at least one policy");
     }
     let sampling = sampling(&args)?;
-    if sampling.is_none() && policies.iter().any(|p| !is_lru(p)) {
+    if sampling.is_none() && policies.iter().any(|p| !p.trim().eq_ignore_ascii_case("lru")) {
         bail!(
             "--policy {}: without --sample mrc computes exact curves for lru only (one pass, stack \
              distances); add --sample 1% for other policies, or run `ssdcache sim --cache` with a list of sizes",
@@ -96,7 +96,8 @@ pub fn run(args: MrcArgs) -> Result<()> {
             curves.push(profile.curve(name, &sizes));
             continue;
         };
-        curves.extend(sampled_curves(&source, page_bytes, &policies, given, args.points, &spec)?);
+        let sizes = given.map_or(Sizes::Even(args.points), Sizes::Pages);
+        curves.extend(sampled_curves(&source, page_bytes, &policies, &sizes, &spec)?);
     }
     if args.json {
         for c in &curves {
@@ -123,10 +124,6 @@ pub fn run(args: MrcArgs) -> Result<()> {
     }
 }
 
-fn is_lru(policy: &str) -> bool {
-    policy.trim().eq_ignore_ascii_case("lru")
-}
-
 /// The sampling asked for, if any.
 fn sampling(args: &MrcArgs) -> Result<Option<SampleSpec>> {
     if args.sample.is_none() && args.sample_keys.is_none() {
@@ -137,35 +134,6 @@ fn sampling(args: &MrcArgs) -> Result<Option<SampleSpec>> {
         check_sample_keys(n)?;
     }
     Ok(Some(SampleSpec { rate, max_keys: args.sample_keys, seed: args.seed }))
-}
-
-/// Sampled curves in the order of `policies`: SHARDS for plain lru, one
-/// miniature pass for the rest.
-fn sampled_curves(
-    source: &TraceSource,
-    page_bytes: u64,
-    policies: &[String],
-    given: Option<Vec<u64>>,
-    points: u64,
-    spec: &SampleSpec,
-) -> Result<Vec<Curve>> {
-    let named = |e| with_trace_name(e, source);
-    let others: Vec<String> = policies.iter().filter(|p| !is_lru(p)).cloned().collect();
-    let mut minis = if others.is_empty() {
-        Vec::new()
-    } else {
-        let sizes = given.clone().map_or(Sizes::Even(points), Sizes::Pages);
-        miniature(source, page_bytes, &others, &sizes, spec).map_err(named)?
-    }
-    .into_iter();
-    let shards = if policies.iter().any(|p| is_lru(p)) {
-        let profile = shards_lru(source, page_bytes, spec).map_err(named)?;
-        let sizes = given.unwrap_or_else(|| even_sizes(profile.counts.footprint_pages, points));
-        Some(profile.curve(source.name(), &sizes))
-    } else {
-        None
-    };
-    Ok(policies.iter().filter_map(|p| if is_lru(p) { shards.clone() } else { minis.next() }).collect())
 }
 
 fn pages_in(bytes: u64, page_bytes: u64, trace: &str) -> Result<u64> {

@@ -304,13 +304,18 @@ fn run(py: Python<'_>, trace: &Bound<'_, PyAny>, spec: &Bound<'_, PyAny>) -> PyR
 /// `ssdcache mrc --json` prints: at `cache` sizes (bytes or "64MiB" each), or
 /// at `points` sizes evenly spaced up to the footprint.
 #[pyfunction]
-#[pyo3(signature = (trace, page, cache=None, points=20))]
+#[pyo3(signature = (trace, page, cache=None, points=20, policy="lru", sample=None, sample_keys=None, seed=0))]
+#[allow(clippy::too_many_arguments)]
 fn mrc(
     py: Python<'_>,
     trace: &Bound<'_, PyAny>,
     page: &Bound<'_, PyAny>,
     cache: Option<Vec<Bound<'_, PyAny>>>,
     points: u64,
+    policy: &str,
+    sample: Option<String>,
+    sample_keys: Option<u64>,
+    seed: u64,
 ) -> PyResult<String> {
     let page = ssdcache::sim::run::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
     let sizes: Option<Vec<u64>> = cache
@@ -331,6 +336,25 @@ fn mrc(
         return Err(value_error(format!("points must be 1 to 100000, not {points}")));
     }
     let source = source_of(trace)?;
+    // sampled curves (SHARDS, miniature): a JSON list, one curve per policy
+    if sample.is_some() || sample_keys.is_some() {
+        use ssdcache::mrc::{miniature, sample as shards};
+        let rate =
+            sample.as_deref().map(shards::parse_sample_rate).transpose().map_err(|e| value_error(e.to_string()))?;
+        if let Some(n) = sample_keys {
+            shards::check_sample_keys(n).map_err(|e| value_error(e.to_string()))?;
+        }
+        let spec = shards::SampleSpec { rate: rate.unwrap_or(1.0), max_keys: sample_keys, seed };
+        let policies = ssdcache::spec::split_list(policy);
+        let sizes = sizes.map_or(miniature::Sizes::Even(points), miniature::Sizes::Pages);
+        return Ok(py.detach(|| {
+            guarded(|| {
+                let curves = miniature::sampled_curves(&source, page, &policies, &sizes, &spec)
+                    .map_err(|e| convert::one_line(&e))?;
+                serde_json::to_string(&curves).map_err(|e| e.to_string())
+            })
+        })?);
+    }
     Ok(py.detach(|| {
         guarded(|| {
             let profile = ssdcache::mrc::exact_lru(&source, page)

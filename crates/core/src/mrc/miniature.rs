@@ -289,5 +289,39 @@ pub fn miniature(
     Ok(curves)
 }
 
+fn is_lru(policy: &str) -> bool {
+    policy.trim().eq_ignore_ascii_case("lru")
+}
+
+/// Sampled curves of `policies`, in their order: SHARDS for plain `lru`, one
+/// miniature pass for the rest. Errors carry the trace's name.
+pub fn sampled_curves(
+    source: &TraceSource,
+    page_bytes: u64,
+    policies: &[String],
+    sizes: &Sizes,
+    spec: &SampleSpec,
+) -> Result<Vec<Curve>, SimError> {
+    let named = |e| crate::sim::run::with_trace_name(e, source);
+    let others: Vec<String> = policies.iter().filter(|p| !is_lru(p)).cloned().collect();
+    let mut minis = if others.is_empty() {
+        Vec::new()
+    } else {
+        miniature(source, page_bytes, &others, sizes, spec).map_err(named)?
+    }
+    .into_iter();
+    let shards = if policies.iter().any(|p| is_lru(p)) {
+        let profile = super::sample::shards_lru(source, page_bytes, spec).map_err(named)?;
+        let sizes = match sizes {
+            Sizes::Pages(s) => s.clone(),
+            Sizes::Even(n) => even_sizes(profile.counts.footprint_pages, *n),
+        };
+        Some(profile.curve(source.name(), &sizes))
+    } else {
+        None
+    };
+    Ok(policies.iter().filter_map(|p| if is_lru(p) { shards.clone() } else { minis.next() }).collect())
+}
+
 #[cfg(test)]
 mod tests;
