@@ -56,7 +56,7 @@ struct Row<'a> {
     trace: &'a str,
     policy: &'a str,
     method: &'static str,
-    sample_rate: Option<f64>,
+    sample_rate: f64,
     #[serde(flatten)]
     point: &'a Point,
 }
@@ -145,8 +145,8 @@ fn pages_in(bytes: u64, page_bytes: u64, trace: &str) -> Result<u64> {
 
 fn method_text(c: &Curve) -> String {
     match (c.method, c.sample_rate) {
-        ("shards", Some(r)) => format!("{}, SHARDS estimate from a {}% sample of keys", c.policy, percent(r)),
-        ("miniature", Some(r)) => format!(
+        ("shards", r) => format!("{}, SHARDS estimate from a {}% sample of keys", c.policy, percent(r)),
+        ("miniature", r) => format!(
             "{}, miniature simulation on a {}% sample (caches scaled by it; write-backs scaled back)",
             c.policy,
             percent(r)
@@ -167,7 +167,7 @@ fn print(c: &Curve) {
         c.counts.read_pages + c.counts.write_pages,
         c.counts.read_pages,
         c.counts.write_pages,
-        if c.sample_rate.is_some() { "~" } else { "" },
+        if c.method != "exact" { "~" } else { "" },
         c.counts.footprint_pages,
         format_bytes(c.counts.footprint_pages * c.counts.page_bytes),
         method_text(c)

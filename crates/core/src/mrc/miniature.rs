@@ -266,7 +266,7 @@ pub fn miniature(
             trace: source.name(),
             policy: p.spec.clone(),
             method: "miniature",
-            sample_rate: Some(rate),
+            sample_rate: rate,
             counts,
             points: Vec::with_capacity(sizes.len()),
         })

@@ -250,7 +250,7 @@ impl LruProfile {
     /// The curve at `sizes` (pages), as `ssdcache mrc --json` prints it.
     pub fn curve(&self, trace: String, sizes: &[u64]) -> Curve {
         let points = sizes.iter().map(|&s| self.at(s)).collect();
-        Curve { trace, policy: "lru".into(), method: "exact", sample_rate: None, counts: self.counts, points }
+        Curve { trace, policy: "lru".into(), method: "exact", sample_rate: 1.0, counts: self.counts, points }
     }
 
     /// `n` sizes evenly spaced up to the footprint (at least one page each).
@@ -271,9 +271,9 @@ pub struct Curve {
     /// "shards": LRU from a hashed sample ([`sample`]); "miniature": the
     /// policy run on a sample with the cache scaled ([`miniature`]).
     pub method: &'static str,
-    /// The sampling rate of "shards" and "miniature" (the final one with a
-    /// fixed-size sample); none for "exact".
-    pub sample_rate: Option<f64>,
+    /// The share of keys the curve comes from: the sampling rate of "shards"
+    /// and "miniature" (the final one with a fixed-size sample); 1 for "exact".
+    pub sample_rate: f64,
     #[serde(flatten)]
     pub counts: TraceCounts,
     pub points: Vec<Point>,

@@ -178,14 +178,7 @@ impl ShardsProfile {
     /// The curve at `sizes` (pages).
     pub fn curve(&self, trace: String, sizes: &[u64]) -> Curve {
         let points = sizes.iter().map(|&s| self.at(s)).collect();
-        Curve {
-            trace,
-            policy: "lru".into(),
-            method: "shards",
-            sample_rate: Some(self.rate),
-            counts: self.counts,
-            points,
-        }
+        Curve { trace, policy: "lru".into(), method: "shards", sample_rate: self.rate, counts: self.counts, points }
     }
 }
 

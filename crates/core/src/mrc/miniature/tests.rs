@@ -28,7 +28,7 @@ fn at_full_rate_miniature_equals_sim() {
     let sizes = vec![3, 40, 130, 700];
     let curves = miniature(&source, 4096, &specs, &Sizes::Pages(sizes.clone()), &SampleSpec::rate(1.0, 0)).unwrap();
     for (spec, curve) in specs.iter().zip(&curves) {
-        assert_eq!(curve.sample_rate, Some(1.0));
+        assert_eq!(curve.sample_rate, 1.0);
         for (&pages, p) in sizes.iter().zip(&curve.points) {
             let r = run(&source, &RunSpec::new(spec.clone(), pages * 4096)).unwrap();
             let c = &r.counters;
