@@ -69,9 +69,12 @@ def run(trace: Union[Trace, TraceDict, Mapping[str, Any]], spec: Union[Spec, Map
 
 def mrc(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str],
         cache: Union[list[Union[int, str]], None] = None, points: int = 20,
-        warmup: Union[int, str, None] = None) -> str:
+        warmup: Union[int, str, None] = None, policy: str = "lru",
+        sample: Union[str, None] = None, sample_keys: Union[int, None] = None, seed: int = 0) -> str:
     """The exact LRU miss-ratio curve in one pass (the GIL released), as the JSON text
-    `ssdcache mrc --json` prints. Bad input raises ValueError with the CLI's message."""
+    `ssdcache mrc --json` prints; with `sample` or `sample_keys`, a JSON list of
+    sampled curves (SHARDS for lru, miniature simulation for other policies).
+    Bad input raises ValueError with the CLI's message."""
 
 def analyze(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str], interval: str = "auto",
             log_base: float = 2.0) -> str:

@@ -1,4 +1,5 @@
-"""Miss-ratio curves: `mrc`, the exact LRU curve of a trace in one pass."""
+"""Miss-ratio curves: `mrc`, the exact LRU curve of a trace in one pass, or any
+policy's curve estimated from a sample of page keys."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ __all__ = ["mrc"]
 
 
 def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | None = None, points: int = 20,
-        page: Size = "4KiB", policy: str = "lru", *, warmup: str | int | None = None, format: str = "auto",
+        page: Size = "4KiB", policy: str | Sequence[str] = "lru", *, sample: str | float | None = None,
+        sample_keys: int | None = None, seed: int = 0, warmup: str | int | None = None, format: str = "auto",
         skip_bad: bool = False, csv_columns: str | None = None,
         executor: Literal["local", "ray"] = "local") -> "pd.DataFrame":
     """The LRU miss-ratio curve of `trace`, exact, from one pass (stack distances):
@@ -32,15 +34,28 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
     `csv_columns` say how to read a trace file. Only `policy="lru"` is exact in
     one pass.
 
+    With `sample` (a rate: "1%", 0.01) or `sample_keys` (fixed-size SHARDS, lru
+    only), the curve is estimated from a hashed sample of page keys, seeded by
+    `seed`: SHARDS for "lru", miniature simulation (the real policy on the
+    sample, caches scaled by the rate) for any other policy; `policy` may then
+    name several ("arc,lirs" or a list). Columns `method` (exact, shards,
+    miniature) and `sample_rate` say which. Sampled curves take sizes in bytes
+    and no warm-up.
+
     A list of traces gives one frame with a block of rows per trace (the
     `trace` column tells them apart); `executor="ray"` computes each trace's
     curve as a Ray task (one per trace), as `sweep` does its runs.
     """
     import pandas as pd
 
-    if policy.strip().lower() != "lru":
+    if not isinstance(policy, str):
+        policy = ",".join(policy)
+    sampled = sample is not None or sample_keys is not None
+    if sampled:
+        _check_sampling(sample, sample_keys, seed)
+    elif policy.strip().lower() != "lru":
         raise ValueError(f"policy {policy!r}: mrc computes exact curves for 'lru' only; for another policy "
-                         "use sweep(trace, policy, cache=[...])")
+                         "use sweep(trace, policy, cache=[...]), or sample='1%' for an estimate")
     if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= 100_000:
         raise ValueError(f"points must be a whole number from 1 to 100000, not {points!r}")
     if executor not in ("local", "ray"):
@@ -65,6 +80,7 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
         raise ValueError("give at least one trace")
     sources = [to_source(t, format=format, skip_bad=skip_bad, csv_columns=csv_columns) for t in traces]
     page_size = _size("page", page)
+    sampling = (policy, None if sample is None else str(sample), sample_keys, seed) if sampled else None
     if executor == "ray":
         from ._sweep import _check_ray_cluster
 
@@ -77,7 +93,7 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
             ray.init()
         remote = ray.remote(_curve_text)
         shipped = [spec_of(t) if isinstance(t, Trace) else s for t, s in zip(traces, sources)]
-        futures = [remote.remote(s, page_size, sizes, points, warm) for s in shipped]
+        futures = [remote.remote(s, page_size, sizes, points, warm, sampling) for s in shipped]
         try:
             texts = ray.get(futures)
         except Exception as e:
@@ -86,21 +102,23 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
                 raise ValueError(str(cause)) from None
             raise
     else:
-        texts = [_curve_text(s, page_size, sizes, points, warm) for s in sources]
+        texts = [_curve_text(s, page_size, sizes, points, warm, sampling) for s in sources]
     frames, curves = [], []
     for text in texts:
-        curve = json.loads(text)
-        frame = pd.DataFrame(curve.pop("points"))
-        for i, key in enumerate(("trace", "policy", "method")):
-            frame.insert(i, key, curve[key])
-        # (the columns of `ssdcache mrc --csv`)
-        frame["warmup"] = curve.get("warmup")
-        frame["warmup_requests"] = curve.get("warmup_requests", 0)
-        frames.append(frame)
-        curves.append(curve)
+        loaded = json.loads(text)
+        # (a sampled run gives a list: one curve per policy)
+        for curve in loaded if isinstance(loaded, list) else [loaded]:
+            frame = pd.DataFrame(curve.pop("points"))
+            for i, key in enumerate(("trace", "policy", "method", "sample_rate")):
+                frame.insert(i, key, curve[key])
+            # (the columns of `ssdcache mrc --csv`)
+            frame["warmup"] = curve.get("warmup")
+            frame["warmup_requests"] = curve.get("warmup_requests", 0)
+            frames.append(frame)
+            curves.append(curve)
     out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     # what each curve is of: requests, footprint, trims, skipped lines, warm-up
-    if several:
+    if several or len(curves) > 1:
         out.attrs["curves"] = curves
     else:
         out.attrs.update(curves[0])
@@ -112,14 +130,29 @@ def _is_array_tuple(trace: Any) -> bool:
     return 2 <= len(trace) <= 4 and all(_is_arraylike(a) for a in trace)
 
 
-def _curve_text(source: Any, page: Any, sizes: list[Any] | None, points: int, warmup: Any) -> str:
-    """One trace's curve, as `ssdcache mrc --json` prints it (also a Ray task)."""
+def _check_sampling(sample: Any, sample_keys: Any, seed: Any) -> None:
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, (str, int, float))):
+        raise ValueError(f"sample must be a rate like '1%' or 0.01, not {sample!r}")
+    if sample_keys is not None and (isinstance(sample_keys, bool) or not isinstance(sample_keys, int)
+                                    or sample_keys < 1):
+        raise ValueError(f"sample_keys must be a whole number of keys of at least 1, not {sample_keys!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be a whole number from 0 to 2^64-1, not {seed!r}")
+
+
+def _curve_text(source: Any, page: Any, sizes: list[Any] | None, points: int, warmup: Any,
+                sampling: tuple[str, str | None, int | None, int] | None) -> str:
+    """One trace's curve, as `ssdcache mrc --json` prints it (also a Ray task);
+    with `sampling` (policy, rate, keys, seed), the JSON list of sampled curves."""
     if isinstance(source, dict) and "arrays" in source:
         from ._sweep import _writable
 
         source = _writable(source)
     try:
-        return _core.mrc(source, page, sizes, points, warmup)
+        if sampling is None:
+            return _core.mrc(source, page, sizes, points, warmup)
+        policy, rate, keys, seed = sampling
+        return _core.mrc(source, page, sizes, points, warmup, policy, rate, keys, seed)
     except (ValueError, RuntimeError):
         raise
     except (OSError, TypeError, OverflowError) as e:  # defensive: the contract says ValueError

@@ -4,20 +4,35 @@ use crate::output;
 use crate::run::TraceInput;
 use anyhow::{bail, Result};
 use clap::Args;
+use ssdcache::mrc::miniature::{sampled_curves, Sizes};
+use ssdcache::mrc::sample::{check_sample_keys, parse_sample_rate, SampleSpec};
 use ssdcache::mrc::sized::{exact_lru_sized, SizedCurve};
 use ssdcache::mrc::{Curve, Point};
-use ssdcache::sim::relative::{parse_cache_sizes, parse_warmup};
+use ssdcache::sim::relative::{parse_cache_sizes, parse_warmup, CacheSize};
 use ssdcache::sim::run::{parse_page, with_trace_name};
+use ssdcache::spec::split_list;
 use ssdcache::units::format_bytes;
 
 #[derive(Args, Debug)]
 pub struct MrcArgs {
     #[command(flatten)]
     pub input: TraceInput,
-    /// Policy: lru (exact, from stack distances in one pass). Sampled curves for
-    /// other policies are not implemented yet.
+    /// Policies, comma-separated: lru alone is exact (stack distances, one
+    /// pass); with --sample, lru is estimated by SHARDS and any other policy
+    /// (write modes in its spec: lru(mode=wt)) by miniature simulation.
     #[arg(long, short, default_value = "lru")]
     pub policy: String,
+    /// Sample page keys by hash at this rate (1%, 0.001): SHARDS for lru,
+    /// miniature simulation (caches scaled by the rate) for other policies.
+    #[arg(long, allow_hyphen_values = true)]
+    pub sample: Option<String>,
+    /// Fixed-size SHARDS for lru: track at most N sampled keys, lowering the
+    /// rate (from --sample, or 100%) as more appear.
+    #[arg(long, value_name = "N")]
+    pub sample_keys: Option<u64>,
+    /// Seed of the sampling hash.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Cache sizes to report, comma-separated, e.g. 16MiB,64MiB, or shares of the
     /// footprint, e.g. 1%,5%,10% (default: --points sizes evenly spaced up to the footprint).
     #[arg(long, short)]
@@ -45,8 +60,9 @@ pub struct MrcArgs {
 #[derive(serde::Serialize)]
 struct Row<'a> {
     trace: &'a str,
-    policy: &'static str,
+    policy: &'a str,
     method: &'static str,
+    sample_rate: f64,
     #[serde(flatten)]
     point: &'a Point,
     cache_share: Option<f64>,
@@ -55,10 +71,15 @@ struct Row<'a> {
 }
 
 pub fn run(args: MrcArgs) -> Result<()> {
-    if !args.policy.trim().eq_ignore_ascii_case("lru") {
+    let policies = split_list(&args.policy);
+    if policies.is_empty() {
+        bail!("--policy: name at least one policy");
+    }
+    let sampling = sampling(&args)?;
+    if sampling.is_none() && policies.iter().any(|p| !p.trim().eq_ignore_ascii_case("lru")) {
         bail!(
-            "--policy {}: mrc computes exact curves for lru only (one pass, stack distances); \
-             for another policy run `ssdcache sim --cache` with a list of sizes",
+            "--policy {}: without --sample mrc computes exact curves for lru only (one pass, stack \
+             distances); add --sample 1% for other policies, or run `ssdcache sim --cache` with a list of sizes",
             args.policy
         );
     }
@@ -68,19 +89,38 @@ pub fn run(args: MrcArgs) -> Result<()> {
     let page_bytes = parse_page(&args.page)?;
     let caches = args.cache.as_deref().map(parse_cache_sizes).transpose()?;
     let warmup = args.warmup.as_deref().map(parse_warmup).transpose()?;
+    if sampling.is_some() && warmup.is_some() {
+        bail!("--warmup with --sample is not supported: sampled curves count from the first request");
+    }
     let mut curves = Vec::new();
     for source in args.input.sources()? {
-        let bar = crate::progress::Bar::new(&source.name());
-        let curve = exact_lru_sized(
-            &source.with_progress(bar.progress()),
-            page_bytes,
-            caches.as_deref(),
-            args.points,
-            warmup.as_ref(),
-        )
-        .map_err(|e| with_trace_name(e, &source))?;
-        drop(bar);
-        curves.push(curve);
+        let Some(spec) = &sampling else {
+            let bar = crate::progress::Bar::new(&source.name());
+            let curve = exact_lru_sized(
+                &source.with_progress(bar.progress()),
+                page_bytes,
+                caches.as_deref(),
+                args.points,
+                warmup.as_ref(),
+            )
+            .map_err(|e| with_trace_name(e, &source))?;
+            drop(bar);
+            curves.push(curve);
+            continue;
+        };
+        let name = source.name();
+        let sizes = match &caches {
+            Some(list) => {
+                Sizes::Pages(list.iter().map(|c| sampled_pages(c, page_bytes, &name)).collect::<Result<_>>()?)
+            }
+            None => Sizes::Even(args.points),
+        };
+        let sampled = sampled_curves(&source, page_bytes, &policies, &sizes, spec)?;
+        curves.extend(sampled.into_iter().map(|curve| SizedCurve {
+            shares: vec![None; curve.points.len()],
+            curve,
+            warmup: None,
+        }));
     }
     if args.json {
         for c in &curves {
@@ -94,8 +134,9 @@ pub fn run(args: MrcArgs) -> Result<()> {
                 let c = &s.curve;
                 c.points.iter().zip(&s.shares).map(|(point, &cache_share)| Row {
                     trace: &c.trace,
-                    policy: c.policy,
+                    policy: &c.policy,
                     method: c.method,
+                    sample_rate: c.sample_rate,
                     point,
                     cache_share,
                     warmup: s.warmup.as_deref(),
@@ -110,17 +151,59 @@ pub fn run(args: MrcArgs) -> Result<()> {
     }
 }
 
+/// The sampling asked for, if any.
+fn sampling(args: &MrcArgs) -> Result<Option<SampleSpec>> {
+    if args.sample.is_none() && args.sample_keys.is_none() {
+        return Ok(None);
+    }
+    let rate = args.sample.as_deref().map(parse_sample_rate).transpose()?.unwrap_or(1.0);
+    if let Some(n) = args.sample_keys {
+        check_sample_keys(n)?;
+    }
+    Ok(Some(SampleSpec { rate, max_keys: args.sample_keys, seed: args.seed }))
+}
+
+/// A `--cache` size for a sampled curve, in pages: a share of the footprint
+/// is not resolved there (the footprint is only estimated from the sample).
+fn sampled_pages(size: &CacheSize, page_bytes: u64, trace: &str) -> Result<u64> {
+    let CacheSize::Bytes(bytes) = *size else {
+        bail!("{trace}: --cache N% with --sample is not supported: give sizes in bytes (16MiB)");
+    };
+    if bytes < page_bytes {
+        bail!("{trace}: --cache {}: smaller than one page ({})", format_bytes(bytes), format_bytes(page_bytes));
+    }
+    Ok(bytes / page_bytes)
+}
+
+fn method_text(c: &Curve) -> String {
+    match (c.method, c.sample_rate) {
+        ("shards", r) => format!("{}, SHARDS estimate from a {}% sample of keys", c.policy, percent(r)),
+        ("miniature", r) => format!(
+            "{}, miniature simulation on a {}% sample (caches scaled by it; write-backs scaled back)",
+            c.policy,
+            percent(r)
+        ),
+        _ => format!("{}, exact (one pass)", c.policy.to_uppercase()),
+    }
+}
+
+fn percent(rate: f64) -> String {
+    format!("{:.4}", rate * 100.0).trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn print(s: &SizedCurve) {
     let c: &Curve = &s.curve;
     println!("trace: {}", c.trace);
     println!(
-        "{} requests, {} page accesses ({} reads, {} writes), footprint {} pages ({}); LRU, exact (one pass)",
+        "{} requests, {} page accesses ({} reads, {} writes), footprint {}{} pages ({}); {}",
         c.counts.requests,
         c.counts.read_pages + c.counts.write_pages,
         c.counts.read_pages,
         c.counts.write_pages,
+        if c.method != "exact" { "~" } else { "" },
         c.counts.footprint_pages,
-        format_bytes(c.counts.footprint_pages * c.counts.page_bytes)
+        format_bytes(c.counts.footprint_pages * c.counts.page_bytes),
+        method_text(c)
     );
     if c.counts.trims > 0 {
         println!(

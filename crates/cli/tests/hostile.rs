@@ -277,3 +277,45 @@ fn analyze_bad_input_is_a_one_line_error() {
         one_line_error(&ssdcache("trace", &args), says);
     }
 }
+
+#[test]
+fn mrc_sampling_bad_arguments_are_one_line_errors() {
+    let gen = "zipf(keys=100,requests=1000)";
+    for (args, says) in [
+        (&["--gen", gen, "--sample", "0"][..], "--sample 0: the rate must be more than 0"),
+        (&["--gen", gen, "--sample", "0%"][..], "more than 0"),
+        (&["--gen", gen, "--sample", "150%"][..], "at most 100%"),
+        (&["--gen", gen, "--sample", "1.5"][..], "at most 100%"),
+        (&["--gen", gen, "--sample", "lots"][..], "--sample lots: not a rate"),
+        (&["--gen", gen, "--sample", "-1%"][..], "more than 0"),
+        (&["--gen", gen, "--sample-keys", "0"][..], "--sample-keys 0"),
+        (&["--gen", gen, "--sample", "1%", "--policy", "arc", "--sample-keys", "10"][..], "--sample-keys"),
+        (&["--gen", gen, "--sample", "1%", "--policy", "belady"][..], "future"),
+        (&["--gen", gen, "--sample", "1%", "--policy", "arc,nosuch"][..], "nosuch"),
+        (&["--gen", gen, "--sample", "1%", "--policy", ","][..], "--policy"),
+    ] {
+        let o = ssdcache("mrc", args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn mrc_sampled_json_and_csv_say_method_and_rate() {
+    let gen = "zipf(keys=2000,requests=20000,seed=1)";
+    let o = ssdcache("mrc", &["--gen", gen, "--sample", "10%", "--policy", "lru,arc", "--points", "4", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].contains("\"policy\":\"lru\"") && lines[0].contains("\"method\":\"shards\""), "{}", lines[0]);
+    assert!(lines[1].contains("\"policy\":\"arc\"") && lines[1].contains("\"method\":\"miniature\""), "{}", lines[1]);
+    assert!(lines.iter().all(|l| l.contains("\"sample_rate\":0.1")), "{out}");
+    let o = ssdcache("mrc", &["--gen", gen, "--sample", "10%", "--policy", "s3fifo", "--points", "4", "--csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.lines().next().unwrap().starts_with("trace,policy,method,sample_rate,"), "{out}");
+    assert_eq!(out.lines().filter(|l| l.contains(",s3fifo,miniature,0.1,")).count(), 4, "{out}");
+}

@@ -18,7 +18,7 @@ use ssdcache::device::catalog::DEVICES;
 use ssdcache::mrc::sized::exact_lru_sized;
 use ssdcache::policy::registry::POLICIES;
 use ssdcache::policy::{MODES, MODE_PARAM};
-use ssdcache::sim::relative::{parse_cache_size, parse_warmup, Warmup};
+use ssdcache::sim::relative::{parse_cache_size, parse_warmup, CacheSize, Warmup};
 use ssdcache::sim::run::with_trace_name;
 use ssdcache::sim::TraceSource;
 use ssdcache::spec::ParamInfo;
@@ -318,7 +318,8 @@ fn run(py: Python<'_>, trace: &Bound<'_, PyAny>, spec: &Bound<'_, PyAny>) -> PyR
 /// of the footprint, "5%", each), or at `points` sizes evenly spaced up to the
 /// footprint; after `warmup` ("20%", "1h", "5M" or a request count).
 #[pyfunction]
-#[pyo3(signature = (trace, page, cache=None, points=20, warmup=None))]
+#[pyo3(signature = (trace, page, cache=None, points=20, warmup=None, policy="lru", sample=None, sample_keys=None, seed=0))]
+#[allow(clippy::too_many_arguments)]
 fn mrc(
     py: Python<'_>,
     trace: &Bound<'_, PyAny>,
@@ -326,6 +327,10 @@ fn mrc(
     cache: Option<Vec<Bound<'_, PyAny>>>,
     points: u64,
     warmup: Option<Bound<'_, PyAny>>,
+    policy: &str,
+    sample: Option<String>,
+    sample_keys: Option<u64>,
+    seed: u64,
 ) -> PyResult<String> {
     let page = ssdcache::sim::run::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
     let sizes = cache
@@ -340,6 +345,40 @@ fn mrc(
     }
     let warmup = warmup.as_ref().map(warmup_of).transpose()?;
     let source = source_of(trace)?;
+    // sampled curves (SHARDS, miniature): a JSON list, one curve per policy
+    if sample.is_some() || sample_keys.is_some() {
+        use ssdcache::mrc::{miniature, sample as shards};
+        let rate =
+            sample.as_deref().map(shards::parse_sample_rate).transpose().map_err(|e| value_error(e.to_string()))?;
+        if let Some(n) = sample_keys {
+            shards::check_sample_keys(n).map_err(|e| value_error(e.to_string()))?;
+        }
+        let spec = shards::SampleSpec { rate: rate.unwrap_or(1.0), max_keys: sample_keys, seed };
+        if warmup.is_some() {
+            return Err(value_error(
+                "warmup with sample is not supported: sampled curves count from the first request",
+            ));
+        }
+        let policies = ssdcache::spec::split_list(policy);
+        let pages = |c: &CacheSize| match *c {
+            CacheSize::Bytes(bytes) if bytes >= page => Ok(bytes / page),
+            CacheSize::Bytes(bytes) => {
+                Err(value_error(format!("cache: {bytes} bytes is smaller than one page ({page})")))
+            }
+            CacheSize::Share(_) => Err(value_error("cache: a share of the footprint with sample is not supported")),
+        };
+        let sizes = match sizes {
+            Some(list) => miniature::Sizes::Pages(list.iter().map(pages).collect::<PyResult<_>>()?),
+            None => miniature::Sizes::Even(points),
+        };
+        return Ok(py.detach(|| {
+            guarded(|| {
+                let curves = miniature::sampled_curves(&source, page, &policies, &sizes, &spec)
+                    .map_err(|e| convert::one_line(&e))?;
+                serde_json::to_string(&curves).map_err(|e| e.to_string())
+            })
+        })?);
+    }
     Ok(py.detach(|| {
         guarded(|| {
             let curve = exact_lru_sized(&source, page, sizes.as_deref(), points, warmup.as_ref())

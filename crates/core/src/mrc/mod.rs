@@ -16,6 +16,8 @@
 //! the sizes `dirty_from..d`, which is one write-back each, added to a
 //! difference array over sizes.
 
+pub mod miniature;
+pub mod sample;
 pub mod sized;
 pub mod stack;
 
@@ -267,7 +269,7 @@ impl LruProfile {
     /// The curve at `sizes` (pages), as `ssdcache mrc --json` prints it.
     pub fn curve(&self, trace: String, sizes: &[u64]) -> Curve {
         let points = sizes.iter().map(|&s| self.at(s)).collect();
-        Curve { trace, policy: "lru", method: "exact", counts: self.counts, points }
+        Curve { trace, policy: "lru".into(), method: "exact", sample_rate: 1.0, counts: self.counts, points }
     }
 
     /// `n` sizes evenly spaced up to the footprint (at least one page each).
@@ -283,9 +285,14 @@ impl LruProfile {
 #[derive(Clone, Debug, Serialize)]
 pub struct Curve {
     pub trace: String,
-    pub policy: &'static str,
-    /// "exact": from stack distances, equal to a `sim` run at every size.
+    pub policy: String,
+    /// "exact": from stack distances, equal to a `sim` run at every size;
+    /// "shards": LRU from a hashed sample ([`sample`]); "miniature": the
+    /// policy run on a sample with the cache scaled ([`miniature`]).
     pub method: &'static str,
+    /// The share of keys the curve comes from: the sampling rate of "shards"
+    /// and "miniature" (the final one with a fixed-size sample); 1 for "exact".
+    pub sample_rate: f64,
     #[serde(flatten)]
     pub counts: TraceCounts,
     pub points: Vec<Point>,
