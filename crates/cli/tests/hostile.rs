@@ -140,12 +140,15 @@ fn every_policy() -> Vec<String> {
     let text = stdout(&o);
     let mut names: Vec<String> = text
         .lines()
-        .take_while(|l| !l.starts_with("Modes"))
+        .take_while(|l| !l.starts_with("Admitters") && !l.starts_with("Modes"))
         .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .collect();
     assert!(names.len() > 20 && names.contains(&"pwc".to_string()), "{names:?}");
     names.extend(["pwc(segment=4KiB)", "bplru(block=65536)", "lirs(stack=0)"].map(String::from));
+    names.extend(
+        ["nhit", "bloom(bits=1000000)", "prob", "size", "seqcut"].map(|by| format!("admit(by={by},rule=wtinylfu)")),
+    );
     names
 }
 

@@ -73,24 +73,46 @@ pub struct Sketch {
     door_mask: u64,
     samples: u64,
     sample_size: u64,
+    /// The cache's capacity: the most entries the sketch is ever sized for.
+    capacity: u64,
 }
 
 const ROWS: u64 = 4;
+/// Entries a new sketch is sized for; it grows with the cache (see [`Sketch::ensure`]).
+const INITIAL_ENTRIES: u64 = 1 << 12;
 const DOOR_HASHES: u64 = 3;
 
 impl Sketch {
     pub fn new(capacity: usize) -> Sketch {
-        let width = (capacity.max(16) as u64).next_power_of_two();
-        // The doorkeeper holds a sample's distinct keys (at most 10 × capacity)
+        let capacity = capacity.max(1) as u64;
+        Sketch::sized(capacity, capacity.min(INITIAL_ENTRIES))
+    }
+
+    /// A sketch for `entries` resident pages of a cache of `capacity`.
+    fn sized(capacity: u64, entries: u64) -> Sketch {
+        let width = entries.max(16).next_power_of_two();
+        // The doorkeeper holds a sample's distinct keys (at most 10 × entries)
         // at about 10 bits each: ~2% false positives with 3 hashes when full.
-        let door_bits = (capacity.max(8) as u64 * 100).next_power_of_two();
+        let door_bits = (entries.max(8) * 100).next_power_of_two();
         Sketch {
             rows: vec![0; (ROWS * width / 2) as usize],
             width_mask: width - 1,
             door: vec![0; (door_bits / 64) as usize],
             door_mask: door_bits - 1,
             samples: 0,
-            sample_size: 10 * capacity.max(1) as u64,
+            sample_size: 10 * capacity,
+            capacity,
+        }
+    }
+
+    /// Grows the sketch as the cache fills, as Caffeine's `ensureCapacity`
+    /// does: sized up front for the capacity, a huge cache on a small trace
+    /// would take gigabytes (8 TiB of 4 KiB pages: 36 GB). Growing starts the
+    /// counts afresh; a cache of at most 4,096 pages never grows.
+    pub fn ensure(&mut self, resident: usize) {
+        let width = self.width_mask + 1;
+        if resident as u64 > width && width < self.capacity {
+            *self = Sketch::sized(self.capacity, (2 * resident as u64).min(self.capacity));
         }
     }
 
@@ -454,7 +476,10 @@ impl Replacement for WTinyLfu {
             self.seg.resize(idx as usize + 1, Seg::Window);
         }
         match &mut self.freq {
-            Freq::Paper(_) => self.paper_insert(idx, evicted),
+            Freq::Paper(sketch) => {
+                sketch.ensure(self.window.len() + self.probation.len() + self.protected.len() + 1);
+                self.paper_insert(idx, evicted)
+            }
             Freq::Lcs(c) => {
                 c.add(a.key);
                 self.put(idx, Seg::Window);
