@@ -116,11 +116,7 @@ pub fn run(args: MrcArgs) -> Result<()> {
             None => Sizes::Even(args.points),
         };
         let sampled = sampled_curves(&source, page_bytes, &policies, &sizes, spec)?;
-        curves.extend(sampled.into_iter().map(|curve| SizedCurve {
-            shares: vec![None; curve.points.len()],
-            curve,
-            warmup: None,
-        }));
+        curves.extend(sampled.into_iter().map(SizedCurve::plain));
     }
     if args.json {
         for c in &curves {

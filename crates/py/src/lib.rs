@@ -15,7 +15,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use ssdcache::device::catalog::DEVICES;
-use ssdcache::mrc::sized::exact_lru_sized;
+use ssdcache::mrc::sized::{exact_lru_sized, SizedCurve};
 use ssdcache::policy::registry::POLICIES;
 use ssdcache::policy::{MODES, MODE_PARAM};
 use ssdcache::sim::relative::{parse_cache_size, parse_warmup, CacheSize, Warmup};
@@ -374,6 +374,9 @@ fn mrc(
         return Ok(py.detach(|| {
             guarded(|| {
                 let curves = miniature::sampled_curves(&source, page, &policies, &sizes, &spec)
+                    .and_then(|curves| {
+                        curves.into_iter().map(|c| SizedCurve::plain(c).to_json()).collect::<Result<Vec<_>, _>>()
+                    })
                     .map_err(|e| convert::one_line(&e))?;
                 serde_json::to_string(&curves).map_err(|e| e.to_string())
             })

@@ -22,6 +22,11 @@ pub struct SizedCurve {
 }
 
 impl SizedCurve {
+    /// A curve at sizes given in bytes, without a warm-up (a sampled curve).
+    pub fn plain(curve: Curve) -> Self {
+        SizedCurve { shares: vec![None; curve.points.len()], curve, warmup: None }
+    }
+
     /// The curve as `ssdcache mrc --json` prints it: [`Curve`]'s fields, and
     /// `warmup`, and `cache_share` in every point.
     pub fn to_json(&self) -> Result<serde_json::Value, SimError> {
