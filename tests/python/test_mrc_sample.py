@@ -62,6 +62,8 @@ def test_a_fixed_size_sample_lowers_its_rate():
     ({"sample": "1%", "seed": -1}, "seed"),
     ({"sample": "1%", "policy": "belady"}, "future"),
     ({"sample": "1%", "policy": "arc", "sample_keys": 5}, "--sample-keys"),
+    ({"sample": "1%", "warmup": "10%"}, "warmup with sample is not supported"),
+    ({"sample": "1%", "cache": "5%"}, "share of the footprint with sample is not supported"),
 ])
 def test_bad_arguments_are_value_errors(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("%", "%").replace("(", r"\(")):

@@ -296,6 +296,8 @@ fn mrc_sampling_bad_arguments_are_one_line_errors() {
         (&["--gen", gen, "--sample", "1%", "--policy", "belady"][..], "future"),
         (&["--gen", gen, "--sample", "1%", "--policy", "arc,nosuch"][..], "nosuch"),
         (&["--gen", gen, "--sample", "1%", "--policy", ","][..], "--policy"),
+        (&["--gen", gen, "--sample", "1%", "--warmup", "10%"][..], "--warmup with --sample"),
+        (&["--gen", gen, "--sample", "1%", "--cache", "5%"][..], "--cache N% with --sample"),
     ] {
         let o = ssdcache("mrc", args);
         let err = stderr(&o);
