@@ -297,7 +297,7 @@ impl Analyzer {
         dev.trims += c.trims;
         dev.read_bytes += c.read_bytes;
         dev.write_bytes += c.write_bytes;
-        add_counts(&mut self.totals, &c);
+        self.totals.merge(&c);
         if r.op == Op::Read {
             self.read_pages += n;
         }
@@ -306,7 +306,7 @@ impl Analyzer {
         for (tl, slot) in self.timelines.iter_mut().zip(&mut slots) {
             let x = if tl.axis() == Axis::Time { r.time } else { index };
             *slot = tl.slot(x).map_err(|e| SimError::Config(format!("--interval: {e}")))?;
-            add_counts(tl.counts(*slot), &c);
+            tl.counts(*slot).merge(&c);
             if r.op != Op::Trim {
                 tl.heat(*slot, first_page, n);
             }
@@ -405,16 +405,6 @@ impl Analyzer {
             timeline: timeline.report(),
         }
     }
-}
-
-fn add_counts(to: &mut timeline::Counts, c: &timeline::Counts) {
-    to.requests += c.requests;
-    to.reads += c.reads;
-    to.writes += c.writes;
-    to.trims += c.trims;
-    to.read_bytes += c.read_bytes;
-    to.write_bytes += c.write_bytes;
-    to.page_accesses += c.page_accesses;
 }
 
 /// The frequency table and the Zipf fit of the pages' use counts.

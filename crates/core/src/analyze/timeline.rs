@@ -49,7 +49,8 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn merge(&mut self, o: &Counts) {
+    /// Adds `o`'s counts to these.
+    pub(super) fn merge(&mut self, o: &Counts) {
         self.requests += o.requests;
         self.reads += o.reads;
         self.writes += o.writes;
