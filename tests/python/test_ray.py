@@ -1,22 +1,28 @@
 """executor="ray" gives the same DataFrame as the local executor, on a Ray cluster of one node.
 
-The cluster is a separate `ray start --head --block` process that the driver joins with
-`ray.init(address=...)`, as a user's cluster would be; the driver leaves before the node
-stops. With a plain `ray.init()` the node lives and dies with the driver, and `ray.shutdown()`
-in this fixture's teardown once ended a CI run with exit status 1 and no report, after every
-test had passed (most likely the driver seeing its own raylet die first).
+The cluster is a separate `ray start --head --block` process, as a user's cluster would be.
+The pytest process itself never joins it: every Ray run happens in a short-lived driver
+process (`_remote`), which joins the cluster through RAY_ADDRESS, pickles what it got to a
+file and leaves with os._exit, skipping `ray.shutdown()`. A Ray driver that sees its raylet or
+GCS go away ends its own process with status 1 and no report; twice in CI that process was
+pytest (once in `ray.shutdown()` at teardown, once in the last Ray test), which ended the
+whole run with exit 1 after every test had passed. In a driver of its own, the same failure
+is a failed test with the driver's output, and the rest of the suite still reports.
 
 The node runs in a temporary directory of its own (`ray start --temp-dir`), so the address
 file `ray start` writes (`ray_current_cluster`) lives there and not in Ray's default temp
 directory, where a later plain `ray.init()` — `ssdcache.sweep(executor="ray")` without an
-address — would find it pointing at a dead head. Once pytest has exited, a detached reaper
-stops the node as `ray start --block` is made to stop, SIGTERM, ends whatever is left of its
-process group and removes the directory. (Not `ray stop`: it stops every Ray process on the
-machine, other users' clusters included.)
+address — would find it pointing at a dead head. At teardown the node is stopped as
+`ray start --block` is made to stop, SIGTERM, and whatever is left of its process group is
+killed. (Not `ray stop`: it stops every Ray process on the machine, other users' clusters
+included.)
 """
 
 import os
+import pickle
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -38,16 +44,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _ray_env() -> dict:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
 @pytest.fixture(scope="module")
-def local_ray(tmp_path_factory):
-    if ray.is_initialized():  # a cluster the caller joined already
-        yield ray
-        return
+def ray_address(tmp_path_factory):
+    """The address of a one-node cluster that lives for this module."""
     port = _free_port()
     address = f"127.0.0.1:{port}"
     log = open(tmp_path_factory.mktemp("ray") / "ray-start.log", "w+")
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    env.pop("RAY_ADDRESS", None)
     # short: Ray's socket paths under it must fit in 107 bytes
     temp_dir = tempfile.mkdtemp(prefix="ssdcache-ray-")
     # its own session, so that a head that will not stop is killed with the node's processes
@@ -55,64 +63,90 @@ def local_ray(tmp_path_factory):
         [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
          f"--temp-dir={temp_dir}"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        stdout=log, stderr=subprocess.STDOUT, env=_ray_env(), start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while True:
             if head.poll() is not None:
                 log.seek(0)
                 pytest.fail(f"ray start --head exited {head.returncode}:\n{log.read()[-3000:]}")
-            try:
-                ray.init(address=address, log_to_driver=False, configure_logging=False)
+            probe = subprocess.run([sys.executable, "-c", _PROBE], env={**_ray_env(), "RAY_ADDRESS": address},
+                                   capture_output=True, text=True, timeout=120)
+            if probe.returncode == 0:
                 break
-            except ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        yield ray
+            if time.monotonic() > deadline:
+                pytest.fail(f"no Ray cluster at {address} after 120 s:\n{probe.stderr[-3000:]}")
+            time.sleep(0.5)
+        yield address
     finally:
-        # The driver leaves first; the node is stopped only once this process has exited.
-        if ray.is_initialized():
-            ray.shutdown()
-        _stop_after_exit(head.pid, temp_dir)
+        _stop_group(head, temp_dir)
         log.close()
 
 
-# Run by a detached reaper: waits for the pytest process to exit, then ends the node's
-# process group (`ray start --block` stops the node on SIGTERM; SIGKILL for what is left)
-# and removes its temp dir.
-_REAPER = """
-import os, shutil, signal, sys, time
-parent, pgid, temp_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-def alive(kill):
-    try:
-        kill(0)
-        return True
-    except ProcessLookupError:
-        return False
-while alive(lambda s: os.kill(parent, s)):
-    time.sleep(0.2)
-for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-    if alive(lambda s: os.killpg(pgid, s)):
-        os.killpg(pgid, sig)
+# Joins the cluster and leaves at once: the fixture's readiness check, in a driver of its own.
+_PROBE = "import os, ray; ray.init(log_to_driver=False, configure_logging=False); os._exit(0)"
+
+
+def _stop_group(head: subprocess.Popen, temp_dir: str) -> None:
+    """`ray start --block` stops the node on SIGTERM; SIGKILL for whatever is left."""
+    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(head.pid, sig)
+        except ProcessLookupError:
+            break
         end = time.monotonic() + wait
-        while time.monotonic() < end and alive(lambda s: os.killpg(pgid, s)):
+        while time.monotonic() < end:
+            try:
+                os.killpg(head.pid, 0)
+            except ProcessLookupError:
+                break
             time.sleep(0.1)
-shutil.rmtree(temp_dir, ignore_errors=True)
+    head.wait()
+    shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+# The driver: calls ssdcache.<function>(*args, **kwargs) with executor="ray", pickles the
+# result (or the exception's type and message) and leaves without ray.shutdown().
+_DRIVER = """
+import os, pickle, sys
+import ssdcache
+out_path = sys.argv[1]
+with open(out_path, "rb") as f:
+    function, args, kwargs = pickle.load(f)
+try:
+    result = ("ok", getattr(ssdcache, function)(*args, executor="ray", **kwargs))
+except Exception as e:
+    result = ("error", type(e).__name__, str(e))
+with open(out_path, "wb") as f:
+    pickle.dump(result, f)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
 """
 
 
-def _stop_after_exit(pgid: int, temp_dir: str) -> None:
-    """Stops the node (its own session: nothing else is in its group) after this process exits.
-    A driver that sees its cluster die while it still runs may end itself with status 1 and
-    no report, after every test passed (seen in CI even after ray.shutdown()), so the cluster
-    outlives the driver by a moment instead."""
-    subprocess.Popen([sys.executable, "-c", _REAPER, str(os.getpid()), str(pgid), temp_dir],
-                     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
+def _remote(address: str, function: str, *args, **kwargs):
+    """`ssdcache.<function>(*args, executor="ray", **kwargs)` in a driver process of its own;
+    its result, or the exception it raised, raised again here (ValueError stays ValueError)."""
+    with tempfile.NamedTemporaryFile(suffix=".pickle", delete=False) as f:
+        pickle.dump((function, args, kwargs), f)
+        path = f.name
+    try:
+        driver = subprocess.run([sys.executable, "-c", _DRIVER, path], env={**_ray_env(), "RAY_ADDRESS": address},
+                                capture_output=True, text=True, timeout=600)
+        assert driver.returncode == 0, (
+            f"the Ray driver exited {driver.returncode}:\n{driver.stdout[-2000:]}\n{driver.stderr[-4000:]}")
+        with open(path, "rb") as f:
+            result = pickle.load(f)
+    finally:
+        os.unlink(path)
+    if result[0] == "ok":
+        return result[1]
+    kind = {"ValueError": ValueError, "ConnectionError": ConnectionError}.get(result[1], RuntimeError)
+    raise kind(f"{result[1]}: {result[2]}")
 
 
-# First, before the cluster fixture: these need Ray not initialised in this process.
+# These run in this process: they must fail before Ray is initialised.
 
 GEN = "zipf(alpha=0.9,keys=1000,requests=1000)"  # no sample traces needed
 
@@ -164,7 +198,7 @@ def test_the_address_file_is_where_ray_reads_it():
         assert expected is None
 
 
-def test_ray_equals_local(local_ray, fin1, msr):
+def test_ray_equals_local(ray_address, fin1, msr):
     rng = np.random.default_rng(1)
     pages = (rng.zipf(1.2, 30_000) % 3000).astype(np.uint64)
     arrays = {"pages": pages, "ops": rng.integers(0, 2, len(pages)), "name": "zipf-arrays"}
@@ -172,30 +206,30 @@ def test_ray_equals_local(local_ray, fin1, msr):
     args = dict(policies=["lru", "arc", "2q(kin=25%,kout=50%)"], caches=["512KiB", "2MiB"],
                 modes=["write-back", "write-only"], progress=False)
     local = ssdcache.sweep(traces, **args)
-    remote = ssdcache.sweep(traces, executor="ray", **args)
+    remote = _remote(ray_address, "sweep", traces, **args)
     assert len(remote) == 5 * 3 * 2 * 2
     pd.testing.assert_frame_equal(local, remote)
 
 
-def test_ray_device_and_series_equal_local(local_ray, fin1):
+def test_ray_device_and_series_equal_local(ray_address, fin1):
     args = dict(devices="ftl(type=hybrid,nand=mlc1,page=4KiB,block=256KiB)", interval="10min", progress=False)
     local = ssdcache.sweep(fin1, ["lru", "fab"], "1MiB", **args)
-    remote = ssdcache.sweep(fin1, ["lru", "fab"], "1MiB", executor="ray", **args)
+    remote = _remote(ray_address, "sweep", fin1, ["lru", "fab"], "1MiB", **args)
     pd.testing.assert_frame_equal(local, remote)
     assert local.attrs["series"] == remote.attrs["series"]
 
 
-def test_ray_errors_are_value_errors(local_ray, fin1):
+def test_ray_errors_are_value_errors(ray_address, fin1):
     with pytest.raises(ValueError, match="nosuchpolicy"):
-        ssdcache.sweep(fin1, ["nosuchpolicy"], "1MiB", executor="ray", progress=False)
+        _remote(ray_address, "sweep", fin1, ["nosuchpolicy"], "1MiB", progress=False)
     # an error only a worker can find: a malformed line, found while parsing
     bad = {"path": fin1, "format": "msr"}
     with pytest.raises(ValueError):
-        ssdcache.sweep(bad, ["lru"], "1MiB", executor="ray", progress=False)
+        _remote(ray_address, "sweep", bad, ["lru"], "1MiB", progress=False)
 
 
-def test_ray_mrc_is_one_task_per_trace_and_equals_local(local_ray, fin1, msr):
+def test_ray_mrc_is_one_task_per_trace_and_equals_local(ray_address, fin1, msr):
     local = ssdcache.mrc([fin1, msr], cache="1%,10%", warmup="10%")
-    remote = ssdcache.mrc([fin1, msr], cache="1%,10%", warmup="10%", executor="ray")
+    remote = _remote(ray_address, "mrc", [fin1, msr], cache="1%,10%", warmup="10%")
     pd.testing.assert_frame_equal(local, remote)
     assert remote.attrs["curves"] == local.attrs["curves"]
