@@ -112,6 +112,9 @@ pub struct Simulator<'p> {
     align_pages: bool,
     /// Leading requests that warm the cache and devices uncounted (`--warmup`).
     warmup: u64,
+    /// The request count at which the warm-up ends (`u64::MAX` without one):
+    /// one compare per request.
+    warmup_ends: u64,
     /// Next uses, for offline policies (Belady).
     future: Option<NextUses>,
     pub counters: Counters,
@@ -131,6 +134,7 @@ impl<'p> Simulator<'p> {
             requests: 0,
             align_pages: false,
             warmup: 0,
+            warmup_ends: u64::MAX,
             future: None,
             counters: Counters::default(),
         }
@@ -170,6 +174,7 @@ impl<'p> Simulator<'p> {
     /// start at the first request after them.
     pub fn with_warmup(mut self, requests: u64) -> Self {
         self.warmup = requests;
+        self.warmup_ends = if requests > 0 { requests } else { u64::MAX };
         self
     }
 
@@ -263,11 +268,27 @@ impl<'p> Simulator<'p> {
 
     /// Replays a batch of requests.
     pub fn replay(&mut self, requests: &[Request], unit: Unit) -> Result<(), SimError> {
-        for r in requests {
-            let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
-            self.serve(r, pr, unit);
+        // One branch per batch picks the loop: a run with nothing but a policy
+        // (the usual `sim`) gets one with the device, series, future and
+        // maintenance paths compiled out.
+        if self.plain() {
+            for r in requests {
+                let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
+                self.serve::<true>(r, pr, unit);
+            }
+        } else {
+            for r in requests {
+                let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
+                self.serve::<false>(r, pr, unit);
+            }
         }
         self.check_after()
+    }
+
+    /// Whether this run is only a policy and counters: no devices, no series,
+    /// no next uses, no periodic work.
+    fn plain(&self) -> bool {
+        !self.maintains && !self.devices.any() && self.series.is_none() && self.future.is_none()
     }
 
     /// Tells the policy a request entered the device queue (QLRU's lookahead):
@@ -294,26 +315,32 @@ impl<'p> Simulator<'p> {
     /// Returns the device time the request cost (0 without devices).
     pub fn request(&mut self, r: &Request, unit: Unit) -> Result<Nanos, SimError> {
         let pr = pages_of(r, unit, self.cfg.page_bytes, self.requests)?;
-        let busy = self.serve(r, pr, unit);
+        let busy = self.serve::<false>(r, pr, unit);
         self.check_after()?;
         Ok(busy)
     }
 
     /// [`request`](Self::request) once its pages are known (the hot loop: no
-    /// error path per request).
+    /// error path per request). `PLAIN`: the run is [`plain`](Self::plain), so
+    /// its device, series, future and maintenance paths are left out.
     #[inline(always)]
-    fn serve(&mut self, r: &Request, pr: PageRange, unit: Unit) -> Nanos {
+    fn serve<const PLAIN: bool>(&mut self, r: &Request, pr: PageRange, unit: Unit) -> Nanos {
         let mut busy = 0;
-        if self.maintains {
+        if !PLAIN && self.maintains {
             self.maintain(r.time);
         }
-        let c = &self.counters;
-        let before = (c.pages, c.hits, c.read_pages, c.read_hits, c.served_pages, c.served_bytes);
-        // (an adaptive split, ABM's P, only when a series is kept: off the hot path otherwise)
-        if self.requests == self.warmup && self.warmup > 0 {
+        if self.requests == self.warmup_ends {
             self.end_warmup();
         }
-        let split_before = if self.series.is_some() { self.policy.split() } else { None };
+        let keeps_series = !PLAIN && self.series.is_some();
+        let c = &self.counters;
+        let before = if keeps_series {
+            (c.pages, c.hits, c.read_pages, c.read_hits, c.served_pages, c.served_bytes)
+        } else {
+            Default::default()
+        };
+        // (an adaptive split, ABM's P, only when a series is kept: off the hot path otherwise)
+        let split_before = if keeps_series { self.policy.split() } else { None };
         self.requests += 1;
         // (page-unit traces give lengths in pages)
         let bytes = match unit {
@@ -336,7 +363,7 @@ impl<'p> Simulator<'p> {
         let mut all_hit = true;
         for p in 0..pr.count {
             let partial = !self.align_pages && ((p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial));
-            let next_use = self.future.as_mut().map_or(NEVER, NextUses::next_use);
+            let next_use = if PLAIN { NEVER } else { self.future.as_mut().map_or(NEVER, NextUses::next_use) };
             let a = Access {
                 time: r.time,
                 key: pr.key(p),
@@ -351,7 +378,7 @@ impl<'p> Simulator<'p> {
             self.policy.access(&a, &mut self.fx);
             all_hit &= self.fx.hit;
             account(&mut self.counters, &a, &self.fx, page_share(r, unit, &pr, p, self.cfg.page_bytes));
-            if self.devices.any() {
+            if !PLAIN && self.devices.any() {
                 let read_hit = (self.fx.hit && r.op == Op::Read).then_some(a.key);
                 busy += self.devices.charge(&self.fx, read_hit);
                 if r.op == Op::Trim {
@@ -362,7 +389,7 @@ impl<'p> Simulator<'p> {
         if all_hit && r.op != Op::Trim {
             self.counters.request_hits += 1;
         }
-        if let Some(s) = self.series.as_mut() {
+        if let Some(s) = self.series.as_mut().filter(|_| keeps_series) {
             let c = &self.counters;
             let bytes = if r.op == Op::Trim { 0 } else { bytes };
             let delta = crate::metrics::IntervalStats {
