@@ -11,14 +11,21 @@ one-page cache, divided by the cache's pages — for libCacheSim from peak RSS, 
 ssdcache from its exact peak heap (SSDCACHE_HEAP_STATS; its RSS is dominated by
 fixed buffers at this size).
 
-Usage: scripts/bench.py [--requests 10M] [--keys 1M] [--repeat 3] [--policies lru,arc,lirs,s3fifo]
-Numbers are wall-clock on a shared 2-core machine: take the best of --repeat runs.
+Every policy both tools have is run by default; the two sides alternate, and each cell
+is the median of --repeat runs (wall-clock on a shared, noisy machine: read the ratio,
+not the absolute numbers). The first lines name the machine, the libCacheSim version
+and the ssdcache commit; --markdown prints the table as Markdown for the README.
+
+Usage: scripts/bench.py [--requests 10M] [--keys 1M] [--repeat 3] [--policies lru,arc,...] [--markdown]
 """
 
 import argparse
+import datetime
 import json
 import os
 import pathlib
+import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -26,11 +33,16 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = pathlib.Path(os.environ.get("SSDCACHE_BIN", ROOT / "target" / "release" / "ssdcache"))
 DATA = ROOT / "bench-data"
-LCS_CLASS = {"lru": "LRU", "arc": "ARC", "lirs": "LIRS", "s3fifo": "S3FIFO", "fifo": "FIFO", "clock": "Clock", "2q": "TwoQ", "lfu": "LFU",
-             "sieve": "Sieve", "slru": "SLRU", "lru-k": "LRUK", "mq": "MQ"}
-# the ssdcache spec that runs the same algorithm as libCacheSim's class (see tests/agreement)
+LCS_CLASS = {"lru": "LRU", "fifo": "FIFO", "clock": "Clock", "arc": "ARC", "lirs": "LIRS", "2q": "TwoQ", "s3fifo": "S3FIFO",
+             "sieve": "Sieve", "slru": "SLRU", "lru-k": "LRUK", "mq": "MQ", "wtinylfu": "WTinyLFU", "lfu": "LFU",
+             "lecar": "LeCaR", "clockpro": "ClockPro"}
+# the ssdcache spec that runs the same algorithm as libCacheSim's class (see tests/agreement);
+# lecar's miss ratios agree in distribution only (random draws), clockpro's are another
+# reading of the paper (docs), so their miss columns differ; LFUDA is left out: the PyPI
+# build of libCacheSim crashes in it (tests/agreement/test_reference_models.py)
 ALIGNED = {"arc": "arc(variant=libcachesim)", "lirs": "lirs(variant=libcachesim)", "s3fifo": "s3fifo(variant=libcachesim)",
-           "2q": "2q(variant=libcachesim)"}
+           "2q": "2q(variant=libcachesim)", "wtinylfu": "wtinylfu(variant=libcachesim)",
+           "lecar": "lecar(variant=libcachesim)", "clockpro": "clockpro"}
 
 LCS_CHILD = r"""
 import sys, time, libcachesim as lcs
@@ -72,7 +84,8 @@ def main() -> None:
     ap.add_argument("--keys", default="1M")
     ap.add_argument("--alpha", default="0.9")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--policies", default="lru,arc,lirs,s3fifo")
+    ap.add_argument("--policies", default=",".join(LCS_CLASS))
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = ap.parse_args()
     if not BIN.exists():
         sys.exit(f"{BIN} missing: cargo build --release -p ssdcache-cli")
@@ -87,33 +100,65 @@ def main() -> None:
                                      check=True, capture_output=True, text=True).stdout)
     footprint = info["footprint_pages"]
     pages = footprint // 10
+    print(machine())
     print(f"trace: {trace.name}: {n:,} requests, footprint {footprint:,} keys; cache {pages:,} pages (10 %)\n")
-    print(f"{'policy':<8} {'libCacheSim req/s':>18} {'ssdcache req/s':>15} {'ratio':>6}  {'miss lcs':>9} {'miss ours':>9}  "
-          f"{'B/page lcs':>10} {'B/page ours':>11}")
+    cols = ["policy", "libCacheSim req/s", "ssdcache req/s", "ratio", "miss lcs", "miss ours", "B/page lcs", "B/page ours"]
+    if args.markdown:
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|")
+    else:
+        print(f"{cols[0]:<9} {cols[1]:>18} {cols[2]:>15} {cols[3]:>6}  {cols[4]:>9} {cols[5]:>9}  {cols[6]:>10} {cols[7]:>11}")
     for policy in args.policies.split(","):
+        if policy not in LCS_CLASS:
+            sys.exit(f"--policies: {policy!r} is not one both tools have ({', '.join(LCS_CLASS)})")
         cls = LCS_CLASS[policy]
         lcs_cmd = lambda size: [sys.executable, "-c", LCS_CHILD, cls, str(size * 4096), str(trace)]
         ours_cmd = lambda size: [BIN, "sim", "--trace", trace, "--format", "oracle-general", "--policy", ALIGNED.get(policy, policy),
                                  "--cache", f"{size * 4096}B", "--json"]
-        best_lcs = best_ours = float("inf")
+        lcs_walls, our_walls = [], []
         rss_lcs = heap_ours = 0
-        for _ in range(args.repeat):
+        for _ in range(args.repeat):  # alternating: each pair sees the same machine state
             wall, rss_lcs, out, _ = run_rss(lcs_cmd(pages))
-            best_lcs = min(best_lcs, wall)
+            lcs_walls.append(wall)
             lcs_miss = float(out.split()[1])
             wall, _, out, heap_ours = run_rss(ours_cmd(pages))
-            best_ours = min(best_ours, wall)
+            our_walls.append(wall)
             ours_miss = json.loads(out)["misses"] / n
+        lcs_wall, our_wall = statistics.median(lcs_walls), statistics.median(our_walls)
         # baseline: a cache too small to matter (16 pages: some policies need a few pages per queue)
         _, base_lcs, _, _ = run_rss(lcs_cmd(16))
         _, _, _, base_ours = run_rss(ours_cmd(16))
         per_lcs = (rss_lcs - base_lcs) / (pages - 16)
         per_ours = (heap_ours - base_ours) / (pages - 16)
-        print(f"{policy:<8} {n / best_lcs:>18,.0f} {n / best_ours:>15,.0f} {best_lcs / best_ours:>5.2f}x  "
-              f"{lcs_miss:>9.4f} {ours_miss:>9.4f}  {per_lcs:>10.1f} {per_ours:>11.1f}")
-    print("\nreq/s: whole process, trace reading included, best of", args.repeat,
-          "| B/page: (peak with the cache - peak with a 16-page cache) / cache pages;"
+        row = [policy, f"{n / lcs_wall:,.0f}", f"{n / our_wall:,.0f}", f"{lcs_wall / our_wall:.2f}x", f"{lcs_miss:.4f}",
+               f"{ours_miss:.4f}", f"{per_lcs:.1f}", f"{per_ours:.1f}"]
+        if args.markdown:
+            print("| " + " | ".join(row) + " |", flush=True)
+        else:
+            print(f"{row[0]:<9} {row[1]:>18} {row[2]:>15} {row[3]:>6}  {row[4]:>9} {row[5]:>9}  {row[6]:>10} {row[7]:>11}",
+                  flush=True)
+    print("\nreq/s: whole process, trace reading included, median of", args.repeat,
+          "alternating runs | B/page: (peak with the cache - peak with a 16-page cache) / cache pages;"
           " libCacheSim: RSS, ssdcache: heap")
+
+
+def machine() -> str:
+    """The machine, the peer's version and our commit: what a reader needs to weigh the table."""
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem = 0.0
+    import libcachesim
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return (f"machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, "
+            f"{platform.machine()}; {datetime.date.today()}\n"
+            f"peer: libcachesim {getattr(libcachesim, '__version__', '?')} (PyPI); ssdcache {commit or '?'}")
 
 
 if __name__ == "__main__":
