@@ -102,6 +102,47 @@ fn huge_offsets_are_an_error_not_a_wrong_number() {
 }
 
 #[test]
+fn each_bad_range_is_named_with_its_request_number() {
+    let beyond = 1u64 << PAGE_BITS;
+    let cases = [
+        (
+            Unit::Bytes,
+            Request { time: 0, addr: u64::MAX - 10, len: 4096, dev: 0, op: Op::Read },
+            "offset + size overflows",
+        ),
+        (Unit::Pages, Request { time: 0, addr: u64::MAX, len: 2, dev: 0, op: Op::Read }, "page range overflows"),
+        (
+            Unit::Pages,
+            Request { time: 0, addr: beyond, len: 1, dev: 3, op: Op::Write },
+            "of device 3 is beyond the 2^44",
+        ),
+        (
+            Unit::Bytes,
+            Request { time: 0, addr: beyond * 4096, len: 1, dev: 0, op: Op::Read },
+            "page 17592186044416 of device 0",
+        ),
+    ];
+    for (unit, bad, msg) in cases {
+        let good = Request { time: 0, addr: 0, len: 1, dev: 0, op: Op::Read };
+        // (the plain loop, then the one with a series: both name request 2)
+        for series in [false, true] {
+            let (mut p, _) = build("lru", &BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 }).unwrap();
+            let mut rd = MemoryReader::new(vec![good, good, bad].into(), unit);
+            let mut s = Simulator::new(p.as_mut(), SimConfig { page_bytes: 4096 });
+            if series {
+                s = s.with_series(1_000_000_000);
+            }
+            let e = s.run(&mut rd).unwrap_err().to_string();
+            assert!(e.starts_with("request 2: ") && e.contains(msg), "{unit:?} series={series}: {e}");
+        }
+        assert_eq!(
+            pages_of(&bad, unit, 4096, 9).unwrap_err().to_string().split_once(": ").unwrap().1,
+            bad_range(&bad, unit, 4096, 9).to_string().split_once(": ").unwrap().1
+        );
+    }
+}
+
+#[test]
 fn key_traces_on_device_zero_take_any_key() {
     // a page stream from `trace convert --to keys` carries device bits in its keys
     let big = (5u64 << PAGE_BITS) | 7;
