@@ -389,32 +389,19 @@ impl<'p> Simulator<'p> {
             }
             Op::Trim => c.trim_requests += 1,
         }
-        let mut all_hit = true;
-        for p in 0..pr.count {
-            let partial = !self.align_pages && ((p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial));
-            let next_use = if PLAIN { NEVER } else { self.future.as_mut().map_or(NEVER, NextUses::next_use) };
-            let a = Access {
-                time: r.time,
-                key: pr.key(p),
-                op: r.op,
-                partial,
-                seq: self.seq,
-                next_use,
-                request_pages: pr.request_pages(),
-            };
-            self.seq += 1;
-            self.fx.clear();
-            self.policy.access(&a, &mut self.fx);
-            all_hit &= self.fx.hit;
-            account(&mut self.counters, &a, &self.fx, page_share(r, unit, &pr, p, self.cfg.page_bytes));
-            if !PLAIN && self.devices.any() {
-                let read_hit = (self.fx.hit && r.op == Op::Read).then_some(a.key);
-                busy += self.devices.charge(&self.fx, read_hit);
-                if r.op == Op::Trim {
-                    self.devices.trim(a.key);
-                }
+        // (most requests are one page: that case gets no loop)
+        let all_hit = if pr.count == 1 {
+            let partial = !self.align_pages && (pr.head_partial || pr.tail_partial);
+            self.serve_page::<PLAIN>(r, &pr, 0, partial, unit, &mut busy)
+        } else {
+            let mut all_hit = true;
+            for p in 0..pr.count {
+                let partial =
+                    !self.align_pages && ((p == 0 && pr.head_partial) || (p == pr.count - 1 && pr.tail_partial));
+                all_hit &= self.serve_page::<PLAIN>(r, &pr, p, partial, unit, &mut busy);
             }
-        }
+            all_hit
+        };
         if all_hit && r.op != Op::Trim {
             self.counters.request_hits += 1;
         }
@@ -438,6 +425,41 @@ impl<'p> Simulator<'p> {
             }
         }
         busy
+    }
+
+    /// Page `p` of request `r` through the policy, counted and charged; whether it hit.
+    #[inline(always)]
+    fn serve_page<const PLAIN: bool>(
+        &mut self,
+        r: &Request,
+        pr: &PageRange,
+        p: u64,
+        partial: bool,
+        unit: Unit,
+        busy: &mut Nanos,
+    ) -> bool {
+        let next_use = if PLAIN { NEVER } else { self.future.as_mut().map_or(NEVER, NextUses::next_use) };
+        let a = Access {
+            time: r.time,
+            key: pr.key(p),
+            op: r.op,
+            partial,
+            seq: self.seq,
+            next_use,
+            request_pages: pr.request_pages(),
+        };
+        self.seq += 1;
+        self.fx.clear();
+        self.policy.access(&a, &mut self.fx);
+        account(&mut self.counters, &a, &self.fx, page_share(r, unit, pr, p, self.cfg.page_bytes));
+        if !PLAIN && self.devices.any() {
+            let read_hit = (self.fx.hit && r.op == Op::Read).then_some(a.key);
+            *busy += self.devices.charge(&self.fx, read_hit);
+            if r.op == Op::Trim {
+                self.devices.trim(a.key);
+            }
+        }
+        self.fx.hit
     }
 
     /// Drains dirty data (counted as `drain_writes`) and returns the counters.
