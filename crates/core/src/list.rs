@@ -189,6 +189,26 @@ impl<T> Arena<T> {
         key
     }
 
+    /// Gives node `idx` (which must not be linked in a list) to `key` with `val`:
+    /// a [`remove`](Self::remove) and an [`insert`](Self::insert) that reuse the
+    /// node, for a full cache replacing its victim. Returns the old key.
+    pub fn rekey(&mut self, idx: u32, key: u64, val: T) -> u64 {
+        debug_assert!(self.find(key).is_none(), "key {key} inserted twice");
+        let old = self.nodes[idx as usize].key;
+        match self.index.find_entry(self.hash(old), |&i| i == idx) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(_) => panic!("node {idx} not indexed"),
+        }
+        self.nodes[idx as usize] = Node { key, links: Links::NONE, val };
+        let hash = self.hash(key);
+        let nodes = &self.nodes;
+        let hasher = &self.hasher;
+        self.index.insert_unique(hash, idx, |&i| hasher.hash_one(nodes[i as usize].key));
+        old
+    }
+
     #[inline]
     pub fn key(&self, idx: u32) -> u64 {
         self.nodes[idx as usize].key
@@ -475,6 +495,19 @@ mod tests {
         assert_eq!(v.capacity(), 10);
         reserve_for(&mut v, 11, 10);
         assert!(v.capacity() >= 20);
+    }
+
+    #[test]
+    fn rekey_moves_a_node_to_another_key() {
+        let mut a: Arena<u8> = Arena::with_capacity(4);
+        let (x, y) = (a.insert(10, 1), a.insert(20, 2));
+        assert_eq!(a.rekey(x, 30, 3), 10);
+        assert_eq!((a.find(10), a.find(30), a.find(20)), (None, Some(x), Some(y)));
+        assert_eq!((a.key(x), *a.val(x), a.len()), (30, 3, 2));
+        // the freed key can come back, in a node of its own
+        let z = a.insert(10, 4);
+        assert!(z != x && z != y);
+        assert_eq!(a.find(10), Some(z));
     }
 
     #[test]

@@ -32,7 +32,10 @@ impl Replacement for Lru {
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         if self.list.len() >= self.capacity {
             if let Some(victim) = self.list.pop_back(&mut self.arena) {
-                evicted.push(self.arena.remove(victim));
+                // (the victim's node becomes the new page's)
+                evicted.push(self.arena.rekey(victim, a.key, ()));
+                self.list.push_front(&mut self.arena, victim);
+                return true;
             }
         }
         let idx = self.arena.insert(a.key, ());
