@@ -12,7 +12,8 @@
 //!
 //! - a hit moves the page to the LRU front and adds one to its frequency;
 //! - LFU's victim is the page of least frequency that reached that frequency
-//!   first; a page (re)entering the cache starts at frequency 1;
+//!   first; a page (re)entering the cache starts at frequency 1 (`lfu.rs`'s
+//!   rule and structure, kept beside the LRU list);
 //! - the history is `N` keys: each expert has a FIFO of `⌊N/2⌋` keys it
 //!   evicted; a key found there leaves it when it is accessed again;
 //! - when both experts propose the same page it is evicted without a draw and
@@ -32,11 +33,10 @@
 //! runs in one process differ), so miss counts cannot be matched run for run:
 //! the agreement suite compares the mean miss count over seeds with libCacheSim's.
 
-use std::collections::BTreeSet;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::lfu::Lfu;
 use crate::list::{Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
@@ -56,18 +56,17 @@ enum State {
 #[derive(Clone, Copy, Debug)]
 struct Meta {
     state: State,
-    freq: u32,
-    /// When the page reached its frequency (LFU's tie-break), or when it was
-    /// evicted (for a ghost).
-    stamp: u64,
+    /// When a ghost was evicted (in accesses).
+    evicted_at: u64,
 }
 
 pub struct LeCaR {
     arena: Arena<Meta>,
     /// Resident pages, front = most recent.
     lru: List,
-    /// Resident pages by (frequency, stamp, node).
-    lfu: BTreeSet<(u32, u64, u32)>,
+    /// Resident pages in LFU's order: the O(1) bucket chain of `lfu.rs` (its
+    /// victim rule is the one above), which never evicts by itself.
+    lfu: Lfu,
     /// Keys each expert evicted, front = newest.
     hist_lru: List,
     hist_lfu: List,
@@ -84,8 +83,6 @@ pub struct LeCaR {
     rng: ChaCha8Rng,
     /// Accesses so far (the `t` of the regret).
     now: u64,
-    /// Source of LFU stamps.
-    stamps: u64,
 }
 
 impl LeCaR {
@@ -105,7 +102,7 @@ impl LeCaR {
         LeCaR {
             arena: Arena::with_capacity(2 * capacity),
             lru: List::new(),
-            lfu: BTreeSet::new(),
+            lfu: Lfu::unbounded(capacity),
             hist_lru: List::new(),
             hist_lfu: List::new(),
             history_len: capacity / 2,
@@ -117,7 +114,6 @@ impl LeCaR {
             w_lru: 0.5,
             rng: ChaCha8Rng::seed_from_u64(seed),
             now: 0,
-            stamps: 0,
         }
     }
 
@@ -138,11 +134,6 @@ impl LeCaR {
         self.w_lru = if wrong_was_lru { wrong } else { right };
     }
 
-    fn stamp(&mut self) -> u64 {
-        self.stamps += 1;
-        self.stamps
-    }
-
     fn draw(&mut self) -> f64 {
         if self.percent_draws {
             self.rng.gen_range(0..100u32) as f64 / 100.0
@@ -153,23 +144,23 @@ impl LeCaR {
 
     fn evict_one(&mut self, evicted: &mut Vec<u64>) {
         let lru_choice = self.lru.back().expect("evicting from an empty cache");
-        let lfu_choice = self.lfu.first().expect("evicting from an empty cache").2;
-        let (idx, by) = if lru_choice == lfu_choice {
+        let lfu_choice = self.lfu.victim().expect("evicting from an empty cache");
+        let (idx, by) = if self.arena.key(lru_choice) == lfu_choice {
             (lru_choice, None)
         } else if self.draw() < self.w_lru {
             (lru_choice, Some(State::GhostLru))
         } else {
-            (lfu_choice, Some(State::GhostLfu))
+            (self.arena.find(lfu_choice).expect("LFU's pages are resident"), Some(State::GhostLfu))
         };
-        let m = *self.arena.val(idx);
-        self.lfu.remove(&(m.freq, m.stamp, idx));
+        let key = self.arena.key(idx);
+        self.lfu.remove(key, evicted);
         self.lru.unlink(&mut self.arena, idx);
-        evicted.push(self.arena.key(idx));
+        evicted.push(key);
         let Some(state) = by.filter(|_| self.history_len > 0) else {
             self.arena.remove(idx);
             return;
         };
-        *self.arena.val_mut(idx) = Meta { state, freq: 0, stamp: self.now };
+        *self.arena.val_mut(idx) = Meta { state, evicted_at: self.now };
         let history = if state == State::GhostLru { &mut self.hist_lru } else { &mut self.hist_lfu };
         history.push_front(&mut self.arena, idx);
         if history.len() > self.history_len {
@@ -180,24 +171,20 @@ impl LeCaR {
 }
 
 impl Replacement for LeCaR {
-    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
+    fn touch(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool {
         self.now += 1;
         let Some(idx) = self.arena.find(a.key) else { return false };
         let m = *self.arena.val(idx);
         match m.state {
             State::Resident => {
                 self.lru.move_to_front(&mut self.arena, idx);
-                self.lfu.remove(&(m.freq, m.stamp, idx));
-                let stamp = self.stamp();
-                let freq = m.freq.saturating_add(1);
-                *self.arena.val_mut(idx) = Meta { freq, stamp, ..m };
-                self.lfu.insert((freq, stamp, idx));
+                self.lfu.touch(a, dirty, evicted);
                 true
             }
             ghost => {
                 // The regret is taken on the access itself (libCacheSim does it
                 // in its lookup), whether or not the page is then cached.
-                self.regret(ghost == State::GhostLru, self.now - m.stamp);
+                self.regret(ghost == State::GhostLru, self.now - m.evicted_at);
                 if ghost == State::GhostLru {
                     self.hist_lru.unlink(&mut self.arena, idx);
                 } else {
@@ -209,25 +196,24 @@ impl Replacement for LeCaR {
         }
     }
 
-    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+    fn insert(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool {
         debug_assert!(self.arena.find(a.key).is_none(), "insert of a tracked key");
         while self.lru.len() >= self.capacity {
             self.evict_one(evicted);
         }
-        let stamp = self.stamp();
-        let idx = self.arena.insert(a.key, Meta { state: State::Resident, freq: 1, stamp });
+        let idx = self.arena.insert(a.key, Meta { state: State::Resident, evicted_at: 0 });
         self.lru.push_front(&mut self.arena, idx);
-        self.lfu.insert((1, stamp, idx));
+        self.lfu.insert(a, dirty, evicted);
         true
     }
 
-    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
+    fn remove(&mut self, key: u64, evicted: &mut Vec<u64>) -> bool {
         let Some(idx) = self.arena.find(key) else { return false };
         let m = *self.arena.val(idx);
         if m.state != State::Resident {
             return false;
         }
-        self.lfu.remove(&(m.freq, m.stamp, idx));
+        self.lfu.remove(key, evicted);
         self.lru.unlink(&mut self.arena, idx);
         self.arena.remove(idx);
         true

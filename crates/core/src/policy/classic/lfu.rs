@@ -108,6 +108,21 @@ impl Lfu {
         self.arena.remove(idx)
     }
 
+    /// An LFU that never evicts by itself, for `expected` pages: a policy that
+    /// keeps LFU's order as one of its experts (LeCaR) and decides evictions.
+    pub fn unbounded(expected: usize) -> Self {
+        Lfu { capacity: usize::MAX, ..Lfu::new(expected) }
+    }
+
+    /// The key LFU would evict next: the least frequent, the earliest to reach
+    /// that frequency.
+    pub fn victim(&self) -> Option<u64> {
+        (self.head != NIL).then(|| {
+            let idx = self.buckets[self.head as usize].pages.back().expect("buckets in the chain are never empty");
+            self.arena.key(idx)
+        })
+    }
+
     /// Frequency of a resident key (for tests and debugging).
     pub fn freq(&self, key: u64) -> Option<u64> {
         self.arena.find(key).map(|idx| self.buckets[*self.arena.val(idx) as usize].freq)
