@@ -149,18 +149,30 @@ impl Replacement for Lfu {
 
     #[inline]
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
-        if self.len >= self.capacity && self.head != NIL {
+        // A full cache gives its victim's node to the new page.
+        let victim = (self.len >= self.capacity && self.head != NIL).then(|| {
             let victim = self.buckets[self.head as usize].pages.back().expect("buckets in the chain are never empty");
-            evicted.push(self.forget(victim));
-        }
+            let vb = *self.arena.val(victim);
+            self.buckets[vb as usize].pages.unlink(&mut self.arena, victim);
+            self.drop_if_empty(vb);
+            victim
+        });
         let b = if self.head != NIL && self.buckets[self.head as usize].freq == 1 {
             self.head
         } else {
             self.new_bucket(1, NIL, self.head)
         };
-        let idx = self.arena.insert(a.key, b);
+        let idx = match victim {
+            Some(v) => {
+                evicted.push(self.arena.rekey(v, a.key, b));
+                v
+            }
+            None => {
+                self.len += 1;
+                self.arena.insert(a.key, b)
+            }
+        };
         self.buckets[b as usize].pages.push_front(&mut self.arena, idx);
-        self.len += 1;
         true
     }
 
