@@ -13,6 +13,12 @@ transcriptions of their papers, written here in plain Python.
   walking the clock page by page (ssdcache's HAND_cold jumps), and the readings
   clockpro.rs documents (a referenced cold page out of its test period starts a
   new one at the head; the cold target starts at the whole cache, within 1..m).
+- TinyLFU admission in front of LRU: libCacheSim has no TinyLFU admissioner;
+  the reference is the TinyLFU paper's rule (Einziger, Friedman & Manes, TOS'17:
+  admit a miss only if its estimate beats the victim's) over LRU, with the
+  count-min sketch and doorkeeper transcribed from policy/sketch.rs, hashes
+  and aging included (the estimates are approximate, so equality needs the
+  same hashes).
 
 Streams: the synthetic ones of test_libcachesim.py, shortened, and the first
 real trace's page stream, at several cache sizes.
@@ -211,7 +217,68 @@ def clockpro_misses(keys, m: int) -> int:
     return misses
 
 
-MODELS = {"lfuda": lfuda_misses, "car": car_misses, "clockpro": clockpro_misses}
+M64 = (1 << 64) - 1
+
+
+def mix64(x: int) -> int:  # splitmix64's finaliser
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def tinylfu_lru_misses(keys, c: int) -> int:
+    assert c <= 4096, "a bigger sketch grows as the cache fills; not transcribed"
+    width = 1 << (max(c, 16) - 1).bit_length()
+    door_bits = 1 << (max(c, 8) * 100 - 1).bit_length()
+    counters = [0] * (4 * width)
+    door = set()
+    samples = 0
+
+    def slots(k):
+        return [r * width + (mix64(k ^ (((r + 1) * 0x9E3779B97F4A7C15) & M64)) & (width - 1)) for r in range(4)]
+
+    def door_of(k):
+        return [mix64((k + (i + 11) * 0xC2B2AE3D27D4EB4F) & M64) & (door_bits - 1) for i in range(3)]
+
+    def estimate(k):
+        return min(counters[s] for s in slots(k)) + all(b in door for b in door_of(k))
+
+    def record(k):
+        nonlocal samples, door
+        if all(b in door for b in door_of(k)):
+            for s in slots(k):
+                counters[s] = min(15, counters[s] + 1)
+        else:
+            door.update(door_of(k))
+        samples += 1
+        if samples >= 10 * c:  # age: halve every count, empty the doorkeeper
+            counters[:] = [v >> 1 for v in counters]
+            door = set()
+            samples //= 2
+
+    lru = OrderedDict()  # first = least recent
+    misses = 0
+    for k in keys:
+        record(k)
+        if k in lru:
+            lru.move_to_end(k)
+            continue
+        misses += 1
+        if len(lru) >= c:
+            victim = next(iter(lru))
+            if estimate(k) <= estimate(victim):
+                continue  # not admitted
+            del lru[victim]
+        lru[k] = None
+    return misses
+
+
+MODELS = {
+    "lfuda": lfuda_misses,
+    "car": car_misses,
+    "clockpro": clockpro_misses,
+    "admit(by=tinylfu,rule=lru)": tinylfu_lru_misses,
+}
 
 
 def compare(keys_file: pathlib.Path, keys: np.ndarray) -> list[str]:
