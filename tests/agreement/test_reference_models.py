@@ -12,7 +12,8 @@ transcriptions of their papers, written here in plain Python.
   reference is Section 3 of Jiang, Chen & Zhang (USENIX ATC'05) with its hands
   walking the clock page by page (ssdcache's HAND_cold jumps), and the readings
   clockpro.rs documents (a referenced cold page out of its test period starts a
-  new one at the head; the cold target starts at the whole cache, within 1..m).
+  new one at the head; the cold target starts at the whole cache, within 1..m,
+  and moves on resident and non-resident cold pages alike, as the paper says).
 - TinyLFU admission in front of LRU: libCacheSim has no TinyLFU admissioner;
   the reference is the TinyLFU paper's rule (Einziger, Friedman & Manes, TOS'17:
   admit a miss only if its estimate beats the victim's) over LRU, with the
@@ -127,7 +128,7 @@ def clockpro_misses(keys, m: int) -> int:
         before = prv[after]
         nxt[before], prv[x], nxt[x], prv[after] = x, before, after, x
 
-    def end_test(x) -> bool:  # a test period ends unused: m_c shrinks; True if x left the clock
+    def end_test(x) -> bool:  # m_c shrinks, or grows if x was re-accessed; True if x left the clock
         nonlocal mc
         if status[x] == "test":
             count["test"] -= 1
@@ -137,7 +138,7 @@ def clockpro_misses(keys, m: int) -> int:
             return True
         if status[x] == "cold" and in_test[x]:
             in_test[x] = False
-            mc = max(1, mc - 1)
+            mc = min(m, mc + 1) if ref[x] else max(1, mc - 1)
         return False
 
     def run_hot():
@@ -175,7 +176,8 @@ def clockpro_misses(keys, m: int) -> int:
                 ref[x] = False
                 unlink(x)
                 to_head(x)
-                if in_test[x]:
+                if in_test[x]:  # accessed in its test period: m_c grows
+                    mc = min(m, mc + 1)
                     status[x], in_test[x] = "hot", False
                     count["cold"] -= 1
                     count["hot"] += 1
