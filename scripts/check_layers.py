@@ -39,7 +39,7 @@ LAYERS = [
     (1, "device", ["device/*"]),
     (2, "metrics", ["metrics.rs"]),
     (2, "policy interface", ["policy/mod.rs"]),
-    (3, "policy building blocks", ["policy/mode.rs", "policy/flash/block.rs",
+    (3, "policy building blocks", ["policy/mode.rs", "policy/sketch.rs", "policy/flash/block.rs",
                                    "policy/flash/page_lists.rs", "policy/*/mod.rs"]),
     (4, "policies", ["policy/classic/*", "policy/flash/*", "policy/tiered/*", "policy/admission/*"]),
     (5, "policy registry", ["policy/registry.rs"]),

@@ -5,7 +5,7 @@ use hashbrown::{HashMap, HashSet};
 use proptest::prelude::*;
 use ssdcache::policy::registry::build;
 use ssdcache::policy::registry::BuildCtx;
-use ssdcache::policy::registry::POLICIES;
+use ssdcache::policy::registry::{ADMITTERS, POLICIES};
 use ssdcache::policy::MODES;
 use ssdcache::policy::{Access, Effects, Io, Mode, NEVER};
 
@@ -37,7 +37,25 @@ fn specs() -> Vec<String> {
         out.push(format!("admit(by={by},rule=arc)"));
     }
     out.push("admit(by=seqcut(cutoff=8KiB),rule=admit(by=nhit(n=2),rule=s3fifo))".into());
+    // TinyLFU needs a rule that names its victim.
+    out.push("admit(by=tinylfu,rule=lru)".into());
+    out.push("admit(by=seqcut(cutoff=8KiB),rule=admit(by=tinylfu,rule=lfu))".into());
     out
+}
+
+// Every admitter is property-tested (in front of some rule).
+#[test]
+fn specs_cover_every_admitter() {
+    let all = specs();
+    for a in ADMITTERS {
+        assert!(
+            all.iter()
+                .any(|s| s.starts_with(&format!("admit(by={}", a.name))
+                    || s.contains(&format!("rule=admit(by={}", a.name))),
+            "{} is not property-tested",
+            a.name
+        );
+    }
 }
 
 // issue 17 part 2: the new policies and their libCacheSim variants are checked.

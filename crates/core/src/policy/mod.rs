@@ -24,6 +24,7 @@ pub mod classic;
 pub mod flash;
 pub mod mode;
 pub mod registry;
+pub mod sketch;
 #[cfg(test)]
 pub mod testing;
 pub mod tiered;
@@ -253,6 +254,12 @@ pub trait Replacement: Send {
     fn needs_future(&self) -> bool {
         false
     }
+    /// The page the next `insert` would evict first, without changing
+    /// anything (TinyLFU admission weighs a miss against it); `None` if it
+    /// would evict nothing, or the rule cannot tell (the default).
+    fn victim(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A boxed rule is a rule: policies that hold a rule chosen by a spec
@@ -305,6 +312,10 @@ impl<R: Replacement + ?Sized> Replacement for Box<R> {
     #[inline]
     fn needs_future(&self) -> bool {
         (**self).needs_future()
+    }
+    #[inline]
+    fn victim(&self) -> Option<u64> {
+        (**self).victim()
     }
 }
 

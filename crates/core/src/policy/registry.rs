@@ -57,6 +57,7 @@ pub static ADMITTERS: &[AdmitterInfo] = &[
     admission::prob::INFO,
     admission::size::INFO,
     admission::seqcut::INFO,
+    admission::tinylfu::INFO,
 ];
 
 /// `admit(by=ADMITTER,rule=RULE)`: admission in front of any rule. Built here,
@@ -236,7 +237,8 @@ mod tests {
             assert_eq!(p.stats().capacity, 64, "{text}");
         }
         for (text, want) in [
-            ("admit(by=nosuch)", "unknown admitter \"nosuch\" (known: bloom, nhit, prob, size, seqcut)"),
+            ("admit(by=nosuch)", "unknown admitter \"nosuch\" (known: bloom, nhit, prob, size, seqcut, tinylfu)"),
+            ("admit(by=tinylfu,rule=arc)", "cannot name it"),
             ("admit(by=nhit(n=0))", "1 to 1000000 misses"),
             ("admit(by=nhit(bogus=1))", "nhit has no parameter \"bogus\""),
             ("admit(by=prob(p=150%))", "p=150%"),

@@ -31,7 +31,7 @@ fn positions(key: u64, len: u64) -> [u64; 3] {
 }
 
 impl Admitter for Bloom {
-    fn admit(&mut self, a: &Access, _resident: usize, _capacity: usize) -> bool {
+    fn admit(&mut self, a: &Access, _victim: Option<u64>, _resident: usize, _capacity: usize) -> bool {
         match &mut self.seen {
             Seen::Exact(set) => !set.insert(a.key),
             Seen::Filter { bits, len, set } => {

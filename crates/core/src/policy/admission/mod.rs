@@ -16,19 +16,28 @@ pub mod nhit;
 pub mod prob;
 pub mod seqcut;
 pub mod size;
+pub mod tinylfu;
 
 use super::{Access, BuildCtx, ParamInfo, Replacement, RuleFromText, Spec, SpecError};
+use crate::trace::Op;
 
 /// Decides which misses are cached.
 pub trait Admitter: Send {
     /// Every access that reaches the rule, hit or miss, before the rule sees
     /// it: history for admitters that follow streams. Most ignore it.
     fn seen(&mut self, _a: &Access) {}
-    /// A miss on `a.key`: whether to cache it, given the rule's occupancy.
-    fn admit(&mut self, a: &Access, resident: usize, capacity: usize) -> bool;
+    /// A miss on `a.key`: whether to cache it, given the rule's occupancy and,
+    /// for an admitter that [`needs_victim`](Admitter::needs_victim), the page
+    /// the rule would evict to make room (`None`: it has room).
+    fn admit(&mut self, a: &Access, victim: Option<u64>, resident: usize, capacity: usize) -> bool;
     /// History entries kept for keys (reported with the rule's ghosts).
     fn history(&self) -> usize {
         0
+    }
+    /// Whether `admit` weighs the miss against the rule's victim (TinyLFU):
+    /// only then is the rule asked for it, and it must be able to tell.
+    fn needs_victim(&self) -> bool {
+        false
     }
 }
 
@@ -47,11 +56,13 @@ pub struct AdmitterInfo {
 pub struct Admitted {
     rule: Box<dyn Replacement>,
     by: Box<dyn Admitter>,
+    needs_victim: bool,
 }
 
 impl Admitted {
     pub fn new(rule: Box<dyn Replacement>, by: Box<dyn Admitter>) -> Self {
-        Admitted { rule, by }
+        let needs_victim = by.needs_victim();
+        Admitted { rule, by, needs_victim }
     }
 }
 
@@ -62,7 +73,8 @@ impl Replacement for Admitted {
         self.rule.touch(a, dirty, evicted)
     }
     fn insert(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool {
-        self.by.admit(a, self.rule.len(), self.rule.capacity()) && self.rule.insert(a, dirty, evicted)
+        let victim = if self.needs_victim { self.rule.victim() } else { None };
+        self.by.admit(a, victim, self.rule.len(), self.rule.capacity()) && self.rule.insert(a, dirty, evicted)
     }
     fn remove(&mut self, key: u64, evicted: &mut Vec<u64>) -> bool {
         self.rule.remove(key, evicted)
@@ -91,6 +103,9 @@ impl Replacement for Admitted {
     fn needs_future(&self) -> bool {
         self.rule.needs_future()
     }
+    fn victim(&self) -> Option<u64> {
+        self.rule.victim()
+    }
 }
 
 /// `admit`'s parameters.
@@ -98,7 +113,7 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "by",
         default: "bloom",
-        about: "the admitter, a spec: bloom, nhit(n=3), prob(p=50%), size(max=64KiB), seqcut(cutoff=4MiB)",
+        about: "the admitter, a spec: bloom, nhit(n=3), prob(p=50%), size(max=64KiB), seqcut(cutoff=4MiB), tinylfu",
     },
     ParamInfo {
         name: "rule", default: "lru", about: "the replacement rule behind it, a spec (may be admit(…) again)"
@@ -121,7 +136,22 @@ pub fn build(
     };
     by.bind(info.params).map_err(|e| spec.invalid("by", e.to_string()))?;
     let admitter = (info.build)(&by, ctx).map_err(|e| spec.invalid("by", e.to_string()))?;
+    if admitter.needs_victim() && !names_its_victim(spec.raw("rule"), ctx, build_rule) {
+        return Err(spec.invalid(
+            "rule",
+            format!("{} weighs a miss against the rule's victim, and this rule cannot name it (lru, lfu can)", by.name),
+        ));
+    }
     Ok(Admitted::new(rule, admitter))
+}
+
+/// Whether the rule `text` names its victim: built with one page and holding
+/// one key, it must name that key.
+fn names_its_victim(text: &str, ctx: &BuildCtx, build_rule: RuleFromText) -> bool {
+    let Ok(mut probe) = build_rule(text, &BuildCtx { capacity: 1, ..*ctx }) else { return false };
+    let a = Access { time: 0, key: 1, op: Op::Read, partial: false, seq: 0, next_use: super::NEVER, request_pages: 1 };
+    let mut evicted = Vec::new();
+    !probe.touch(&a, false, &mut evicted) && probe.insert(&a, false, &mut evicted) && probe.victim() == Some(1)
 }
 
 #[cfg(test)]
@@ -136,7 +166,7 @@ pub(crate) mod testing {
             .map(|(i, &k)| {
                 let a = read(k, i as u64);
                 by.seen(&a);
-                by.admit(&a, 0, 100)
+                by.admit(&a, None, 0, 100)
             })
             .collect()
     }

@@ -50,7 +50,7 @@ impl Nhit {
 }
 
 impl Admitter for Nhit {
-    fn admit(&mut self, a: &Access, resident: usize, capacity: usize) -> bool {
+    fn admit(&mut self, a: &Access, _victim: Option<u64>, resident: usize, capacity: usize) -> bool {
         let misses = self.count(a.key);
         let active = resident as f64 >= self.trigger * capacity as f64;
         let admit = !active || misses >= self.n;
@@ -104,8 +104,8 @@ mod tests {
     fn below_the_trigger_every_miss_is_cached() {
         let mut by = Nhit::new(3, 0.8, 100);
         let a = crate::policy::testing::read(7, 0);
-        assert!(by.admit(&a, 79, 100), "79% full: below the trigger");
-        assert!(!by.admit(&a, 80, 100), "80% full: the threshold applies");
+        assert!(by.admit(&a, None, 79, 100), "79% full: below the trigger");
+        assert!(!by.admit(&a, None, 80, 100), "80% full: the threshold applies");
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub struct Prob {
 }
 
 impl Admitter for Prob {
-    fn admit(&mut self, _a: &Access, _resident: usize, _capacity: usize) -> bool {
+    fn admit(&mut self, _a: &Access, _victim: Option<u64>, _resident: usize, _capacity: usize) -> bool {
         self.rng.gen::<f64>() < self.p
     }
 }

@@ -61,7 +61,7 @@ impl Admitter for SeqCut {
         let pages = self.follow(a.key);
         self.last = (a.key, pages);
     }
-    fn admit(&mut self, a: &Access, _resident: usize, _capacity: usize) -> bool {
+    fn admit(&mut self, a: &Access, _victim: Option<u64>, _resident: usize, _capacity: usize) -> bool {
         // `seen` ran for this access (the rule is touched before a miss is offered);
         // a caller that offers a miss without touching gets it followed here.
         if self.last.0 != a.key {

@@ -11,7 +11,7 @@ pub struct Size {
 }
 
 impl Admitter for Size {
-    fn admit(&mut self, a: &Access, _resident: usize, _capacity: usize) -> bool {
+    fn admit(&mut self, a: &Access, _victim: Option<u64>, _resident: usize, _capacity: usize) -> bool {
         u64::from(a.request_pages) <= self.max_pages
     }
 }
@@ -43,7 +43,7 @@ mod tests {
         let mut by = Size { max_pages: 16 };
         for (pages, want) in [(1, true), (16, true), (17, false), (u32::MAX, false)] {
             let a = Access { request_pages: pages, ..read(1, 0) };
-            assert_eq!(by.admit(&a, 0, 10), want, "{pages} pages");
+            assert_eq!(by.admit(&a, None, 0, 10), want, "{pages} pages");
         }
     }
 }

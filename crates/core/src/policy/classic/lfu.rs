@@ -195,6 +195,13 @@ impl Replacement for Lfu {
     fn capacity(&self) -> usize {
         self.capacity
     }
+    fn victim(&self) -> Option<u64> {
+        if self.len < self.capacity || self.head == NIL {
+            return None;
+        }
+        let victim = self.buckets[self.head as usize].pages.back().expect("buckets in the chain are never empty");
+        Some(self.arena.key(victim))
+    }
 }
 
 fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Lfu, SpecError> {

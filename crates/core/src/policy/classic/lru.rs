@@ -56,6 +56,10 @@ impl Replacement for Lru {
     fn capacity(&self) -> usize {
         self.capacity
     }
+    fn victim(&self) -> Option<u64> {
+        let back = self.list.back().filter(|_| self.list.len() >= self.capacity)?;
+        Some(self.arena.key(back))
+    }
     /// Shrinking drops pages from the LRU end.
     fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<u64>) -> bool {
         self.capacity = capacity;
