@@ -144,7 +144,7 @@ impl LeCaR {
 
     fn evict_one(&mut self, evicted: &mut Vec<u64>) {
         let lru_choice = self.lru.back().expect("evicting from an empty cache");
-        let lfu_choice = self.lfu.victim().expect("evicting from an empty cache");
+        let lfu_choice = self.lfu.least_frequent().expect("evicting from an empty cache");
         let (idx, by) = if self.arena.key(lru_choice) == lfu_choice {
             (lru_choice, None)
         } else if self.draw() < self.w_lru {

@@ -114,9 +114,9 @@ impl Lfu {
         Lfu { capacity: usize::MAX, ..Lfu::new(expected) }
     }
 
-    /// The key LFU would evict next: the least frequent, the earliest to reach
-    /// that frequency.
-    pub fn victim(&self) -> Option<u64> {
+    /// The key LFU evicts next once full: the least frequent, the earliest to
+    /// reach that frequency ([`Replacement::victim`] names it only when full).
+    pub fn least_frequent(&self) -> Option<u64> {
         (self.head != NIL).then(|| {
             let idx = self.buckets[self.head as usize].pages.back().expect("buckets in the chain are never empty");
             self.arena.key(idx)
