@@ -37,6 +37,8 @@ pub struct Slru {
     segs: Vec<List>,
     /// Pages per segment.
     seg_size: usize,
+    /// Pages in all segments (kept, not summed: a miss asks for it).
+    resident: usize,
     capacity: usize,
 }
 
@@ -49,12 +51,9 @@ impl Slru {
             seg_of: upfront(capacity),
             segs: vec![List::new(); segments],
             seg_size: capacity / segments,
+            resident: 0,
             capacity,
         }
-    }
-
-    fn resident(&self) -> usize {
-        self.segs.iter().map(|s| s.len()).sum()
     }
 
     /// Evicts the LRU page of the lowest non-empty segment.
@@ -62,6 +61,7 @@ impl Slru {
         let Some(s) = self.segs.iter().position(|s| !s.is_empty()) else { return };
         let idx = self.segs[s].pop_back(&mut self.arena).expect("segment is not empty");
         evicted.push(self.arena.remove(idx));
+        self.resident -= 1;
     }
 
     /// Segment `s` is over its size: its LRU page goes down one segment (out of
@@ -108,7 +108,7 @@ impl Replacement for Slru {
         if self.seg_size == 0 {
             return false;
         }
-        while self.resident() >= self.capacity {
+        while self.resident >= self.capacity {
             self.evict(evicted);
         }
         let s = self.segs.iter().position(|l| l.len() < self.seg_size).unwrap_or(0);
@@ -119,6 +119,7 @@ impl Replacement for Slru {
         }
         self.seg_of[idx as usize] = s as u8;
         self.segs[s].push_front(&mut self.arena, idx);
+        self.resident += 1;
         true
     }
 
@@ -126,6 +127,7 @@ impl Replacement for Slru {
         let Some(idx) = self.arena.find(key) else { return false };
         self.segs[self.seg_of[idx as usize] as usize].unlink(&mut self.arena, idx);
         self.arena.remove(idx);
+        self.resident -= 1;
         true
     }
 
@@ -133,7 +135,7 @@ impl Replacement for Slru {
         self.arena.find(key).is_some()
     }
     fn len(&self) -> usize {
-        self.resident()
+        self.resident
     }
     fn capacity(&self) -> usize {
         self.capacity
