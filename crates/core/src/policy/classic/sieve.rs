@@ -12,20 +12,17 @@
 //! miss counts agree exactly. Removing the page under the hand moves the hand
 //! to the page's newer neighbour, as libCacheSim does.
 //!
-//! Memory per resident page: a 16-byte arena node, a visited bit in a side
-//! bit vector, and the arena's hash index. (A bit, not a byte: the whole vector
-//! stays in the L1 cache at a million pages, so a hit costs no memory access
-//! beyond the lookup's.)
+//! Memory per resident page: a 16-byte arena node, one byte of visited bit in
+//! a side array, and the arena's hash index.
 
-use crate::list::{Arena, List};
+use crate::list::{reserve_for, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
-use bit_vec::BitVec;
 
 pub struct Sieve {
     arena: Arena<()>,
     /// Visited bit of the page in arena node `i`.
-    visited: BitVec,
+    visited: Vec<bool>,
     /// Front = newest (head), back = oldest (tail).
     queue: List,
     /// The next page the hand looks at; `None`: start at the tail.
@@ -38,7 +35,7 @@ impl Sieve {
         let capacity = capacity.max(1);
         Sieve {
             arena: Arena::with_capacity(capacity),
-            visited: BitVec::new(),
+            visited: upfront(capacity),
             queue: List::new(),
             hand: None,
             capacity,
@@ -48,7 +45,7 @@ impl Sieve {
     fn evict(&mut self, evicted: &mut Vec<u64>) {
         let Some(mut idx) = self.hand.or(self.queue.back()) else { return };
         while self.visited[idx as usize] {
-            self.visited.set(idx as usize, false);
+            self.visited[idx as usize] = false;
             idx = self.queue.prev_of(&self.arena, idx).or(self.queue.back()).expect("queue is not empty");
         }
         self.hand = self.queue.prev_of(&self.arena, idx);
@@ -67,7 +64,7 @@ impl Replacement for Sieve {
     fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         match self.arena.find(a.key) {
             Some(idx) => {
-                self.visited.set(idx as usize, true);
+                self.visited[idx as usize] = true;
                 true
             }
             None => false,
@@ -80,12 +77,11 @@ impl Replacement for Sieve {
             self.evict(evicted);
         }
         let idx = self.arena.insert(a.key, ());
-        // Node indices are dense (freed nodes are reused): this grows only
-        // until the arena has reached its largest size.
         if idx as usize >= self.visited.len() {
-            self.visited.grow(idx as usize + 1 - self.visited.len(), false);
+            reserve_for(&mut self.visited, idx as usize + 1, self.arena.limit());
+            self.visited.resize(idx as usize + 1, false);
         }
-        self.visited.set(idx as usize, false);
+        self.visited[idx as usize] = false;
         self.queue.push_front(&mut self.arena, idx);
         true
     }
