@@ -10,7 +10,10 @@
 //! `init-freq` (here `init_freq`, default 0) and `n-bit-counter` (here `bits`,
 //! default 1): `bits=1, init_freq=0` is the classic one-bit CLOCK; `bits=2` is
 //! libCacheSim's `Clock2`. Moving the oldest page to the head is the same as
-//! advancing a clock hand past it, so the list below is the ring.
+//! advancing a clock hand past it, which is what this rule does (as libCacheSim
+//! does not): the list is a ring that the hand splits into oldest (at the hand)
+//! and newest (the hand's neighbour), so a second chance moves the hand, not
+//! the page, and a new page enters right beside the hand.
 //!
 //! Differences from libCacheSim: libCacheSim accepts an `init_freq` above the
 //! counter maximum (the page then starts above the cap); here that is a
@@ -19,7 +22,7 @@
 //! Memory per resident page: a 16-byte arena node (key, links), the counter in
 //! a side array indexed by node (1 byte), and the arena's hash index.
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{reserve_for, upfront, Arena, List, NIL};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -28,8 +31,12 @@ pub struct Clock {
     /// Reference counter of the page in arena node `i` (kept beside the arena
     /// so a node stays 16 bytes).
     freq: Vec<u8>,
-    /// Front = head (newest), back = where the hand looks next.
+    /// The ring: a node's `next` is the next older page, the back's is the
+    /// front (wrapping around).
     ring: List,
+    /// The oldest page, where the hand looks next (`NIL` when the ring is empty);
+    /// the next one (wrapping around) is the newest.
+    hand: u32,
     capacity: usize,
     max_freq: u8,
     init_freq: u8,
@@ -49,10 +56,41 @@ impl Clock {
             arena: Arena::with_capacity(capacity),
             freq: upfront(capacity),
             ring: List::new(),
+            hand: NIL,
             capacity: capacity.max(1),
             max_freq,
             init_freq,
         }
+    }
+
+    /// The page that entered the ring (or got its second chance) right after
+    /// `idx`, wrapping around: the ring's order runs against the list's `next`.
+    #[inline]
+    fn newer(&self, idx: u32) -> u32 {
+        self.ring.prev_of(&self.arena, idx).or(self.ring.back()).expect("the ring holds idx")
+    }
+
+    /// Takes `idx` off the ring; if the hand was on it, the page that entered
+    /// after it is the oldest now.
+    fn unlink(&mut self, idx: u32) {
+        if idx == self.hand {
+            self.hand = if self.ring.len() == 1 { NIL } else { self.newer(idx) };
+        }
+        self.ring.unlink(&mut self.arena, idx);
+    }
+
+    /// Keys from the newest page to the oldest (the hand), for tests.
+    #[cfg(test)]
+    fn ring_keys(&self) -> Vec<u64> {
+        let mut keys = Vec::with_capacity(self.ring.len());
+        if self.hand != NIL {
+            let mut idx = self.hand;
+            for _ in 0..self.ring.len() {
+                idx = self.ring.next_of(&self.arena, idx).or(self.ring.front()).expect("a ring");
+                keys.push(self.arena.key(idx));
+            }
+        }
+        keys
     }
 }
 
@@ -73,17 +111,20 @@ impl Replacement for Clock {
 
     #[inline]
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
-        if self.ring.len() >= self.capacity {
+        if self.ring.len() >= self.capacity && self.hand != NIL {
             // Terminates: every pass over a page lowers its counter.
-            while let Some(idx) = self.ring.back() {
+            loop {
+                let idx = self.hand;
                 let f = &mut self.freq[idx as usize];
                 if *f == 0 {
-                    self.ring.unlink(&mut self.arena, idx);
+                    self.unlink(idx);
                     evicted.push(self.arena.remove(idx));
                     break;
                 }
+                // A second chance: the page becomes the newest, the one that
+                // entered after it the oldest.
                 *f -= 1;
-                self.ring.move_to_front(&mut self.arena, idx);
+                self.hand = self.newer(idx);
             }
         }
         let idx = self.arena.insert(a.key, ());
@@ -94,12 +135,21 @@ impl Replacement for Clock {
             self.freq.resize(idx as usize + 1, 0);
         }
         self.freq[idx as usize] = self.init_freq;
-        self.ring.push_front(&mut self.arena, idx);
+        if self.hand == NIL {
+            self.ring.push_front(&mut self.arena, idx);
+            self.hand = idx;
+        } else {
+            // Newest: between the hand (oldest) and the page that was newest.
+            self.ring.insert_after(&mut self.arena, self.hand, idx);
+        }
         true
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
-        self.ring.remove_key(&mut self.arena, key)
+        let Some(idx) = self.arena.find(key) else { return false };
+        self.unlink(idx);
+        self.arena.remove(idx);
+        true
     }
 
     fn contains(&self, key: u64) -> bool {
@@ -158,7 +208,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{keys_of, run_keys};
+    use crate::policy::testing::run_keys;
     use crate::policy::{Mode, SpecError};
 
     #[test]
@@ -170,7 +220,7 @@ mod tests {
         // 1 hits (counter 1). 3 misses: hand at 1 (1) -> 0 to head; 4 (0) evicted.
         let hits = run_keys(&mut c, &[1, 2, 3, 1, 4, 2, 1, 3]);
         assert_eq!(hits, vec![false, false, false, true, false, false, true, false]);
-        assert_eq!(keys_of(&c.ring, &c.arena), vec![3, 1, 2]);
+        assert_eq!(c.ring_keys(), vec![3, 1, 2]);
     }
 
     #[test]
@@ -204,6 +254,60 @@ mod tests {
         assert!(build_spec("clock(bits=2,init_freq=3)", &ctx).is_ok());
         assert!(build_spec("clock(bits=0)", &ctx).is_ok());
         assert!(build_spec("clock(bits=8,init_freq=255)", &ctx).is_ok());
+    }
+
+    proptest::proptest! {
+        /// The hand must choose as FIFO-reinsertion does, literally: a queue,
+        /// the oldest page going back to the head for its second chance.
+        #[test]
+        fn same_choices_as_moving_pages_to_the_head(
+            capacity in 1usize..9,
+            bits in 0u32..3,
+            init in 0u8..4,
+            // key, and what happens: 0 remove, 1 a miss is not cached, else an access
+            ops in proptest::collection::vec((0u64..20, 0u8..10), 1..500),
+        ) {
+            let max = ((1u32 << bits) - 1) as u8;
+            let init = init.min(max);
+            let mut c = Clock::new(capacity, bits, init);
+            // newest first: key, counter
+            let mut queue: std::collections::VecDeque<(u64, u8)> = Default::default();
+            let mut ev = Vec::new();
+            for (i, (key, what)) in ops.into_iter().enumerate() {
+                ev.clear();
+                let mut ev_ref = Vec::new();
+                let at = queue.iter().position(|&(k, _)| k == key);
+                if what == 0 {
+                    proptest::prop_assert_eq!(c.remove(key, &mut ev), at.is_some());
+                    queue.retain(|&(k, _)| k != key);
+                } else {
+                    let a = crate::policy::testing::read(key, i as u64);
+                    let hit = c.touch(&a, false, &mut ev);
+                    proptest::prop_assert_eq!(hit, at.is_some(), "key {} at {}", key, i);
+                    if let Some(at) = at {
+                        queue[at].1 = (queue[at].1 + 1).min(max);
+                    } else if what > 1 {
+                        c.insert(&a, false, &mut ev);
+                        if queue.len() >= capacity {
+                            loop {
+                                let (k, f) = queue.pop_back().unwrap();
+                                if f == 0 {
+                                    ev_ref.push(k);
+                                    break;
+                                }
+                                queue.push_front((k, f - 1));
+                            }
+                        }
+                        queue.push_front((key, init));
+                    }
+                }
+                proptest::prop_assert_eq!(&ev, &ev_ref, "evicted at {}", i);
+                proptest::prop_assert_eq!(c.ring_keys(), queue.iter().map(|&(k, _)| k).collect::<Vec<_>>());
+                for &(k, f) in &queue {
+                    proptest::prop_assert_eq!(c.freq[c.arena.find(k).unwrap() as usize], f);
+                }
+            }
+        }
     }
 
     #[test]

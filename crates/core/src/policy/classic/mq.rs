@@ -22,10 +22,17 @@
 //! `⌊trunc(C·4096·qout)/4096⌋` keys. A key leaves `Qout` when it misses again,
 //! before anything is evicted for it.
 //!
-//! Memory per tracked key (resident or ghost): a 16-byte arena node, 16 bytes
-//! of count, expiry and queue in a side array, and the arena's hash index.
+//! All queues are stretches of one list, the top queue first, each MRU end
+//! first, so the LRU page of `Qk` sits right before the MRU end of `Qk-1`:
+//! `Adjust` moves a page down by moving the boundary between two stretches,
+//! without touching the list (at scale nearly every access moves a page down
+//! in most queues, and each move would relink three cold nodes).
+//!
+//! Memory per tracked key (resident or ghost): a 32-byte arena node (key,
+//! links, and count, expiry and queue beside them, so that a page's list and
+//! its expiry come in one cache line), and the arena's hash index.
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{Arena, List, NIL};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -38,25 +45,46 @@ const LCS_PAGE: u64 = 4096;
 
 #[derive(Clone, Copy, Debug)]
 struct Meta {
+    /// Clock value after which the page may move down a queue.
+    expire: u64,
     /// Accesses counted (for a ghost: when it was evicted).
     freq: u32,
     /// Queue number, or [`GHOST`].
     queue: u8,
-    /// Clock value after which the page may move down a queue.
-    expire: u64,
+}
+
+/// One queue's stretch of the list: its MRU and LRU nodes (`NIL` when empty).
+#[derive(Clone, Copy, Debug)]
+struct Stretch {
+    mru: u32,
+    lru: u32,
+    len: u32,
+}
+
+impl Stretch {
+    const EMPTY: Stretch = Stretch { mru: NIL, lru: NIL, len: 0 };
 }
 
 pub struct Mq {
-    arena: Arena<()>,
-    meta: Vec<Meta>,
-    /// `queues[k]`: front = MRU.
-    queues: Vec<List>,
+    arena: Arena<Meta>,
+    /// Every resident page: `Qm-1` first, each queue MRU first.
+    order: List,
+    /// Where each queue is in `order`.
+    queues: Vec<Stretch>,
     /// Front = newest ghost.
     qout: List,
     qout_cap: usize,
     lifetime: u64,
     now: u64,
-    resident: usize,
+    /// A lower bound on the expiry of the LRU page of every queue above `Q0`
+    /// (`u64::MAX` when they are empty): `Adjust` has nothing to do while the
+    /// clock has not passed it. Expiries grow from LRU to MRU end (each is set
+    /// as a page enters a queue's MRU end), so a queue's new LRU page never
+    /// expires before the one that left.
+    next_expire: u64,
+    /// The last `touch` that missed: its key and node (`NIL`: not tracked), so
+    /// that `insert`, called right after it for the same key, needs no lookup.
+    missed: Option<(u64, u32)>,
     capacity: usize,
 }
 
@@ -66,58 +94,139 @@ impl Mq {
         let qout_cap = (((capacity as u64 * LCS_PAGE) as f64 * qout) as u64 / LCS_PAGE) as usize;
         Mq {
             arena: Arena::with_capacity(capacity + qout_cap),
-            meta: upfront(capacity + qout_cap),
-            queues: vec![List::new(); queues.clamp(1, MAX_QUEUES as usize)],
+            order: List::new(),
+            queues: vec![Stretch::EMPTY; queues.clamp(1, MAX_QUEUES as usize)],
             qout: List::new(),
             qout_cap,
             lifetime,
             now: 0,
-            resident: 0,
+            next_expire: u64::MAX,
+            missed: None,
             capacity,
         }
     }
 
-    fn queue_of(&self, mut freq: u32) -> u8 {
-        let mut q = 0;
-        while freq > 1 && q + 1 < self.queues.len() {
-            freq >>= 1;
-            q += 1;
-        }
-        q as u8
+    /// `⌊log2 freq⌋`, at most the top queue (0 for a count of 0 or 1).
+    #[inline]
+    fn queue_of(&self, freq: u32) -> u8 {
+        let log2 = u32::BITS - 1 - freq.max(1).leading_zeros();
+        log2.min(self.queues.len() as u32 - 1) as u8
     }
 
+    /// Puts `idx` (on no list) at the MRU end of queue `q`.
+    #[inline]
+    fn push_mru(&mut self, q: usize, idx: u32) {
+        let at = self.queues[q].mru;
+        // Before the MRU node of `q`, or after the LRU node of the nearest
+        // non-empty queue above it.
+        let before = if at != NIL {
+            self.order.prev_of(&self.arena, at)
+        } else {
+            self.queues[q + 1..].iter().find(|s| s.len > 0).map(|s| s.lru)
+        };
+        match before {
+            Some(prev) => self.order.insert_after(&mut self.arena, prev, idx),
+            None => self.order.push_front(&mut self.arena, idx),
+        }
+        let s = &mut self.queues[q];
+        s.mru = idx;
+        if s.len == 0 {
+            s.lru = idx;
+        }
+        s.len += 1;
+    }
+
+    /// Takes `idx` out of queue `q` and off the list.
+    #[inline]
+    fn unlink(&mut self, q: usize, idx: u32) {
+        let s = &mut self.queues[q];
+        if s.len == 1 {
+            *s = Stretch::EMPTY;
+        } else {
+            if s.mru == idx {
+                s.mru = self.order.next_of(&self.arena, idx).expect("queue has a next node");
+            }
+            if s.lru == idx {
+                s.lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
+            }
+            s.len -= 1;
+        }
+        self.order.unlink(&mut self.arena, idx);
+    }
+
+    #[inline]
     fn link(&mut self, idx: u32, freq: u32) {
         let queue = self.queue_of(freq);
-        self.meta[idx as usize] = Meta { freq, queue, expire: self.now + self.lifetime };
-        self.queues[queue as usize].push_front(&mut self.arena, idx);
+        let expire = self.now + self.lifetime;
+        *self.arena.val_mut(idx) = Meta { expire, freq, queue };
+        self.push_mru(queue as usize, idx);
+        if queue > 0 {
+            self.next_expire = self.next_expire.min(expire);
+        }
     }
 
     /// The paper's `Adjust`: tick, and move expired LRU pages down one queue.
+    #[inline]
     fn adjust(&mut self) {
         self.now += 1;
-        for k in 1..self.queues.len() {
-            let Some(idx) = self.queues[k].back() else { continue };
-            let m = &mut self.meta[idx as usize];
-            if m.expire < self.now {
-                m.queue = (k - 1) as u8;
-                m.expire = self.now + self.lifetime;
-                self.queues[k].unlink(&mut self.arena, idx);
-                self.queues[k - 1].push_front(&mut self.arena, idx);
-            }
+        if self.next_expire >= self.now {
+            return;
         }
+        self.adjust_queues();
     }
 
-    /// Evicts the LRU page of the lowest non-empty queue into `Qout`.
+    /// `Adjust`'s walk over the queues, when some LRU page may have expired;
+    /// works out the next bound on the way.
+    #[inline(never)]
+    fn adjust_queues(&mut self) {
+        let mut next = u64::MAX;
+        for k in 1..self.queues.len() {
+            let idx = self.queues[k].lru;
+            if idx == NIL {
+                continue;
+            }
+            let expire = self.arena.val(idx).expire;
+            if expire >= self.now {
+                next = next.min(expire);
+                continue;
+            }
+            let fresh = self.now + self.lifetime;
+            let m = self.arena.val_mut(idx);
+            m.queue = (k - 1) as u8;
+            m.expire = fresh;
+            if k > 1 {
+                next = next.min(fresh);
+            }
+            // The LRU node of `Qk` is already where the MRU node of `Qk-1` goes:
+            // only the boundary moves.
+            let above = &mut self.queues[k];
+            if above.len == 1 {
+                *above = Stretch::EMPTY;
+            } else {
+                above.lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
+                above.len -= 1;
+                next = next.min(self.arena.val(above.lru).expire);
+            }
+            let below = &mut self.queues[k - 1];
+            if below.len == 0 {
+                below.lru = idx;
+            }
+            below.mru = idx;
+            below.len += 1;
+        }
+        self.next_expire = next;
+    }
+
+    /// Evicts the LRU page of the lowest non-empty queue (the back of the list) into `Qout`.
     fn evict(&mut self, evicted: &mut Vec<u64>) {
-        let Some(k) = self.queues.iter().position(|q| !q.is_empty()) else { return };
-        let idx = self.queues[k].pop_back(&mut self.arena).expect("queue is not empty");
-        self.resident -= 1;
+        let Some(idx) = self.order.back() else { return };
+        self.unlink(self.arena.val(idx).queue as usize, idx);
         evicted.push(self.arena.key(idx));
         if self.qout_cap == 0 {
             self.arena.remove(idx);
             return;
         }
-        self.meta[idx as usize].queue = GHOST;
+        self.arena.val_mut(idx).queue = GHOST;
         self.qout.push_front(&mut self.arena, idx);
         if self.qout.len() > self.qout_cap {
             let old = self.qout.pop_back(&mut self.arena).expect("Qout is not empty");
@@ -127,19 +236,35 @@ impl Mq {
 
     /// Keys of each queue, MRU first, `Q0` first (for tests).
     pub fn queues(&self) -> Vec<Vec<u64>> {
-        self.queues.iter().map(|q| q.keys(&self.arena)).collect()
+        let mut idx = self.order.front();
+        let mut out = vec![Vec::new(); self.queues.len()];
+        for (q, s) in self.queues.iter().enumerate().rev() {
+            for _ in 0..s.len {
+                let i = idx.expect("stretches cover the list");
+                assert_eq!(self.arena.val(i).queue as usize, q, "node in the stretch of another queue");
+                out[q].push(self.arena.key(i));
+                idx = self.order.next_of(&self.arena, i);
+            }
+        }
+        assert!(idx.is_none(), "list longer than its stretches");
+        out
     }
 }
 
 impl Replacement for Mq {
     #[inline]
     fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
-        let Some(idx) = self.arena.find(a.key) else { return false };
-        let m = self.meta[idx as usize];
+        let Some(idx) = self.arena.find(a.key) else {
+            self.missed = Some((a.key, NIL));
+            return false;
+        };
+        let m = *self.arena.val(idx);
         if m.queue == GHOST {
+            self.missed = Some((a.key, idx));
             return false;
         }
-        self.queues[m.queue as usize].unlink(&mut self.arena, idx);
+        self.missed = None;
+        self.unlink(m.queue as usize, idx);
         self.link(idx, m.freq.saturating_add(1));
         self.adjust();
         true
@@ -147,50 +272,48 @@ impl Replacement for Mq {
 
     #[inline]
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
-        let freq = match self.arena.find(a.key) {
-            Some(idx) => {
-                debug_assert_eq!(self.meta[idx as usize].queue, GHOST, "insert of a resident key");
-                let f = self.meta[idx as usize].freq;
-                self.qout.unlink(&mut self.arena, idx);
-                self.arena.remove(idx);
-                f.saturating_add(1)
-            }
-            None => 1,
+        let ghost = match self.missed.take() {
+            Some((key, idx)) if key == a.key => idx,
+            _ => self.arena.find(a.key).unwrap_or(NIL),
         };
-        while self.resident >= self.capacity {
+        // A key back from Qout keeps its node: out of Qout before anything is
+        // evicted, so the eviction sees Qout as libCacheSim does.
+        let freq = if ghost != NIL {
+            debug_assert_eq!(self.arena.val(ghost).queue, GHOST, "insert of a resident key");
+            self.qout.unlink(&mut self.arena, ghost);
+            self.arena.val(ghost).freq.saturating_add(1)
+        } else {
+            1
+        };
+        while self.order.len() >= self.capacity {
             self.evict(evicted);
         }
-        let idx = self.arena.insert(a.key, ());
-        if idx as usize >= self.meta.len() {
-            reserve_for(&mut self.meta, idx as usize + 1, self.arena.limit());
-            self.meta.resize(idx as usize + 1, Meta { freq: 0, queue: 0, expire: 0 });
-        }
+        let idx = if ghost != NIL { ghost } else { self.arena.insert(a.key, Meta { expire: 0, freq: 0, queue: 0 }) };
         self.link(idx, freq);
-        self.resident += 1;
         self.adjust();
         true
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
+        self.missed = None;
         let Some(idx) = self.arena.find(key) else { return false };
-        let q = self.meta[idx as usize].queue;
+        let q = self.arena.val(idx).queue;
         if q == GHOST {
             // libCacheSim forgets a removed key's history too.
             self.qout.unlink(&mut self.arena, idx);
             self.arena.remove(idx);
             return false;
         }
-        self.queues[q as usize].unlink(&mut self.arena, idx);
+        self.unlink(q as usize, idx);
         self.arena.remove(idx);
-        self.resident -= 1;
         true
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena.find(key).is_some_and(|idx| self.meta[idx as usize].queue != GHOST)
+        self.arena.find(key).is_some_and(|idx| self.arena.val(idx).queue != GHOST)
     }
     fn len(&self) -> usize {
-        self.resident
+        self.order.len()
     }
     fn capacity(&self) -> usize {
         self.capacity
@@ -286,5 +409,126 @@ mod tests {
         }
         assert!(build_spec("mq(queues=1,lifetime=0,qout=0)", &ctx).is_ok());
         assert!(build_spec("mq(qout=2.5)", &ctx).is_ok());
+    }
+
+    /// MQ as the module's text states it, by brute force: a vector per queue
+    /// (MRU first), a scan per lookup, every queue's LRU page checked on every
+    /// access. The rule above must make the same choices.
+    struct Reference {
+        queues: Vec<Vec<u64>>,
+        /// Resident keys: count and expiry.
+        meta: std::collections::HashMap<u64, (u32, u64)>,
+        /// Newest first: key and count.
+        qout: std::collections::VecDeque<(u64, u32)>,
+        qout_cap: usize,
+        lifetime: u64,
+        now: u64,
+        capacity: usize,
+    }
+
+    impl Reference {
+        fn queue_of(&self, freq: u32) -> usize {
+            let (mut q, mut f) = (0, freq);
+            while f > 1 && q + 1 < self.queues.len() {
+                f /= 2;
+                q += 1;
+            }
+            q
+        }
+        fn enter(&mut self, key: u64, freq: u32) {
+            let q = self.queue_of(freq);
+            self.queues[q].insert(0, key);
+            self.meta.insert(key, (freq, self.now + self.lifetime));
+        }
+        fn adjust(&mut self) {
+            self.now += 1;
+            for k in 1..self.queues.len() {
+                let Some(&lru) = self.queues[k].last() else { continue };
+                if self.meta[&lru].1 < self.now {
+                    self.queues[k].pop();
+                    self.queues[k - 1].insert(0, lru);
+                    self.meta.get_mut(&lru).unwrap().1 = self.now + self.lifetime;
+                }
+            }
+        }
+        /// An access; with `admit` false a miss is not cached (and changes nothing).
+        fn access(&mut self, key: u64, admit: bool, evicted: &mut Vec<u64>) -> bool {
+            if let Some(&(freq, _)) = self.meta.get(&key) {
+                let q = self.queues.iter().position(|q| q.contains(&key)).unwrap();
+                self.queues[q].retain(|&k| k != key);
+                self.enter(key, freq + 1);
+                self.adjust();
+                return true;
+            }
+            if !admit {
+                return false;
+            }
+            let freq = match self.qout.iter().position(|&(k, _)| k == key) {
+                Some(at) => self.qout.remove(at).unwrap().1 + 1,
+                None => 1,
+            };
+            while self.meta.len() >= self.capacity {
+                let q = self.queues.iter().position(|q| !q.is_empty()).unwrap();
+                let victim = self.queues[q].pop().unwrap();
+                let (f, _) = self.meta.remove(&victim).unwrap();
+                evicted.push(victim);
+                if self.qout_cap > 0 {
+                    self.qout.push_front((victim, f));
+                    self.qout.truncate(self.qout_cap);
+                }
+            }
+            self.enter(key, freq);
+            self.adjust();
+            false
+        }
+        fn remove(&mut self, key: u64) -> bool {
+            self.qout.retain(|&(k, _)| k != key);
+            for q in &mut self.queues {
+                q.retain(|&k| k != key);
+            }
+            self.meta.remove(&key).is_some()
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn same_choices_as_the_brute_force_reference(
+            capacity in 1usize..9,
+            queues in 1usize..6,
+            lifetime in 0u64..30,
+            qout in proptest::sample::select(vec![0.0, 0.5, 1.0, 4.0]),
+            // key, and what happens: 0 remove, 1 a miss is not cached, else an access
+            ops in proptest::collection::vec((0u64..24, 0u8..12), 1..600),
+        ) {
+            let mut mq = Mq::new(capacity, queues, lifetime, qout);
+            let mut reference = Reference {
+                queues: vec![Vec::new(); queues],
+                meta: Default::default(),
+                qout: Default::default(),
+                qout_cap: mq.qout_cap,
+                lifetime,
+                now: 0,
+                capacity,
+            };
+            let (mut ev, mut ev_ref) = (Vec::new(), Vec::new());
+            for (i, (key, what)) in ops.into_iter().enumerate() {
+                ev.clear();
+                ev_ref.clear();
+                if what == 0 {
+                    proptest::prop_assert_eq!(mq.remove(key, &mut ev), reference.remove(key), "remove {} at {}", key, i);
+                } else {
+                    let a = crate::policy::testing::read(key, i as u64);
+                    let mut hit = mq.touch(&a, false, &mut ev);
+                    if !hit && what > 1 {
+                        hit = !mq.insert(&a, false, &mut ev);
+                    }
+                    proptest::prop_assert_eq!(hit, reference.access(key, what > 1, &mut ev_ref), "key {} at {}", key, i);
+                }
+                proptest::prop_assert_eq!(&ev, &ev_ref, "evicted at {}", i);
+                proptest::prop_assert_eq!(mq.queues(), reference.queues.clone(), "queues after {}", i);
+                let qout: Vec<u64> = reference.qout.iter().map(|&(k, _)| k).collect();
+                proptest::prop_assert_eq!(mq.qout.keys(&mq.arena), qout, "Qout after {}", i);
+            }
+        }
     }
 }

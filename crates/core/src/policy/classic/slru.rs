@@ -37,6 +37,8 @@ pub struct Slru {
     segs: Vec<List>,
     /// Pages per segment.
     seg_size: usize,
+    /// Pages in all segments (kept, not summed: a miss asks for it).
+    resident: usize,
     capacity: usize,
 }
 
@@ -49,12 +51,9 @@ impl Slru {
             seg_of: upfront(capacity),
             segs: vec![List::new(); segments],
             seg_size: capacity / segments,
+            resident: 0,
             capacity,
         }
-    }
-
-    fn resident(&self) -> usize {
-        self.segs.iter().map(|s| s.len()).sum()
     }
 
     /// Evicts the LRU page of the lowest non-empty segment.
@@ -62,6 +61,7 @@ impl Slru {
         let Some(s) = self.segs.iter().position(|s| !s.is_empty()) else { return };
         let idx = self.segs[s].pop_back(&mut self.arena).expect("segment is not empty");
         evicted.push(self.arena.remove(idx));
+        self.resident -= 1;
     }
 
     /// Segment `s` is over its size: its LRU page goes down one segment (out of
@@ -108,7 +108,7 @@ impl Replacement for Slru {
         if self.seg_size == 0 {
             return false;
         }
-        while self.resident() >= self.capacity {
+        while self.resident >= self.capacity {
             self.evict(evicted);
         }
         let s = self.segs.iter().position(|l| l.len() < self.seg_size).unwrap_or(0);
@@ -119,6 +119,7 @@ impl Replacement for Slru {
         }
         self.seg_of[idx as usize] = s as u8;
         self.segs[s].push_front(&mut self.arena, idx);
+        self.resident += 1;
         true
     }
 
@@ -126,6 +127,7 @@ impl Replacement for Slru {
         let Some(idx) = self.arena.find(key) else { return false };
         self.segs[self.seg_of[idx as usize] as usize].unlink(&mut self.arena, idx);
         self.arena.remove(idx);
+        self.resident -= 1;
         true
     }
 
@@ -133,7 +135,7 @@ impl Replacement for Slru {
         self.arena.find(key).is_some()
     }
     fn len(&self) -> usize {
-        self.resident()
+        self.resident
     }
     fn capacity(&self) -> usize {
         self.capacity
@@ -213,6 +215,72 @@ mod tests {
         assert_eq!(misses(p.as_mut(), &keys), 2);
         for bad in ["slru(segments=0)", "slru(segments=17)", "slru(segments=x)"] {
             assert!(build_spec(bad, &ctx).is_err(), "{bad}");
+        }
+    }
+
+    /// Segment `t` of the reference is over its size: its LRU page goes down
+    /// one segment (out of the cache from segment 0), and so on down.
+    fn cool(segs: &mut [Vec<u64>], t: usize, size: usize, evicted: &mut Vec<u64>) {
+        let lru = segs[t].pop().unwrap();
+        if t == 0 {
+            evicted.push(lru);
+            return;
+        }
+        segs[t - 1].insert(0, lru);
+        while segs[t - 1].len() > size {
+            cool(segs, t - 1, size, evicted);
+        }
+    }
+
+    proptest::proptest! {
+        /// The rules of the module's text, by brute force: a vector per
+        /// segment (MRU first), a page moved by value.
+        #[test]
+        fn same_choices_as_the_brute_force_reference(
+            capacity in 1usize..12,
+            n in 1usize..5,
+            // key, and what happens: 0 remove, 1 a miss is not cached, else an access
+            ops in proptest::collection::vec((0u64..24, 0u8..12), 1..500),
+        ) {
+            let mut slru = Slru::new(capacity, n);
+            let size = capacity / n;
+            let mut segs: Vec<Vec<u64>> = vec![Vec::new(); n];
+            let (mut ev, mut ev_ref) = (Vec::new(), Vec::new());
+            for (i, (key, what)) in ops.into_iter().enumerate() {
+                ev.clear();
+                ev_ref.clear();
+                let at = segs.iter().position(|s| s.contains(&key));
+                if what == 0 {
+                    proptest::prop_assert_eq!(slru.remove(key, &mut ev), at.is_some());
+                    segs.iter_mut().for_each(|s| s.retain(|&k| k != key));
+                } else {
+                    let a = crate::policy::testing::read(key, i as u64);
+                    let hit = slru.touch(&a, false, &mut ev);
+                    proptest::prop_assert_eq!(hit, at.is_some(), "key {} at {}", key, i);
+                    if let Some(s) = at {
+                        segs[s].retain(|&k| k != key);
+                        segs[(s + 1).min(n - 1)].insert(0, key);
+                        if s + 1 < n {
+                            while segs[s + 1].len() > size {
+                                cool(&mut segs, s + 1, size, &mut ev_ref);
+                            }
+                        }
+                    } else if what > 1 {
+                        proptest::prop_assert_eq!(slru.insert(&a, false, &mut ev), size > 0);
+                        if size > 0 {
+                            while segs.iter().map(Vec::len).sum::<usize>() >= capacity {
+                                let low = segs.iter().position(|s| !s.is_empty()).unwrap();
+                                ev_ref.push(segs[low].pop().unwrap());
+                            }
+                            let s = (0..n).find(|&s| segs[s].len() < size).unwrap_or(0);
+                            segs[s].insert(0, key);
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(&ev, &ev_ref, "evicted at {}", i);
+                proptest::prop_assert_eq!(slru.segments(), segs.clone(), "segments after {}", i);
+                proptest::prop_assert_eq!(slru.len(), segs.iter().map(Vec::len).sum::<usize>());
+            }
         }
     }
 }

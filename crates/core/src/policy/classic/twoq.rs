@@ -40,7 +40,7 @@
 //!   ghost is dropped and room is made for it (`A1in`'s oldest page leaves, to
 //!   `A1out`) before `Am` refuses it, as in libCacheSim.
 
-use crate::list::{Arena, List};
+use crate::list::{Arena, List, NIL};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -105,6 +105,10 @@ pub struct TwoQ {
     a1out: List,
     capacity: usize,
     sizes: TwoQSizes,
+    /// The last `touch` that missed: its key and node (a ghost, or `NIL`: not
+    /// tracked), so that `insert`, called right after it for the same key,
+    /// needs no lookup.
+    missed: Option<(u64, u32)>,
 }
 
 impl TwoQ {
@@ -119,6 +123,7 @@ impl TwoQ {
             a1out: List::new(),
             capacity,
             sizes,
+            missed: None,
         }
     }
 
@@ -162,6 +167,7 @@ impl TwoQ {
 impl Replacement for TwoQ {
     #[inline]
     fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
+        self.missed = None;
         match self.arena.find(a.key) {
             Some(idx) => match *self.arena.val(idx) {
                 Q::In => true,
@@ -169,45 +175,53 @@ impl Replacement for TwoQ {
                     self.am.move_to_front(&mut self.arena, idx);
                     true
                 }
-                Q::Out => false,
+                Q::Out => {
+                    self.missed = Some((a.key, idx));
+                    false
+                }
             },
-            None => false,
+            None => {
+                self.missed = Some((a.key, NIL));
+                false
+            }
         }
     }
 
     #[inline]
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
+        let missed = self.missed.take();
         if !self.sizes.admit {
             // libCacheSim: A1in cannot hold the page, so it is refused outright
             // (and as nothing is ever cached, there are no ghosts either).
             return false;
         }
+        let ghost = match missed {
+            Some((key, idx)) if key == a.key => idx,
+            _ => self.arena.find(a.key).unwrap_or(NIL),
+        };
         // A remembered key leaves A1out before anything is evicted (as in
         // libCacheSim, where the lookup itself removes it), so it is neither
         // pushed out of A1out by this miss's eviction nor takes a ghost slot.
-        let ghost = match self.arena.find(a.key) {
-            Some(idx) => {
-                debug_assert_eq!(*self.arena.val(idx), Q::Out, "insert of a resident key");
-                self.a1out.unlink(&mut self.arena, idx);
-                self.arena.remove(idx);
-                true
-            }
-            None => false,
-        };
+        // Its node stays, off every list, for the page.
+        if ghost != NIL {
+            debug_assert_eq!(*self.arena.val(ghost), Q::Out, "insert of a resident key");
+            self.a1out.unlink(&mut self.arena, ghost);
+        }
         while self.resident() >= self.capacity {
             self.reclaim(evicted);
         }
-        if ghost {
+        if ghost != NIL {
             if self.sizes.am == 0 {
                 // libCacheSim: Am cannot hold a page; it refuses the page after
                 // the room for it was made.
+                self.arena.remove(ghost);
                 return false;
             }
             while self.am.len() >= self.sizes.am {
                 self.evict_am(evicted);
             }
-            let idx = self.arena.insert(a.key, Q::Main);
-            self.am.push_front(&mut self.arena, idx);
+            *self.arena.val_mut(ghost) = Q::Main;
+            self.am.push_front(&mut self.arena, ghost);
         } else {
             let idx = self.arena.insert(a.key, Q::In);
             self.a1in.push_front(&mut self.arena, idx);
@@ -216,6 +230,7 @@ impl Replacement for TwoQ {
     }
 
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
+        self.missed = None;
         let Some(idx) = self.arena.find(key) else { return false };
         match *self.arena.val(idx) {
             Q::In => self.a1in.unlink(&mut self.arena, idx),
