@@ -2,8 +2,9 @@
 //! them, rebases timestamps, and turns a [`FieldError`] into an error that names
 //! file, line and field (or counts and skips it under `--skip-bad`).
 
+use super::lines::{LineError, LineSplitter};
 use super::{FieldError, Request, TraceError, TraceReader, Unit};
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// Longest line accepted; anything longer is malformed, not a reason to allocate.
@@ -15,17 +16,34 @@ pub trait LineFormat: Send {
     /// `Ok(None)` for lines that carry no request: headers, comments, completion events.
     /// Times are returned absolute; the reader rebases them to the first request.
     fn parse(&mut self, line: &str) -> Result<Option<Request>, FieldError>;
+    /// Parses one line given as bytes, whose first byte is printable ASCII (so not
+    /// blank). The same result as [`LineFormat::parse`] of the text; a format may
+    /// override it with a fast path for its common lines that falls back to `parse`.
+    fn parse_bytes(&mut self, line: &[u8]) -> Result<Option<Request>, FieldError> {
+        parse_text(self, line)
+    }
     fn unit(&self) -> Unit {
         Unit::Bytes
     }
 }
 
+/// [`LineFormat::parse`] of `line` if it is UTF-8 text (the slow path of a `parse_bytes`).
+pub fn parse_text<F: LineFormat + ?Sized>(format: &mut F, line: &[u8]) -> Result<Option<Request>, FieldError> {
+    match std::str::from_utf8(line) {
+        Ok(text) => format.parse(text),
+        Err(_) => Err(not_utf8()),
+    }
+}
+
+fn not_utf8() -> FieldError {
+    FieldError::new("line", "not UTF-8 text")
+}
+
 pub struct TextReader<F: LineFormat> {
-    src: Box<dyn BufRead + Send>,
+    lines: LineSplitter,
     format: F,
     path: PathBuf,
     line_no: u64,
-    line: Vec<u8>,
     skip_bad: bool,
     skipped: u64,
     t0: Option<u64>,
@@ -34,11 +52,10 @@ pub struct TextReader<F: LineFormat> {
 impl<F: LineFormat> TextReader<F> {
     pub fn new(src: Box<dyn BufRead + Send>, format: F, path: &Path, skip_bad: bool) -> Self {
         TextReader {
-            src,
+            lines: LineSplitter::new(src, MAX_LINE),
             format,
             path: path.to_path_buf(),
             line_no: 0,
-            line: Vec::with_capacity(256),
             skip_bad,
             skipped: 0,
             t0: None,
@@ -48,36 +65,32 @@ impl<F: LineFormat> TextReader<F> {
     fn parse_error(&self, e: FieldError) -> TraceError {
         TraceError::Parse { path: self.path.clone(), line: self.line_no, field: e.field, msg: e.msg }
     }
-
-    /// Reads the next line into `self.line`; false at end of input.
-    fn next_line(&mut self) -> Result<bool, TraceError> {
-        self.line.clear();
-        let n = (&mut self.src)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut self.line)
-            .map_err(|e| TraceError::Io { path: self.path.clone(), error: e })?;
-        if n == 0 {
-            return Ok(false);
-        }
-        self.line_no += 1;
-        if self.line.len() > MAX_LINE && self.line.last() != Some(&b'\n') {
-            return Err(self.parse_error(FieldError::new("line", format!("longer than {MAX_LINE} bytes"))));
-        }
-        while matches!(self.line.last(), Some(b'\n' | b'\r')) {
-            self.line.pop();
-        }
-        Ok(true)
-    }
 }
 
 impl<F: LineFormat> TraceReader for TextReader<F> {
     fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
         out.clear();
-        while out.len() < max && self.next_line()? {
-            let parsed = match std::str::from_utf8(&self.line) {
-                Ok(text) if text.trim().is_empty() => continue,
-                Ok(text) => self.format.parse(text),
-                Err(_) => Err(FieldError::new("line", "not UTF-8 text")),
+        while out.len() < max {
+            let mut line = match self.lines.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(LineError::Io(e)) => return Err(TraceError::Io { path: self.path.clone(), error: e }),
+                Err(LineError::TooLong) => {
+                    self.line_no += 1;
+                    return Err(self.parse_error(FieldError::new("line", format!("longer than {MAX_LINE} bytes"))));
+                }
+            };
+            self.line_no += 1;
+            while let [rest @ .., b'\r'] = line {
+                line = rest;
+            }
+            let parsed = match line.first() {
+                Some(b) if b.is_ascii_graphic() => self.format.parse_bytes(line),
+                _ => match std::str::from_utf8(line) {
+                    Ok(text) if text.trim().is_empty() => continue,
+                    Ok(text) => self.format.parse(text),
+                    Err(_) => Err(not_utf8()),
+                },
             };
             match parsed {
                 Ok(Some(mut req)) => {
