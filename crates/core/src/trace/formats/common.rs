@@ -148,6 +148,11 @@ impl<'a> Cursor<'a> {
         (self.byte()? == b',').then_some(())
     }
 
+    /// The rest of the line.
+    pub fn rest(&self) -> &'a [u8] {
+        &self.line[self.pos..]
+    }
+
     /// True at the end of the line.
     pub fn at_end(&self) -> bool {
         self.pos == self.line.len()

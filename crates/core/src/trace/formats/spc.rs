@@ -37,8 +37,8 @@ impl Spc {
         };
         f.comma()?;
         let time = f.decimal(9)?;
-        // optional fields after the timestamp are ignored
-        if !(f.at_end() || f.comma().is_some()) {
+        // optional fields after the timestamp are ignored (but must be text)
+        if !(f.at_end() || f.comma().is_some() && f.rest().is_ascii()) {
             return None;
         }
         Some(Request { time, addr, len, dev, op })
