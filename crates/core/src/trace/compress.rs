@@ -1,7 +1,10 @@
 //! Transparent decompression: a file is recognised as gzip, xz, bzip2 or zstd by
-//! its magic bytes (not its name), so a renamed file still reads.
+//! its magic bytes (not its name), so a renamed file still reads. A compressed
+//! file is decoded on a thread of its own ([`super::readahead`]), overlapping
+//! the parsing.
 
 use super::progress::{CountingReader, Progress};
+use super::readahead::{ReadAhead, BUFFERS, BUF_SIZE};
 use super::TraceError;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -46,6 +49,11 @@ pub fn open_decompressed(path: &Path) -> Result<Box<dyn BufRead + Send>, TraceEr
 
 /// As [`open_decompressed`], adding the file's bytes to `progress` as they are read.
 pub fn open_counted(path: &Path, progress: Option<&Progress>) -> Result<Box<dyn BufRead + Send>, TraceError> {
+    open_with(path, progress, true)
+}
+
+/// Opens `path`, decoding on another thread if `thread` and the file is compressed.
+fn open_with(path: &Path, progress: Option<&Progress>, thread: bool) -> Result<Box<dyn BufRead + Send>, TraceError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let meta = file.metadata().ok();
     if meta.as_ref().is_some_and(|m| m.is_dir()) {
@@ -64,12 +72,17 @@ pub fn open_counted(path: &Path, progress: Option<&Progress>) -> Result<Box<dyn 
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(raw)),
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| io_err(path, e))?),
     };
-    Ok(Box::new(BufReader::with_capacity(BUF, inner)))
+    if thread {
+        Ok(Box::new(ReadAhead::spawn(inner, BUFFERS, BUF_SIZE).map_err(|e| io_err(path, e))?))
+    } else {
+        Ok(Box::new(BufReader::with_capacity(BUF, inner)))
+    }
 }
 
 /// The first `n` decompressed bytes of `path` (fewer if the file is shorter), for sniffing.
 pub fn peek(path: &Path, n: usize) -> Result<Vec<u8>, TraceError> {
-    let reader = open_decompressed(path)?;
+    // no thread: it would decode up to a megabyte ahead for a 64 KiB look
+    let reader = open_with(path, None, false)?;
     let mut head = Vec::with_capacity(n);
     reader.take(n as u64).read_to_end(&mut head).map_err(|e| io_err(path, e))?;
     Ok(head)

@@ -12,7 +12,9 @@ pub mod compress;
 pub mod formats;
 pub mod gen;
 pub mod info;
+pub mod lines;
 pub mod progress;
+pub mod readahead;
 pub mod text;
 
 use crate::Nanos;

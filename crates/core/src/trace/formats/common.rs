@@ -52,6 +52,113 @@ pub fn decimal_time(field: &'static str, s: Option<&str>, pow10: u32) -> Result<
     ns.checked_add(frac_ns).ok_or_else(range)
 }
 
+/// The value of the leading ASCII digits of `s` (wrapping past 19 digits) and their count.
+#[inline]
+fn digits(s: &[u8]) -> (u64, usize) {
+    let mut v: u64 = 0;
+    for (i, &b) in s.iter().enumerate() {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return (v, i);
+        }
+        v = v.wrapping_mul(10).wrapping_add(d as u64);
+    }
+    (v, s.len())
+}
+
+/// A cursor over a line's bytes for the formats' fast paths ([`LineFormat::parse_bytes`]).
+/// Each step accepts only the plain form of a field (ASCII digits, no sign, no
+/// spaces) and gives `None` for anything else, so that the caller falls back to
+/// its `&str` parser, which then gives the same result or words the error.
+pub struct Cursor<'a> {
+    line: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(line: &'a [u8]) -> Self {
+        Cursor { line, pos: 0 }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.line.get(self.pos).copied()
+    }
+
+    /// The next byte, whatever it is.
+    #[inline]
+    pub fn byte(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.pos += 1;
+        Some(b)
+    }
+
+    /// Digits as an integer: 1 to 19 of them (so no overflow; longer numbers take the slow path).
+    #[inline]
+    pub fn uint(&mut self) -> Option<u64> {
+        let (v, n) = digits(&self.line[self.pos..]);
+        if n == 0 || n > 19 {
+            return None;
+        }
+        self.pos += n;
+        Some(v)
+    }
+
+    /// `int[.frac]` in units of 10^pow10 ns (pow10 ≤ 9), as [`decimal_time`] reads it.
+    #[inline]
+    pub fn decimal(&mut self, pow10: u32) -> Option<u64> {
+        const POW10: [u64; 10] =
+            [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
+        let pow10 = pow10 as usize;
+        let mut ns = self.uint()?.checked_mul(*POW10.get(pow10)?)?;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            let rest = &self.line[self.pos..];
+            // the first pow10 digits are units, the next one rounds, the rest only count
+            let (mut frac, mut n, mut round_up) = (0u64, 0usize, false);
+            for &b in rest {
+                let d = b.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                if n < pow10 {
+                    frac = frac * 10 + d as u64;
+                } else if n == pow10 {
+                    round_up = d >= 5;
+                }
+                n += 1;
+            }
+            ns = ns.checked_add(frac * POW10[pow10 - n.min(pow10)] + round_up as u64)?;
+            self.pos += n;
+        }
+        Some(ns)
+    }
+
+    /// The bytes up to the next comma (or the end), not consuming the comma.
+    #[inline]
+    pub fn field(&mut self) -> &'a [u8] {
+        let rest = &self.line[self.pos..];
+        let n = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
+        self.pos += n;
+        &rest[..n]
+    }
+
+    /// Steps over a comma; `None` if there is none here.
+    #[inline]
+    pub fn comma(&mut self) -> Option<()> {
+        (self.byte()? == b',').then_some(())
+    }
+
+    /// The rest of the line.
+    pub fn rest(&self) -> &'a [u8] {
+        &self.line[self.pos..]
+    }
+
+    /// True at the end of the line.
+    pub fn at_end(&self) -> bool {
+        self.pos == self.line.len()
+    }
+}
+
 /// Assigns small device ids (0, 1, 2 …) to device names in order of first
 /// appearance, at most [`crate::key::MAX_DEVICES`] of them.
 pub struct DevMap<K> {
@@ -136,6 +243,31 @@ pub fn probe<F: LineFormat>(mut format: F, lines: &[&str]) -> Probe {
 pub fn is_header(line: &str, names: &[&str]) -> bool {
     let mut fields = line.split(',');
     names.iter().all(|n| fields.next().is_some_and(|f| f.trim().eq_ignore_ascii_case(n))) && fields.next().is_none()
+}
+
+/// Lines for the tests that hold a format's fast path to its `&str` parser:
+/// comma-separated fields that are often plain and sometimes not (signs, spaces,
+/// exponents, long numbers, other words, non-ASCII and non-UTF-8 bytes).
+#[cfg(test)]
+pub fn odd_lines() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let field = prop_oneof![
+        4 => "[0-9]{1,6}",
+        2 => "[0-9]{15,22}",
+        3 => "[0-9]{1,12}\\.[0-9]{0,12}",
+        2 => "(Read|Write|read|WRITE|Trim|r|w|R|W|x|hm|src1|timestamp)",
+        1 => "[ +eE.0-9a-z-]{0,6}",
+        1 => "(ü|h{250,260}| hm|0x1f|\\t1)",
+    ];
+    (proptest::collection::vec(field, 1..10), proptest::collection::vec(any::<u8>(), 0..3), any::<bool>()).prop_map(
+        |(fields, junk, add_junk)| {
+            let mut line = fields.join(",").into_bytes();
+            if add_junk {
+                line.extend(junk);
+            }
+            line
+        },
+    )
 }
 
 #[cfg(test)]
