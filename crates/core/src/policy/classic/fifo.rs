@@ -33,7 +33,10 @@ impl Replacement for Fifo {
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         if self.queue.len() >= self.capacity {
             if let Some(victim) = self.queue.pop_back(&mut self.arena) {
-                evicted.push(self.arena.remove(victim));
+                // (the victim's node becomes the new page's)
+                evicted.push(self.arena.rekey(victim, a.key, ()));
+                self.queue.push_front(&mut self.arena, victim);
+                return true;
             }
         }
         let idx = self.arena.insert(a.key, ());
