@@ -66,52 +66,54 @@ impl PageRange {
 /// The pages request number `index` touches, with `page_bytes` pages; an error if
 /// they do not fit a page key.
 pub fn pages_of(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> Result<PageRange, SimError> {
-    page_range(r, unit, page_bytes).ok_or_else(|| bad_range(r, unit, page_bytes, index))
+    page_range(r, unit, page_bytes).map_err(|fault| fault.error(r, index))
 }
 
-/// [`pages_of`] without the error: `None` where it fails. Small enough to stay
-/// in registers on the hot path (a `Result` with a [`SimError`] is returned
-/// through memory).
+/// Why a request's pages do not fit page keys: small, so that [`page_range`]'s
+/// result stays out of memory on the hot path (one holding a [`SimError`] does not).
+#[derive(Clone, Copy, Debug)]
+enum RangeFault {
+    EndOverflows,
+    PagesOverflow,
+    BeyondDevice { last: u64 },
+}
+
+impl RangeFault {
+    /// The error for request number `index`, `r`.
+    #[cold]
+    fn error(self, r: &Request, index: u64) -> SimError {
+        let msg = match self {
+            RangeFault::EndOverflows => "offset + size overflows".to_string(),
+            RangeFault::PagesOverflow => "page range overflows".to_string(),
+            RangeFault::BeyondDevice { last } => {
+                format!("page {last} of device {} is beyond the 2^{PAGE_BITS} pages a device may have", r.dev)
+            }
+        };
+        SimError::Request { request: index, msg }
+    }
+}
+
+/// [`pages_of`] with the error still to be worded.
 #[inline(always)]
-fn page_range(r: &Request, unit: Unit, page_bytes: u64) -> Option<PageRange> {
+fn page_range(r: &Request, unit: Unit, page_bytes: u64) -> Result<PageRange, RangeFault> {
     let (first, count, head_partial, tail_partial) = match unit {
         Unit::Pages => (r.addr, r.len as u64, false, false),
         Unit::Bytes => {
-            let end = r.addr.checked_add(r.len as u64)?;
+            let end = r.addr.checked_add(r.len as u64).ok_or(RangeFault::EndOverflows)?;
             let first = r.addr / page_bytes;
             let last = (end - 1) / page_bytes;
             let is_write = r.op == Op::Write;
             (first, last - first + 1, is_write && !r.addr.is_multiple_of(page_bytes), is_write && end % page_bytes != 0)
         }
     };
-    let last = first.checked_add(count - 1)?;
+    let last = first.checked_add(count - 1).ok_or(RangeFault::PagesOverflow)?;
     // Key traces on device 0 use their keys as they are (any u64: e.g. a page
     // stream written by `trace convert --to keys` carries device bits already).
     let raw_keys = unit == Unit::Pages && r.dev == 0;
     if !raw_keys && page_key(r.dev, last).is_none() {
-        return None;
+        return Err(RangeFault::BeyondDevice { last });
     }
-    Some(PageRange { first, count, head_partial, tail_partial, dev: r.dev })
-}
-
-/// Why [`page_range`] refused request `r`.
-#[cold]
-fn bad_range(r: &Request, unit: Unit, page_bytes: u64, index: u64) -> SimError {
-    let msg = match unit {
-        Unit::Bytes if r.addr.checked_add(r.len as u64).is_none() => "offset + size overflows".to_string(),
-        _ => {
-            let first = if unit == Unit::Pages { r.addr } else { r.addr / page_bytes };
-            let count =
-                if unit == Unit::Pages { r.len as u64 } else { (r.addr + r.len as u64 - 1) / page_bytes - first + 1 };
-            match first.checked_add(count - 1) {
-                None => "page range overflows".to_string(),
-                Some(last) => {
-                    format!("page {last} of device {} is beyond the 2^{PAGE_BITS} pages a device may have", r.dev)
-                }
-            }
-        }
-    };
-    SimError::Request { request: index, msg }
+    Ok(PageRange { first, count, head_partial, tail_partial, dev: r.dev })
 }
 
 /// Simulation settings.
@@ -295,23 +297,22 @@ impl<'p> Simulator<'p> {
         // One branch per batch picks the loop: a run with nothing but a policy
         // (the usual `sim`) gets one with the device, series, future and
         // maintenance paths compiled out.
-        let page_bytes = self.cfg.page_bytes;
         if self.plain() {
-            for r in requests {
-                let Some(pr) = page_range(r, unit, page_bytes) else {
-                    return Err(bad_range(r, unit, page_bytes, self.requests));
-                };
-                self.serve::<true>(r, pr, unit);
-            }
+            self.replay_with::<true>(requests, unit)?;
         } else {
-            for r in requests {
-                let Some(pr) = page_range(r, unit, page_bytes) else {
-                    return Err(bad_range(r, unit, page_bytes, self.requests));
-                };
-                self.serve::<false>(r, pr, unit);
-            }
+            self.replay_with::<false>(requests, unit)?;
         }
         self.check_after()
+    }
+
+    /// The loop of [`replay`](Self::replay), `PLAIN` as for [`serve`](Self::serve).
+    #[inline(always)]
+    fn replay_with<const PLAIN: bool>(&mut self, requests: &[Request], unit: Unit) -> Result<(), SimError> {
+        for r in requests {
+            let pr = page_range(r, unit, self.cfg.page_bytes).map_err(|fault| fault.error(r, self.requests))?;
+            self.serve::<PLAIN>(r, pr, unit);
+        }
+        Ok(())
     }
 
     /// Whether this run is only a policy and counters: no devices, no series,

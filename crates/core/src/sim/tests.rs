@@ -135,10 +135,9 @@ fn each_bad_range_is_named_with_its_request_number() {
             let e = s.run(&mut rd).unwrap_err().to_string();
             assert!(e.starts_with("request 2: ") && e.contains(msg), "{unit:?} series={series}: {e}");
         }
-        assert_eq!(
-            pages_of(&bad, unit, 4096, 9).unwrap_err().to_string().split_once(": ").unwrap().1,
-            bad_range(&bad, unit, 4096, 9).to_string().split_once(": ").unwrap().1
-        );
+        // (and where the other callers get it)
+        let e = pages_of(&bad, unit, 4096, 9).unwrap_err().to_string();
+        assert!(e.starts_with("request 9: ") && e.contains(msg), "{unit:?}: {e}");
     }
 }
 
