@@ -38,9 +38,15 @@ impl<R: Replacement> ModeCache<R> {
     /// with `Evict`, and a dirty one is written back at once and is no longer dirty.
     #[inline]
     fn evictions(&mut self, fx: &mut Effects) {
-        // Most calls (every hit) evict nothing: keep that path a compare, inlined.
-        if !self.evicted.is_empty() {
-            self.report_evictions(fx);
+        // Most calls (every hit) evict nothing, and most misses one clean page:
+        // keep those paths inlined.
+        match self.evicted.len() {
+            0 => {}
+            1 if self.dirty.is_empty() => {
+                fx.push(Io::Evict { key: self.evicted[0], dirty: false });
+                self.evicted.clear();
+            }
+            _ => self.report_evictions(fx),
         }
     }
 
