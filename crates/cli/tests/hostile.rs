@@ -246,11 +246,7 @@ fn mrc_bad_arguments_are_one_line_errors() {
         (&["--gen", "zipf(keys=10,requests=10)", "--page", "0"][..], "--page"),
         (&["--trace", "/nonexistent/trace.csv"][..], "/nonexistent/trace.csv"),
     ] {
-        let o = ssdcache("mrc", args);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        one_line_error(&ssdcache("mrc", args), says);
     }
 }
 
@@ -299,11 +295,7 @@ fn mrc_sampling_bad_arguments_are_one_line_errors() {
         (&["--gen", gen, "--sample", "1%", "--warmup", "10%"][..], "--warmup with --sample"),
         (&["--gen", gen, "--sample", "1%", "--cache", "5%"][..], "--cache N% with --sample"),
     ] {
-        let o = ssdcache("mrc", args);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        one_line_error(&ssdcache("mrc", args), says);
     }
 }
 
