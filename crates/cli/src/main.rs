@@ -10,6 +10,7 @@ mod progress;
 mod run;
 mod serve_cmd;
 mod serve_limits;
+mod serve_net;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};

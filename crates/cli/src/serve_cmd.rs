@@ -20,7 +20,6 @@ use ssdcache_serve::control::socket::{self as control, Reply};
 use ssdcache_serve::daemon::{self, DaemonConfig};
 use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -64,9 +63,8 @@ pub struct ServeArgs {
     cache: PathBuf,
     /// The backing file it was created for.
     backing: PathBuf,
-    /// Address to listen on (port 0 picks a free one; `listening on ADDR` tells which).
-    #[arg(long, default_value = "127.0.0.1:10809")]
-    listen: SocketAddr,
+    #[command(flatten)]
+    net: crate::serve_net::NetArgs,
     /// Export name (the empty default name also selects it).
     #[arg(long, default_value = "")]
     export: String,
@@ -240,12 +238,14 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     };
     let (inject_cache, inject_backing) =
         (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
-    let server = a.limits.server_config()?;
+    let mut server = a.limits.server_config()?;
+    let (listen, tls) = a.net.resolve()?;
+    server.tls = tls;
     let control = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
     let cfg = DaemonConfig {
         cache: a.cache,
         backing: a.backing,
-        listen: a.listen,
+        listen,
         export: a.export,
         period,
         idle,

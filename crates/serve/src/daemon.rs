@@ -11,7 +11,6 @@
 //! drains the connections, writes every dirty segment back and saves the
 //! clean bit.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,6 +22,7 @@ use crate::cache::inject::{FaultPlan, InjectDevice};
 use crate::cache::model_device::ModelDevice;
 use crate::cache::{files, BlockDevice, EngineConfig, FileDevice, StartOptions};
 use crate::control::socket as control;
+use crate::server::{ListenAddr, Listener};
 use crate::{Backend, Export, Server, ServerConfig};
 
 /// Everything a daemon runs with.
@@ -31,8 +31,8 @@ pub struct DaemonConfig {
     /// The cache file and its backing store.
     pub cache: PathBuf,
     pub backing: PathBuf,
-    /// Where NBD clients connect, and the export's name.
-    pub listen: SocketAddr,
+    /// Where NBD clients connect (TCP or a Unix socket), and the export's name.
+    pub listen: ListenAddr,
     pub export: String,
     /// The caching-and-eviction procedure's period, and the idle time it waits for.
     pub period: Duration,
@@ -42,7 +42,7 @@ pub struct DaemonConfig {
     pub start: StartOptions,
     /// The control socket's path.
     pub control: PathBuf,
-    /// The NBD server's limits.
+    /// The NBD server's limits and TLS.
     pub server: ServerConfig,
     /// Benchmarks: BACKING made as slow as this HDD model spec.
     pub backing_model: Option<String>,
@@ -88,11 +88,11 @@ pub fn signal_events() -> std::io::Result<mpsc::UnboundedReceiver<Event>> {
 pub async fn run(
     cfg: DaemonConfig,
     mut events: mpsc::UnboundedReceiver<Event>,
-    ready: impl FnOnce(SocketAddr),
+    ready: impl FnOnce(ListenAddr),
 ) -> Result<()> {
     control::check_path(&cfg.control)?;
-    let listener =
-        tokio::net::TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    // A Unix socket is removed with the listener, on every exit path.
+    let listener = Listener::bind(&cfg.listen).await?;
     let (control_listener, control_file) = control::bind(&cfg.control).await?;
     // Removed on every exit path (if still ours).
     let _socket = RemoveOnDrop(control_file);
@@ -147,7 +147,7 @@ pub async fn run(
         let server = Server::new(vec![export], cfg.server.clone())?;
         let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
         let handle = server.start(listener)?;
-        ready(handle.local_addr());
+        ready(handle.listen_addr().clone());
         eprintln!("ssdcache serve: control socket {}", cfg.control.display());
         while let Some(Event::Maintain) = events.recv().await {
             // Not awaited here: a stop must be heard while it runs.
