@@ -40,6 +40,15 @@ cargo build --release --locked -p ssdcache-cli
 step "lints (cargo clippy --all-targets -D warnings)"
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 
+step "system tools of the Rust tests (crates/cli/tests/serve_tls.rs: openssl, nbdinfo, nbdcopy, qemu-img, qemu-io)"
+for t in openssl nbdinfo nbdcopy qemu-img qemu-io; do
+  command -v "$t" >/dev/null && continue
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q openssl libnbd-bin qemu-utils >/dev/null
+  break
+done
+
 step "rust tests"
 cargo test --workspace --locked --release
 
