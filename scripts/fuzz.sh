@@ -11,6 +11,7 @@
 # request consumes input) and the reader contract; libFuzzer's -rss_limit_mb /
 # -malloc_limit_mb bound memory, so an allocation sized by a length field fails.
 # nbd_handshake and nbd_request do the same for the NBD server's protocol code
+# (nbd_tls_handshake: the negotiation with TLS required, nothing answered before STARTTLS)
 # (crates/serve; see the targets' doc comments), and cache_meta for the cache's
 # superblock and metadata parsers.
 #
@@ -37,7 +38,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-20}
 shift || true
-ALL=(spc msr blkparse vscsi tencent systor csv oracle ascii keys keys_u32be binary auto nbd_handshake nbd_request cache_meta)
+ALL=(spc msr blkparse vscsi tencent systor csv oracle ascii keys keys_u32be binary auto nbd_handshake nbd_tls_handshake nbd_request cache_meta)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 
