@@ -659,7 +659,8 @@ async fn connection(
 /// The socket a negotiation ends on.
 enum Transport {
     Plain(Accepted),
-    Tls(tokio_rustls::server::TlsStream<Accepted>),
+    // Boxed: a TLS session is over a kilobyte, and moves a few times.
+    Tls(Box<tokio_rustls::server::TlsStream<Accepted>>),
 }
 
 /// Runs the negotiation, upgrading to TLS when the client asks for it;
@@ -677,7 +678,7 @@ async fn negotiate(mut sock: Accepted, shared: &Shared) -> Result<Option<(usize,
             n.tls_started();
             match exchange(&mut s, &mut n).await? {
                 Step::Abort => Ok(None),
-                Step::Transmit(i) => Ok(Some((i, Transport::Tls(s)))),
+                Step::Transmit(i) => Ok(Some((i, Transport::Tls(Box::new(s))))),
                 Step::StartTls => Err(io::Error::other("a second STARTTLS was accepted").into()),
             }
         }

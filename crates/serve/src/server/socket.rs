@@ -320,6 +320,14 @@ impl Write for &Stream {
         }
     }
 
+    // A reply's header and data in one sendmsg, as on the sockets themselves.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match *self {
+            Stream::Tcp(s) => (&*s).write_vectored(bufs),
+            Stream::Unix(s) => (&*s).write_vectored(bufs),
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
