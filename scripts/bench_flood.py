@@ -26,6 +26,7 @@ while, in turn:
 Rows: p50, p99 and max of the victim's read latency, its reads per second, and
 for the flood rows the flooders' aggregate MiB/s and connections. Rounds
 alternate which server goes first; figures are medians over rounds.
+FLOOD_SERVE_ARGS adds flags to `ssdcache serve` (e.g. "--max-threads 64").
 """
 
 import argparse
@@ -176,7 +177,7 @@ class Server:
             subprocess.run(["cp", "--reflink=auto", image, backing], check=True)
             subprocess.run([BIN, "create", cache, backing, "--size", "256MiB"], check=True, capture_output=True)
             cmd = [BIN, "serve", cache, backing, "--listen", "127.0.0.1:0", "--export", "disk",
-                   "--max-connections", "256"]
+                   "--max-connections", "256"] + os.environ.get("FLOOD_SERVE_ARGS", "").split()
             self.proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT)
             addr = wait_listening(self.proc, log)
             self.host, port = addr.rsplit(":", 1)
