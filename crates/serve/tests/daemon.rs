@@ -33,6 +33,7 @@ fn config(dir: &Path, listen: &str) -> DaemonConfig {
         backing_model: None,
         inject_cache: None,
         inject_backing: None,
+        read_only: false,
     }
 }
 

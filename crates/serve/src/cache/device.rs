@@ -14,6 +14,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::extents::{self, Extent};
+
 /// A fixed-size byte-addressed device with a durability barrier.
 ///
 /// Writes that have returned are visible to later reads at once, but only
@@ -33,6 +35,13 @@ pub trait BlockDevice: Send + Sync {
     fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()>;
     /// Makes every write that has returned durable.
     fn sync(&self) -> io::Result<()>;
+    /// The allocation of `offset..offset+len` (holes read as zeroes), at most
+    /// `max` extents covering the range or a nonempty prefix of it; see
+    /// [`crate::Backend::block_status`]. Default: all data.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let _ = (offset, max);
+        Ok(vec![Extent::data(len)])
+    }
 }
 
 impl<T: BlockDevice + ?Sized> BlockDevice for &T {
@@ -48,6 +57,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for &T {
     fn sync(&self) -> io::Result<()> {
         (**self).sync()
     }
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        (**self).extents(offset, len, max)
+    }
 }
 
 impl<T: BlockDevice + ?Sized> BlockDevice for Arc<T> {
@@ -62,6 +74,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Arc<T> {
     }
     fn sync(&self) -> io::Result<()> {
         (**self).sync()
+    }
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        (**self).extents(offset, len, max)
     }
 }
 
@@ -106,6 +121,10 @@ impl<D: BlockDevice> BlockDevice for Region<D> {
     }
     fn sync(&self) -> io::Result<()> {
         self.dev.sync()
+    }
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        check_range(self.len, offset, len as usize)?;
+        self.dev.extents(self.base + offset, len, max)
     }
 }
 
@@ -196,6 +215,11 @@ impl BlockDevice for FileDevice {
 
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
+    }
+
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        check_range(self.size, offset, len as usize)?;
+        extents::file_extents(&self.file, offset, len, max)
     }
 }
 

@@ -96,6 +96,11 @@ pub struct EngineStatus {
     pub idle: Option<f64>,
     /// Seconds since the engine opened.
     pub uptime: f64,
+    /// `NBD_CMD_CACHE` requests (a client's hint to bring a range in), and
+    /// the segments they filled at once (replacement modes; PWC counts them
+    /// as references for its next procedure instead).
+    pub cache_hints: u64,
+    pub cache_hint_fills: u64,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -120,6 +125,9 @@ struct Shared<S, H, M> {
     opened: Instant,
     /// Nanoseconds after `opened` of the last request's arrival.
     last_request: AtomicU64,
+    /// `NBD_CMD_CACHE` requests, and the segments they filled.
+    hints: AtomicU64,
+    hint_fills: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -233,6 +241,8 @@ where
             schedule: Mutex::new(Schedule::default()),
             opened: Instant::now(),
             last_request: AtomicU64::new(0),
+            hints: AtomicU64::new(0),
+            hint_fills: AtomicU64::new(0),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -343,6 +353,8 @@ where
             next_maintenance: s.next.filter(|_| self.mode == CacheMode::WriteBack).map(unix),
             idle: s.idle.map(|d| d.as_secs_f64()),
             uptime: self.shared.opened.elapsed().as_secs_f64(),
+            cache_hints: self.shared.hints.load(Relaxed),
+            cache_hint_fills: self.shared.hint_fills.load(Relaxed),
         }
     }
 
@@ -435,6 +447,21 @@ where
 
     fn multi_conn(&self) -> bool {
         true // flush syncs both devices, covering every connection's writes
+    }
+
+    fn block_status(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<crate::Extent>> {
+        self.shared.map.extents(offset, len, max)
+    }
+
+    /// A read reference without the read: a replacement policy fills the
+    /// segments it would fill on a read miss (so the next read is a hit);
+    /// PWC counts the reference, and its next procedure decides. A hint: a
+    /// failed fill is logged by `reference` and the range served as before.
+    fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.shared.hints.fetch_add(1, Relaxed);
+        let (filled, _) = self.shared.reference(Op::Read, offset, len)?;
+        self.shared.hint_fills.fetch_add(filled.len() as u64, Relaxed);
+        Ok(())
     }
 
     fn shutdown(&self) -> io::Result<()> {
