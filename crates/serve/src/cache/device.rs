@@ -282,7 +282,32 @@ impl BlockDevice for MemDevice {
     fn sync(&self) -> io::Result<()> {
         Ok(())
     }
+
+    /// Blocks of [`MEM_HOLE_BLOCK`] bytes (aligned to the device's start,
+    /// the range's ends cut them) holding only zeroes are holes: what a
+    /// sparse file whose zero blocks were never written would report, so
+    /// tests of block status run on memory.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let data = self.lock();
+        check_range(data.len() as u64, offset, len as usize)?;
+        let (mut at, end) = (offset, offset + len);
+        let mut out = Vec::new();
+        while at < end {
+            let stop = ((at / MEM_HOLE_BLOCK + 1) * MEM_HOLE_BLOCK).min(end);
+            let zero = data[at as usize..stop as usize].iter().all(|&b| b == 0);
+            let e = if zero { Extent::hole(stop - at) } else { Extent::data(stop - at) };
+            if out.len() == max.max(1) && out.last().is_some_and(|l: &Extent| l.hole != e.hole) {
+                break;
+            }
+            extents::push(&mut out, e);
+            at = stop;
+        }
+        Ok(out)
+    }
 }
+
+/// The block size at which a [`MemDevice`] reports holes.
+pub const MEM_HOLE_BLOCK: u64 = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -311,6 +336,21 @@ mod tests {
         let e = dev.write_at(b"x", 100).unwrap_err();
         assert!(e.to_string().contains("shrank from 8192 to 0"), "{e}");
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn mem_device_reports_zero_blocks_as_holes() {
+        let dev = MemDevice::new(5 * 4096);
+        dev.write_at(&[1], 4096 + 7).unwrap();
+        let v = dev.extents(0, 5 * 4096, 10).unwrap();
+        assert_eq!(v, vec![Extent::hole(4096), Extent::data(4096), Extent::hole(3 * 4096)]);
+        assert_eq!(dev.extents(100, 4096, 1).unwrap(), vec![Extent::hole(3996)]);
+        assert_eq!(dev.extents(4100, 10, 10).unwrap(), vec![Extent::data(10)]);
+        assert!(dev.extents(5 * 4096, 1, 10).is_err());
+        // through a Region, shifted
+        let r = Region::new(&dev, 4096, 2 * 4096).unwrap();
+        assert_eq!(r.extents(0, 2 * 4096, 10).unwrap(), vec![Extent::data(4096), Extent::hole(4096)]);
+        assert!(r.extents(4096, 4097, 10).is_err());
     }
 
     #[test]

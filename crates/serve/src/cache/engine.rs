@@ -561,6 +561,69 @@ mod tests {
         }
     }
 
+    fn allocation(e: &dyn Backend, off: u64, len: u64) -> Vec<(u64, bool)> {
+        e.block_status(off, len, 1000).unwrap().into_iter().map(|x| (x.len, x.hole)).collect()
+    }
+
+    #[test]
+    fn block_status_is_the_hdds_holes_except_where_the_cache_holds_the_segment() {
+        let rig = Rig::new();
+        // HDD segments 1..=3 zero (holes; segment 0 already is), the rest data.
+        rig.hdd.write_at(&vec![0u8; 3 * SEG as usize], SEG).unwrap();
+        let (e, _) = rig.open();
+        assert_eq!(allocation(&e, 0, 6 * SEG), vec![(4 * SEG, true), (2 * SEG, false)]);
+        // A write to an uncached segment goes to the HDD: data there now.
+        e.write_at(&[1], 3 * SEG + 5, false).unwrap();
+        assert_eq!(allocation(&e, 2 * SEG, 2 * SEG), vec![(SEG, true), (4096, false), (SEG - 4096, true)]);
+        // Cache segments 1 and 2 (zero on the HDD): cached, clean, data.
+        reference(&e, 1, 5);
+        reference(&e, 2, 5);
+        e.maintain().unwrap();
+        let cached: Vec<u64> = e.mapping().into_iter().flatten().collect();
+        assert!(cached.contains(&1) && cached.contains(&2), "{cached:?}");
+        assert_eq!(allocation(&e, 0, 3 * SEG), vec![(SEG, true), (2 * SEG, false)]);
+        // A dirty write over the HDD's hole (the SSD only): still data, and the HDD still a hole.
+        e.write_at(&[9; 10], SEG + 100, false).unwrap();
+        assert_eq!(rig.hdd.extents(SEG, SEG, 10).unwrap(), vec![crate::Extent::hole(SEG)]);
+        assert_eq!(allocation(&e, SEG, 10), vec![(10, false)]);
+        assert_eq!(e.status().map.dirty, 1);
+        // The cap: at most `max` extents, a prefix of the range.
+        let one = e.block_status(0, 6 * SEG, 1).unwrap();
+        assert_eq!(one, vec![crate::Extent::hole(SEG)]);
+        assert!(e.block_status(HDD_SEGS * SEG - 1, 2, 10).is_err(), "past the end");
+        e.shutdown().unwrap();
+        assert!(e.block_status(0, 1, 10).is_err(), "no status after shutdown");
+    }
+
+    #[test]
+    fn cache_hint_fills_like_a_read_miss_in_replacement_modes_and_counts_for_pwc() {
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::ReadOnly);
+        e.cache(5 * SEG + 10, 2 * SEG).unwrap(); // segments 5, 6, 7
+        assert_eq!(e.mapping().into_iter().flatten().collect::<Vec<_>>(), vec![5, 6, 7]);
+        let st = e.status();
+        assert_eq!((st.cache_hints, st.cache_hint_fills, st.map.read_hits, st.map.read_misses), (1, 3, 0, 0));
+        // the next read is a hit, served without the HDD
+        assert_eq!(read(&e, 6 * SEG, 4), [6; 4]);
+        assert_eq!((e.status().map.read_hits, e.status().map.read_misses), (1, 0));
+        e.cache(5 * SEG, 1).unwrap(); // already cached: no fill
+        assert_eq!((e.status().cache_hints, e.status().cache_hint_fills), (2, 3));
+        e.shutdown().unwrap();
+        // PWC: a hint is a reference (frequency), nothing moves until the procedure.
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        e.cache(9 * SEG, 1).unwrap();
+        assert_eq!(e.frequency(9), 5);
+        assert_eq!(e.mapping().into_iter().flatten().count(), 0);
+        assert_eq!((e.status().cache_hints, e.status().cache_hint_fills), (1, 0));
+        e.shutdown().unwrap();
+        // Passthrough: counted, nothing else.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::Passthrough);
+        e.cache(0, SEG).unwrap();
+        assert_eq!((e.status().cache_hints, e.status().cache_hint_fills, e.status().map.cached), (1, 0, 0));
+    }
+
     #[test]
     fn write_read_flush_through_the_hdd_when_nothing_is_cached() {
         let rig = Rig::new();
