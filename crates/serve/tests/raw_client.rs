@@ -156,6 +156,7 @@ async fn every_command() {
         | FLAG_SEND_FUA
         | FLAG_SEND_TRIM
         | FLAG_SEND_WRITE_ZEROES
+        | FLAG_SEND_CACHE
         | FLAG_CAN_MULTI_CONN;
     assert_eq!(flags, want);
 
