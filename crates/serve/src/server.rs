@@ -338,14 +338,17 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
-/// Transmission flags for a backend: everything this server implements,
+/// Transmission flags for an export: everything this server implements,
 /// `CAN_MULTI_CONN` only when the backend says a flush covers all connections.
-/// (`SEND_DF` is added per connection, once structured replies are on.)
-pub fn transmission_flags(backend: &dyn Backend) -> u16 {
-    let mut f =
-        FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES | FLAG_SEND_CACHE;
-    if backend.read_only() {
+/// A read-only export says so and, as qemu-nbd does, offers no trim or write
+/// zeroes (they would only fail with EPERM). `SEND_DF` is added per
+/// connection, once structured replies are on.
+pub fn transmission_flags(backend: &dyn Backend, read_only: bool) -> u16 {
+    let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_CACHE;
+    if read_only || backend.read_only() {
         f |= FLAG_READ_ONLY;
+    } else {
+        f |= FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES;
     }
     if backend.multi_conn() {
         f |= FLAG_CAN_MULTI_CONN;
@@ -388,7 +391,7 @@ impl Server {
                 // keep the whole option reply within the string limit
                 description: truncate(&e.description, MAX_STRING_LEN),
                 size: e.backend.size(),
-                flags: transmission_flags(&*e.backend) | if e.read_only { FLAG_READ_ONLY } else { 0 },
+                flags: transmission_flags(&*e.backend, e.read_only),
                 max_block: config.max_block,
             })
             .collect();

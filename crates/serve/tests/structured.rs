@@ -410,6 +410,8 @@ async fn read_only_export_refuses_writes_with_eperm() {
         }
         let flags = c.go("disk").await;
         assert_eq!(flags & FLAG_READ_ONLY, FLAG_READ_ONLY);
+        assert_eq!(flags & (FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES), 0, "nothing offered that only fails");
+        assert_eq!(flags & (FLAG_SEND_FLUSH | FLAG_SEND_CACHE), FLAG_SEND_FLUSH | FLAG_SEND_CACHE);
         assert_eq!(c.call(CMD_WRITE, 0, 0, 4, b"abcd").await.errno(), EPERM);
         assert_eq!(c.call(CMD_WRITE, CMD_FLAG_FUA, 10, 3, b"xyz").await.errno(), EPERM);
         assert_eq!(c.call(CMD_TRIM, 0, 0, 4096, &[]).await.errno(), EPERM);
