@@ -61,7 +61,8 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 /// An in-memory backend for tests. Trim zeroes the range (so tests can see
-/// it happened); it counts flushes, FUA writes and shutdowns.
+/// it happened); it counts flushes, FUA writes and shutdowns; block status
+/// reports zero 4 KiB blocks as holes.
 #[derive(Debug)]
 pub struct MemBackend {
     data: Mutex<Vec<u8>>,
@@ -170,6 +171,13 @@ impl Backend for MemBackend {
     fn shutdown(&self) -> io::Result<()> {
         self.shutdowns.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Zero 4 KiB blocks are holes (see [`extents::zero_block_extents`]).
+    fn block_status(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let data = self.lock();
+        self.range(data.len(), offset, len)?;
+        Ok(extents::zero_block_extents(&data, offset, len, 4096, max))
     }
 }
 

@@ -40,6 +40,27 @@ pub fn push(list: &mut Vec<Extent>, e: Extent) {
     }
 }
 
+/// The allocation of `offset..offset+len` of an in-memory disk `data`
+/// (tests): blocks of `block` bytes (aligned to the disk's start, cut by the
+/// range's ends) holding only zeroes are holes, as in a sparse file whose
+/// zero blocks were never written. At most `max` extents. The range must lie
+/// within `data`.
+pub fn zero_block_extents(data: &[u8], offset: u64, len: u64, block: u64, max: usize) -> Vec<Extent> {
+    let (mut at, end) = (offset, offset + len);
+    let mut out: Vec<Extent> = Vec::new();
+    while at < end {
+        let stop = ((at / block + 1) * block).min(end);
+        let zero = data[at as usize..stop as usize].iter().all(|&b| b == 0);
+        let e = if zero { Extent::hole(stop - at) } else { Extent::data(stop - at) };
+        if out.len() == max.max(1) && out.last().is_some_and(|l| l.hole != e.hole) {
+            break;
+        }
+        push(&mut out, e);
+        at = stop;
+    }
+    out
+}
+
 /// The allocation of `offset..offset+len` of a file, in order from `offset`,
 /// at most `max` extents (they then cover only a prefix of the range, never
 /// less than one byte when `len > 0`).

@@ -290,19 +290,7 @@ impl BlockDevice for MemDevice {
     fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
         let data = self.lock();
         check_range(data.len() as u64, offset, len as usize)?;
-        let (mut at, end) = (offset, offset + len);
-        let mut out = Vec::new();
-        while at < end {
-            let stop = ((at / MEM_HOLE_BLOCK + 1) * MEM_HOLE_BLOCK).min(end);
-            let zero = data[at as usize..stop as usize].iter().all(|&b| b == 0);
-            let e = if zero { Extent::hole(stop - at) } else { Extent::data(stop - at) };
-            if out.len() == max.max(1) && out.last().is_some_and(|l: &Extent| l.hole != e.hole) {
-                break;
-            }
-            extents::push(&mut out, e);
-            at = stop;
-        }
-        Ok(out)
+        Ok(extents::zero_block_extents(&data, offset, len, MEM_HOLE_BLOCK, max))
     }
 }
 
