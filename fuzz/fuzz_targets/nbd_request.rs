@@ -123,7 +123,12 @@ fuzz_target!(|data: &[u8]| {
                         assert_eq!(&p[0..4], &CONTEXT_ID_BASE_ALLOCATION.to_be_bytes());
                         let d: Vec<(u32, u32)> = p[4..]
                             .chunks_exact(8)
-                            .map(|x| (u32::from_be_bytes(x[0..4].try_into().unwrap()), u32::from_be_bytes(x[4..8].try_into().unwrap())))
+                            .map(|x| {
+                                (
+                                    u32::from_be_bytes(x[0..4].try_into().unwrap()),
+                                    u32::from_be_bytes(x[4..8].try_into().unwrap()),
+                                )
+                            })
                             .collect();
                         assert!(d.len() <= MAX_EXTENTS);
                         if req_one {

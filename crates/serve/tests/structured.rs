@@ -395,7 +395,7 @@ async fn block_status_without_structured_replies_is_a_simple_einval() {
     c.structured_replies().await;
     assert_eq!(c.option(OPT_SET_META_CONTEXT, &meta("", &["base:allocation"])).await.len(), 2);
     c.go("disk").await; // "" is the default export, which is "disk": the context holds
-    // MemBackend reports its zero blocks as holes
+                        // MemBackend reports its zero blocks as holes
     assert_eq!(c.call(CMD_BLOCK_STATUS, 0, 0, 512, &[]).await.extents().1, vec![(512, STATE_HOLE | STATE_ZERO)]);
     assert!(matches!(c.call(CMD_WRITE, 0, 4096, 1, b"x").await, Reply::Simple(0, _)));
     assert_eq!(

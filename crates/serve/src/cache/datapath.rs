@@ -233,6 +233,9 @@ pub struct CacheMap<S, H, M> {
     degraded: AtomicBool,
 }
 
+/// Segments one block status query looks at, at most.
+const MAX_STATUS_SEGMENTS: u64 = 4096;
+
 /// Cache-device errors before the cache goes degraded, unless configured.
 pub const DEFAULT_ERROR_LIMIT: u64 = 8;
 
@@ -410,9 +413,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let (seg, end) = (self.seg, offset + len);
         let mut out: Vec<Extent> = Vec::new();
         let mut at = offset;
-        while at < end && out.len() < max.max(1) {
+        // Bounded work per query (a lock and two lseeks per segment): at most
+        // this many segments, then the prefix so far (the client asks again).
+        let stop = end.min(offset.saturating_add(MAX_STATUS_SEGMENTS * seg - offset % seg));
+        while at < stop && out.len() < max.max(1) {
             let h = at / seg;
-            let n = (seg - at % seg).min(end - at);
+            let n = (seg - at % seg).min(stop - at);
             let _held = self.locks.lock([h]);
             let cached = {
                 let st = lock(&self.state);

@@ -165,7 +165,7 @@ impl Chunk<'_> {
     /// `(context id, [(length, status)])` of a block status chunk.
     pub fn block_status(&self) -> Option<(u32, Vec<(u32, u32)>)> {
         let p = self.payload;
-        if self.kind != REPLY_TYPE_BLOCK_STATUS || p.len() < 12 || (p.len() - 4) % 8 != 0 {
+        if self.kind != REPLY_TYPE_BLOCK_STATUS || p.len() < 12 || !(p.len() - 4).is_multiple_of(8) {
             return None;
         }
         let id = u32::from_be_bytes(p[0..4].try_into().ok()?);
