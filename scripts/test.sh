@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine: installs what it needs, then runs
 #   1. the Rust unit, property and integration tests (every trace in ../shared/traces),
 #   2. the NBD server against real clients (qemu-io, qemu-img, nbdinfo, nbdcopy,
-#      fio, python3-libnbd; installed with apt when missing), the persistent
+#      fio, python3-libnbd; installed with apt when missing; structured replies,
+#      block status, NBD_CMD_CACHE and --read-only: test_structured.sh), the persistent
 #      cache behind `ssdcache serve` with clean stops and kill -9, its faults
 #      (damaged metadata, failing devices, operator mistakes: test_faults.sh),
 #      kill -9 trials each followed by one damaged metadata or superblock copy
@@ -48,6 +49,9 @@ NBD_PROFILE=release scripts/test_nbd.sh
 
 step "cache engine (ssdcache create/serve/check/status/flush/maintain) against NBD clients, clean stop and kill -9"
 SERVE_PROFILE=release scripts/test_serve.sh
+
+step "structured replies, block status (nbdinfo --map, qemu-img map, sparse nbdcopy), NBD_CMD_CACHE, serve --read-only"
+SERVE_PROFILE=release scripts/test_structured.sh
 
 step "integrity faults with a real client (damaged metadata, failing and truncated devices, operator mistakes)"
 SERVE_PROFILE=release scripts/test_faults.sh

@@ -70,6 +70,11 @@ pub struct ServeArgs {
     /// Export name (the empty default name also selects it).
     #[arg(long, default_value = "")]
     export: String,
+    /// Serve the export read-only: clients see NBD_FLAG_READ_ONLY, and writes, trims and
+    /// write-zeroes are refused with EPERM. Reads still fill the cache as its mode does, and
+    /// dirty segments are still written back to BACKING.
+    #[arg(long)]
+    read_only: bool,
     /// Run the caching-and-eviction procedure this often (paper 000 §4.1: daily).
     /// `ssdcache maintain` or SIGUSR1 runs it now.
     #[arg(long, default_value = "24h")]
@@ -261,6 +266,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         backing_model: model_spec,
         inject_cache,
         inject_backing,
+        read_only: a.read_only,
     };
     ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
     let rt = tokio::runtime::Runtime::new()?;
@@ -555,6 +561,11 @@ fn print_live_status(cache: &Path, v: &Value) {
         format_bytes(u("hdd_written"))
     );
     println!("copies       {} segment(s) filled, {} written back", u("filled"), u("written_back"));
+    println!(
+        "cache hints  {} NBD_CMD_CACHE request(s), {} segment(s) filled by them",
+        u("cache_hints"),
+        u("cache_hint_fills")
+    );
     println!("metadata     version {}, {} procedure(s) completed", u("version"), u("procedures"));
     if s["mode"] == "write-back" {
         let last = &s["last_report"];

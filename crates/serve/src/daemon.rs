@@ -49,6 +49,9 @@ pub struct DaemonConfig {
     /// Tests: faults injected into the cache device and BACKING.
     pub inject_cache: Option<FaultPlan>,
     pub inject_backing: Option<FaultPlan>,
+    /// Serve the export read-only (`NBD_FLAG_READ_ONLY`; writes, trims and
+    /// write-zeroes get EPERM). The cache still fills on reads as its mode does.
+    pub read_only: bool,
 }
 
 /// What the daemon is asked to do while it runs.
@@ -142,8 +145,11 @@ pub async fn run(
                  `--clear-degraded` resumes caching"
             );
         }
-        let export = Export::new(cfg.export.clone(), backend.clone() as Arc<dyn Backend>)
+        let mut export = Export::new(cfg.export.clone(), backend.clone() as Arc<dyn Backend>)
             .with_description(format!("ssdcache {} cache", sb.mode.name()));
+        if cfg.read_only {
+            export = export.into_read_only();
+        }
         let server = Server::new(vec![export], cfg.server.clone())?;
         let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
         let handle = server.start(listener)?;

@@ -4,7 +4,8 @@
 //! - [`nbd`]: the protocol, as pure functions and a sans-I/O negotiation state
 //!   machine (what the fuzz targets exercise).
 //! - [`backend`]: the [`Backend`] trait an export is served from, with
-//!   [`FileBackend`] (a file or block device) and [`MemBackend`] (tests).
+//!   [`FileBackend`] (a file or block device) and [`MemBackend`] (tests);
+//!   [`extents`]: the allocation (data or hole) block status reports.
 //! - [`server`] (feature `server`, on by default): a TCP server with several
 //!   exports: tokio accepts and negotiates, then requests run concurrently
 //!   on a server-wide pool of blocking worker threads (nbdkit's model) with
@@ -29,6 +30,7 @@ pub mod cache;
 pub mod control;
 #[cfg(all(feature = "server", feature = "engine"))]
 pub mod daemon;
+pub mod extents;
 pub mod nbd;
 #[cfg(feature = "server")]
 pub mod server;
@@ -36,5 +38,6 @@ pub mod stderr_log;
 pub(crate) mod sync;
 
 pub use backend::{Backend, FileBackend, MemBackend};
+pub use extents::Extent;
 #[cfg(feature = "server")]
 pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle, ServerStats};

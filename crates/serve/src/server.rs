@@ -52,6 +52,7 @@ use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
 use crate::nbd::request::ExportParams;
+use crate::nbd::structured::Session;
 use conn::{Activity, Negotiated};
 use limits::{lock, Budget, Pool};
 use std::collections::HashMap;
@@ -76,11 +77,26 @@ pub struct Export {
     pub name: String,
     pub description: String,
     pub backend: Arc<dyn Backend>,
+    /// Refuse writes, trims and write-zeroes with EPERM and advertise
+    /// `NBD_FLAG_READ_ONLY`, even if the backend could write (`serve
+    /// --read-only`). A backend that is read-only itself always is.
+    pub read_only: bool,
 }
 
 impl Export {
     pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>) -> Self {
-        Export { name: name.into(), description: String::new(), backend }
+        Export { name: name.into(), description: String::new(), backend, read_only: false }
+    }
+
+    /// The same export, read-only for its clients.
+    pub fn into_read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    /// Whether clients may not write.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only || self.backend.read_only()
     }
 
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
@@ -95,6 +111,7 @@ impl std::fmt::Debug for Export {
             .field("name", &self.name)
             .field("description", &self.description)
             .field("size", &self.backend.size())
+            .field("read_only", &self.is_read_only())
             .finish()
     }
 }
@@ -321,12 +338,17 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
-/// Transmission flags for a backend: everything this server implements,
+/// Transmission flags for an export: everything this server implements,
 /// `CAN_MULTI_CONN` only when the backend says a flush covers all connections.
-pub fn transmission_flags(backend: &dyn Backend) -> u16 {
-    let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES;
-    if backend.read_only() {
+/// A read-only export says so and, as qemu-nbd does, offers no trim or write
+/// zeroes (they would only fail with EPERM). `SEND_DF` is added per
+/// connection, once structured replies are on.
+pub fn transmission_flags(backend: &dyn Backend, read_only: bool) -> u16 {
+    let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_CACHE;
+    if read_only || backend.read_only() {
         f |= FLAG_READ_ONLY;
+    } else {
+        f |= FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES;
     }
     if backend.multi_conn() {
         f |= FLAG_CAN_MULTI_CONN;
@@ -369,7 +391,7 @@ impl Server {
                 // keep the whole option reply within the string limit
                 description: truncate(&e.description, MAX_STRING_LEN),
                 size: e.backend.size(),
-                flags: transmission_flags(&*e.backend),
+                flags: transmission_flags(&*e.backend, e.read_only),
                 max_block: config.max_block,
             })
             .collect();
@@ -378,7 +400,9 @@ impl Server {
             .map(|e| ExportParams {
                 size: e.backend.size(),
                 max_block: config.max_block,
-                read_only: e.backend.read_only(),
+                read_only: e.is_read_only(),
+                structured: false,
+                block_status: false,
             })
             .collect();
         let global = Arc::new(Global {
@@ -562,7 +586,7 @@ async fn connection(
         _ = stopped(&mut stop) => return,
         _ = reg.kick.cancelled() => return,
     };
-    let export = match negotiated {
+    let (export, session) = match negotiated {
         Ok(Ok(Some(i))) => i,
         Ok(Ok(None)) => {
             log::debug!("{peer}: client aborted the negotiation");
@@ -588,6 +612,7 @@ async fn connection(
         id: reg.id,
         backend: shared.exports[export].backend.clone(),
         params: shared.params[export],
+        session,
         activity,
         kick: reg.kick.clone(),
     };
@@ -595,8 +620,9 @@ async fn connection(
     drop(reg);
 }
 
-/// Runs the negotiation; `Some(export)` to enter transmission, `None` on abort.
-async fn negotiate(sock: &mut TcpStream, infos: &[ExportInfo]) -> Result<Option<usize>, ConnError> {
+/// Runs the negotiation; `Some((export, what was negotiated))` to enter
+/// transmission, `None` on abort.
+async fn negotiate(sock: &mut TcpStream, infos: &[ExportInfo]) -> Result<Option<(usize, Session)>, ConnError> {
     let mut n = Negotiation::new(infos);
     let mut buf = Vec::new();
     loop {
@@ -616,7 +642,7 @@ async fn negotiate(sock: &mut TcpStream, infos: &[ExportInfo]) -> Result<Option<
             }
             Progress::Transmit { export } => {
                 sock.write_all(n.output()).await?;
-                return Ok(Some(export));
+                return Ok(Some((export, n.session())));
             }
         }
     }

@@ -233,6 +233,9 @@ pub struct CacheMap<S, H, M> {
     degraded: AtomicBool,
 }
 
+/// Segments one block status query looks at, at most.
+const MAX_STATUS_SEGMENTS: u64 = 4096;
+
 /// Cache-device errors before the cache goes degraded, unless configured.
 pub const DEFAULT_ERROR_LIMIT: u64 = 8;
 
@@ -395,6 +398,52 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             });
             at += n;
         }
+        Ok(out)
+    }
+
+    /// The allocation of `offset..offset+len` as a reader sees it: a segment
+    /// the cache holds (clean or dirty) is data, whatever the HDD says (a
+    /// dirty segment over an HDD hole holds data the HDD has not seen yet);
+    /// any other piece is what the HDD reports. At most `max` extents, then
+    /// a prefix of the range. Each segment is looked at under its lock, so a
+    /// write-back or a slot move of it cannot fall between the two looks.
+    pub fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<crate::Extent>> {
+        use crate::extents::{push, Extent};
+        super::device::check_range(self.len(), offset, len as usize)?;
+        let (seg, end) = (self.seg, offset + len);
+        let mut out: Vec<Extent> = Vec::new();
+        let mut at = offset;
+        // Bounded work per query (a lock and two lseeks per segment): at most
+        // this many segments, then the prefix so far (the client asks again).
+        let stop = end.min(offset.saturating_add(MAX_STATUS_SEGMENTS * seg - offset % seg));
+        while at < stop && out.len() < max.max(1) {
+            let h = at / seg;
+            let n = (seg - at % seg).min(stop - at);
+            let _held = self.locks.lock([h]);
+            let cached = {
+                let st = lock(&self.state);
+                if st.closed {
+                    return Err(closed());
+                }
+                st.rev.contains_key(&h)
+            };
+            if cached {
+                push(&mut out, Extent::data(n));
+            } else {
+                // Room for this piece's extents, keeping the merged list within `max`.
+                let room = (max.max(1) - out.len()).max(1);
+                let piece = self.hdd.extents(at, n, room).map_err(|e| self.hdd_failed(e))?;
+                let covered: u64 = piece.iter().map(|e| e.len).sum();
+                for e in piece {
+                    push(&mut out, e);
+                }
+                if covered < n {
+                    break; // the device stopped early: report the prefix
+                }
+            }
+            at += n;
+        }
+        out.truncate(max.max(1));
         Ok(out)
     }
 

@@ -96,6 +96,11 @@ pub struct EngineStatus {
     pub idle: Option<f64>,
     /// Seconds since the engine opened.
     pub uptime: f64,
+    /// `NBD_CMD_CACHE` requests (a client's hint to bring a range in), and
+    /// the segments they filled at once (replacement modes; PWC counts them
+    /// as references for its next procedure instead).
+    pub cache_hints: u64,
+    pub cache_hint_fills: u64,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -120,6 +125,9 @@ struct Shared<S, H, M> {
     opened: Instant,
     /// Nanoseconds after `opened` of the last request's arrival.
     last_request: AtomicU64,
+    /// `NBD_CMD_CACHE` requests, and the segments they filled.
+    hints: AtomicU64,
+    hint_fills: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -233,6 +241,8 @@ where
             schedule: Mutex::new(Schedule::default()),
             opened: Instant::now(),
             last_request: AtomicU64::new(0),
+            hints: AtomicU64::new(0),
+            hint_fills: AtomicU64::new(0),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -343,6 +353,8 @@ where
             next_maintenance: s.next.filter(|_| self.mode == CacheMode::WriteBack).map(unix),
             idle: s.idle.map(|d| d.as_secs_f64()),
             uptime: self.shared.opened.elapsed().as_secs_f64(),
+            cache_hints: self.shared.hints.load(Relaxed),
+            cache_hint_fills: self.shared.hint_fills.load(Relaxed),
         }
     }
 
@@ -435,6 +447,21 @@ where
 
     fn multi_conn(&self) -> bool {
         true // flush syncs both devices, covering every connection's writes
+    }
+
+    fn block_status(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<crate::Extent>> {
+        self.shared.map.extents(offset, len, max)
+    }
+
+    /// A read reference without the read: a replacement policy fills the
+    /// segments it would fill on a read miss (so the next read is a hit);
+    /// PWC counts the reference, and its next procedure decides. A hint: a
+    /// failed fill is logged by `reference` and the range served as before.
+    fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.shared.hints.fetch_add(1, Relaxed);
+        let (filled, _) = self.shared.reference(Op::Read, offset, len)?;
+        self.shared.hint_fills.fetch_add(filled.len() as u64, Relaxed);
+        Ok(())
     }
 
     fn shutdown(&self) -> io::Result<()> {
@@ -532,6 +559,69 @@ mod tests {
             read(e, h * SEG, 1);
             read(e, (HDD_SEGS - 1) * SEG, 1);
         }
+    }
+
+    fn allocation(e: &dyn Backend, off: u64, len: u64) -> Vec<(u64, bool)> {
+        e.block_status(off, len, 1000).unwrap().into_iter().map(|x| (x.len, x.hole)).collect()
+    }
+
+    #[test]
+    fn block_status_is_the_hdds_holes_except_where_the_cache_holds_the_segment() {
+        let rig = Rig::new();
+        // HDD segments 1..=3 zero (holes; segment 0 already is), the rest data.
+        rig.hdd.write_at(&vec![0u8; 3 * SEG as usize], SEG).unwrap();
+        let (e, _) = rig.open();
+        assert_eq!(allocation(&e, 0, 6 * SEG), vec![(4 * SEG, true), (2 * SEG, false)]);
+        // A write to an uncached segment goes to the HDD: data there now.
+        e.write_at(&[1], 3 * SEG + 5, false).unwrap();
+        assert_eq!(allocation(&e, 2 * SEG, 2 * SEG), vec![(SEG, true), (4096, false), (SEG - 4096, true)]);
+        // Cache segments 1 and 2 (zero on the HDD): cached, clean, data.
+        reference(&e, 1, 5);
+        reference(&e, 2, 5);
+        e.maintain().unwrap();
+        let cached: Vec<u64> = e.mapping().into_iter().flatten().collect();
+        assert!(cached.contains(&1) && cached.contains(&2), "{cached:?}");
+        assert_eq!(allocation(&e, 0, 3 * SEG), vec![(SEG, true), (2 * SEG, false)]);
+        // A dirty write over the HDD's hole (the SSD only): still data, and the HDD still a hole.
+        e.write_at(&[9; 10], SEG + 100, false).unwrap();
+        assert_eq!(rig.hdd.extents(SEG, SEG, 10).unwrap(), vec![crate::Extent::hole(SEG)]);
+        assert_eq!(allocation(&e, SEG, 10), vec![(10, false)]);
+        assert_eq!(e.status().map.dirty, 1);
+        // The cap: at most `max` extents, a prefix of the range.
+        let one = e.block_status(0, 6 * SEG, 1).unwrap();
+        assert_eq!(one, vec![crate::Extent::hole(SEG)]);
+        assert!(e.block_status(HDD_SEGS * SEG - 1, 2, 10).is_err(), "past the end");
+        e.shutdown().unwrap();
+        assert!(e.block_status(0, 1, 10).is_err(), "no status after shutdown");
+    }
+
+    #[test]
+    fn cache_hint_fills_like_a_read_miss_in_replacement_modes_and_counts_for_pwc() {
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::ReadOnly);
+        e.cache(5 * SEG + 10, 2 * SEG).unwrap(); // segments 5, 6, 7
+        assert_eq!(e.mapping().into_iter().flatten().collect::<Vec<_>>(), vec![5, 6, 7]);
+        let st = e.status();
+        assert_eq!((st.cache_hints, st.cache_hint_fills, st.map.read_hits, st.map.read_misses), (1, 3, 0, 0));
+        // the next read is a hit, served without the HDD
+        assert_eq!(read(&e, 6 * SEG, 4), [6; 4]);
+        assert_eq!((e.status().map.read_hits, e.status().map.read_misses), (1, 0));
+        e.cache(5 * SEG, 1).unwrap(); // already cached: no fill
+        assert_eq!((e.status().cache_hints, e.status().cache_hint_fills), (2, 3));
+        e.shutdown().unwrap();
+        // PWC: a hint is a reference (frequency), nothing moves until the procedure.
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        e.cache(9 * SEG, 1).unwrap();
+        assert_eq!(e.frequency(9), 5);
+        assert_eq!(e.mapping().into_iter().flatten().count(), 0);
+        assert_eq!((e.status().cache_hints, e.status().cache_hint_fills), (1, 0));
+        e.shutdown().unwrap();
+        // Passthrough: counted, nothing else.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::Passthrough);
+        e.cache(0, SEG).unwrap();
+        assert_eq!((e.status().cache_hints, e.status().cache_hint_fills, e.status().map.cached), (1, 0, 0));
     }
 
     #[test]

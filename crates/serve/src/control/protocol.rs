@@ -144,6 +144,8 @@ mod tests {
                 next_maintenance: None,
                 idle: None,
                 uptime: 1.5,
+                cache_hints: 0,
+                cache_hint_fills: 0,
             }
         }
         fn write_back(&self) -> io::Result<u64> {
