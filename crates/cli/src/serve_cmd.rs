@@ -85,6 +85,10 @@ pub struct ServeArgs {
     /// stale socket there is replaced; anything else is refused.
     #[arg(long)]
     control: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; port 0 picks a free
+    /// one, `metrics on ADDR` tells which). Unauthenticated: keep it on loopback or a trusted network.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
     #[command(flatten)]
     limits: crate::serve_limits::LimitArgs,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
@@ -258,6 +262,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         },
         control,
         server,
+        metrics: a.metrics,
         backing_model: model_spec,
         inject_cache,
         inject_backing,

@@ -197,6 +197,12 @@ pub struct ServerStats {
     pub threads: usize,
     /// Most worker threads alive at once so far.
     pub threads_peak: usize,
+    /// Connections admitted since start.
+    pub accepted: u64,
+    /// Connections refused since start (full, nobody to close).
+    pub refused: u64,
+    /// Connections closed since start to admit a newer one.
+    pub displaced: u64,
 }
 
 /// The server-wide resources connections draw from.
@@ -273,6 +279,8 @@ struct Shared {
     params: Vec<ExportParams>,
     config: ServerConfig,
     connections: AtomicU64,
+    refused: AtomicU64,
+    displaced: AtomicU64,
     global: Arc<Global>,
     table: Mutex<Table>,
 }
@@ -286,11 +294,13 @@ impl Shared {
             let idle_ms = self.config.idle_timeout.as_millis() as u64;
             let Some((victim, why)) = t.victim(self.global.now_ms(), idle_ms) else {
                 log::warn!("{peer}: refused: {} connections, none negotiating or idle", t.entries.len());
+                self.refused.fetch_add(1, Ordering::Relaxed);
                 return None;
             };
             let e = t.entries.remove(&victim).expect("victim in the table");
             log::info!("{}: closing a connection {why} to admit {peer}", e.peer);
             e.kick.cancel();
+            self.displaced.fetch_add(1, Ordering::Relaxed);
         }
         let id = t.next_id;
         t.next_id += 1;
@@ -312,7 +322,21 @@ impl Shared {
             buffered_peak: self.global.budget.peak(),
             threads,
             threads_peak,
+            accepted: self.connections.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            displaced: self.displaced.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Reads a server's [`ServerStats`] from elsewhere (metrics, `status`);
+/// cheap to clone, usable before the server starts.
+#[derive(Clone)]
+pub struct StatsHandle(Arc<Shared>);
+
+impl StatsHandle {
+    pub fn stats(&self) -> ServerStats {
+        self.0.stats()
     }
 }
 
@@ -394,10 +418,17 @@ impl Server {
             params,
             config,
             connections: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            displaced: AtomicU64::new(0),
             global,
             table: Mutex::new(Table::default()),
         };
         Ok(Server { shared: Arc::new(shared) })
+    }
+
+    /// A reader of the server's stats, for monitoring set up before it starts.
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.shared.clone())
     }
 
     /// Starts serving on `listener` (call from inside a tokio runtime).

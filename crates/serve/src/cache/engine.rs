@@ -41,10 +41,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ssdcache::trace::Op;
 
-use super::datapath::{CacheMap, MapStatus};
+use super::datapath::{CacheMap, MapStatus, Tally};
 use super::decide::Decider;
 use super::device::BlockDevice;
 use super::mode::CacheMode;
+use crate::metrics::procedures::{Procedure, ProcedureCounters, ProcedureSnapshot};
+use crate::metrics::requests::{Op as RequestOp, Outcome, RequestCounters, RequestSnapshot};
 use crate::sync::lock;
 use crate::Backend;
 
@@ -96,6 +98,24 @@ pub struct EngineStatus {
     pub idle: Option<f64>,
     /// Seconds since the engine opened.
     pub uptime: f64,
+    /// Requests, bytes and latency per operation and outcome since open.
+    pub requests: Vec<RequestSnapshot>,
+    /// Runs and durations of the long procedures since open.
+    pub procedure_runs: Vec<ProcedureSnapshot>,
+    /// The background cleaner's progress. Always `None`: the cleaner
+    /// (`--max-dirty`, issue 14) does not exist yet; when it does, it fills
+    /// this and `metrics::exposition` exports it.
+    pub cleaner: Option<CleanerProgress>,
+}
+
+/// The hook for the background cleaner's progress (see
+/// [`EngineStatus::cleaner`]); nothing produces it yet.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct CleanerProgress {
+    /// Dirty segments written back by the cleaner since open.
+    pub segments_cleaned: u64,
+    /// Bytes it wrote back since open.
+    pub bytes_cleaned: u64,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -120,6 +140,9 @@ struct Shared<S, H, M> {
     opened: Instant,
     /// Nanoseconds after `opened` of the last request's arrival.
     last_request: AtomicU64,
+    /// What the metrics and `status` show of requests and procedures.
+    requests: RequestCounters,
+    procedures: ProcedureCounters,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -183,6 +206,8 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
             plan
         };
         let done = self.map.caching_and_eviction(&plan);
+        let completed = done.is_ok() && !self.map.is_interrupted();
+        self.procedures.record(Procedure::CachingAndEviction, completed, t0.elapsed());
         {
             let mut d = lock(&self.decider);
             if done.is_err() || self.map.is_interrupted() {
@@ -233,6 +258,8 @@ where
             schedule: Mutex::new(Schedule::default()),
             opened: Instant::now(),
             last_request: AtomicU64::new(0),
+            requests: RequestCounters::default(),
+            procedures: ProcedureCounters::default(),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -315,7 +342,10 @@ where
     /// Writes every dirty segment back and syncs both devices now
     /// (`ssdcache flush`); returns how many segments were written back.
     pub fn write_back(&self) -> io::Result<u64> {
-        self.shared.map.write_back()
+        let t0 = Instant::now();
+        let r = self.shared.map.write_back();
+        self.shared.procedures.record(Procedure::WriteBack, r.is_ok(), t0.elapsed());
+        r
     }
 
     /// The cache mode.
@@ -343,6 +373,9 @@ where
             next_maintenance: s.next.filter(|_| self.mode == CacheMode::WriteBack).map(unix),
             idle: s.idle.map(|d| d.as_secs_f64()),
             uptime: self.shared.opened.elapsed().as_secs_f64(),
+            requests: self.shared.requests.snapshot(),
+            procedure_runs: self.shared.procedures.snapshot(),
+            cleaner: None,
         }
     }
 
@@ -364,15 +397,34 @@ where
         }
     }
 
-    fn zero(&self, offset: u64, len: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
+    fn zero(&self, offset: u64, len: u64, filled: &[u64], dropped: &[u64]) -> io::Result<Tally> {
         let zeros = vec![0u8; len.min(1 << 20) as usize];
         let mut at = offset;
+        let mut tally = Tally::default();
         while at < offset + len {
             let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?;
+            tally = tally.add(self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?);
             at += n as u64;
         }
-        Ok(())
+        Ok(tally)
+    }
+
+    /// Runs one request and counts it for the metrics: its outcome is
+    /// decided here, from how the map served its pieces.
+    fn counted(&self, op: RequestOp, bytes: u64, f: impl FnOnce() -> io::Result<Tally>) -> io::Result<()> {
+        let t0 = Instant::now();
+        // Decided as the request arrives: nothing new is cached from then on.
+        let bypass = self.mode == CacheMode::Passthrough || self.shared.map.is_degraded();
+        let r = f();
+        let outcome = match &r {
+            Err(_) => Outcome::Error,
+            Ok(_) if !op.moves_data() => Outcome::Ok,
+            Ok(_) if bypass => Outcome::Bypass,
+            Ok(t) if t.misses > 0 => Outcome::Miss,
+            Ok(_) => Outcome::Hit,
+        };
+        self.shared.requests.record(op, outcome, bytes, t0.elapsed());
+        r.map(drop)
     }
 }
 
@@ -399,38 +451,47 @@ where
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let (filled, _) = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
-        self.shared.map.read_filled(buf, offset, &filled)
+        let len = buf.len() as u64;
+        self.counted(RequestOp::Read, len, || {
+            let (filled, _) = self.shared.reference(Op::Read, offset, len)?;
+            self.shared.map.read_filled(buf, offset, &filled)
+        })
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        let (filled, dropped) = self.shared.reference(Op::Write, offset, data.len() as u64)?;
-        self.shared.map.write_filled(data, offset, &filled, &dropped)?;
-        if fua {
-            self.shared.map.flush()?;
-        }
-        Ok(())
+        self.counted(RequestOp::Write, data.len() as u64, || {
+            let (filled, dropped) = self.shared.reference(Op::Write, offset, data.len() as u64)?;
+            let tally = self.shared.map.write_filled(data, offset, &filled, &dropped)?;
+            if fua {
+                self.shared.map.flush()?;
+            }
+            Ok(tally)
+        })
     }
 
     fn flush(&self) -> io::Result<()> {
-        self.shared.map.flush()
+        self.counted(RequestOp::Flush, 0, || self.shared.map.flush().map(|()| Tally::default()))
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
-        self.shared.reference(Op::Trim, offset, len)?;
-        if fua {
-            self.shared.map.flush()?;
-        }
-        Ok(())
+        self.counted(RequestOp::Trim, len, || {
+            self.shared.reference(Op::Trim, offset, len)?;
+            if fua {
+                self.shared.map.flush()?;
+            }
+            Ok(Tally::default())
+        })
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
-        let (filled, dropped) = self.shared.reference(Op::Write, offset, len)?;
-        self.zero(offset, len, &filled, &dropped)?;
-        if fua {
-            self.shared.map.flush()?;
-        }
-        Ok(())
+        self.counted(RequestOp::WriteZeroes, len, || {
+            let (filled, dropped) = self.shared.reference(Op::Write, offset, len)?;
+            let tally = self.zero(offset, len, &filled, &dropped)?;
+            if fua {
+                self.shared.map.flush()?;
+            }
+            Ok(tally)
+        })
     }
 
     fn multi_conn(&self) -> bool {
