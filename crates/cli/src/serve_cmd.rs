@@ -88,7 +88,7 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; port 0 picks a free
     /// one, `metrics on ADDR` tells which). Unauthenticated: keep it on loopback or a trusted network.
     #[arg(long, value_name = "ADDR")]
-    metrics: Option<SocketAddr>,
+    metrics: Option<String>,
     #[command(flatten)]
     limits: crate::serve_limits::LimitArgs,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
@@ -227,6 +227,14 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
     Ok(Duration::from_nanos(ns))
 }
 
+/// `--metrics HOST:PORT` (a name is resolved once, here).
+fn metrics_addr(text: &str) -> Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let bad = |why: String| anyhow::anyhow!("--metrics {text:?}: {why} (want HOST:PORT, e.g. 127.0.0.1:9100)");
+    let mut addrs = text.to_socket_addrs().map_err(|e| bad(e.to_string()))?;
+    addrs.next().ok_or_else(|| bad("resolves to no address".into()))
+}
+
 pub fn serve(a: ServeArgs) -> Result<()> {
     let period = duration("--period", &a.period)?;
     let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
@@ -245,6 +253,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let (inject_cache, inject_backing) =
         (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
     let server = a.limits.server_config()?;
+    let metrics = a.metrics.as_deref().map(metrics_addr).transpose()?;
     let control = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
     let cfg = DaemonConfig {
         cache: a.cache,
@@ -262,7 +271,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         },
         control,
         server,
-        metrics: a.metrics,
+        metrics,
         backing_model: model_spec,
         inject_cache,
         inject_backing,
