@@ -178,9 +178,10 @@ pub struct Tally {
     pub misses: u32,
 }
 
-impl Tally {
-    /// Adds another part of the same request.
-    pub fn add(self, o: Tally) -> Tally {
+/// Parts of the same request add up.
+impl std::ops::Add for Tally {
+    type Output = Tally;
+    fn add(self, o: Tally) -> Tally {
         Tally { hits: self.hits + o.hits, misses: self.misses + o.misses }
     }
 }

@@ -403,7 +403,7 @@ where
         let mut tally = Tally::default();
         while at < offset + len {
             let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            tally = tally.add(self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?);
+            tally = tally + self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?;
             at += n as u64;
         }
         Ok(tally)
@@ -917,6 +917,56 @@ mod tests {
         assert_eq!((e.status().map.served_bytes_ratio, e.status().map.served_pieces_ratio), (None, None));
         read(&e, 0, 8);
         assert_eq!(e.status().map.served_bytes_ratio, Some(0.0));
+    }
+
+    /// The metrics' outcome of each request, as the engine decides it.
+    #[test]
+    fn requests_are_counted_by_operation_and_outcome() {
+        let count = |e: &Engine, op: &str, outcome: &str| {
+            let s = e.status().requests;
+            let r = s.iter().find(|r| r.op == op && r.outcome == outcome).unwrap();
+            (r.count, r.bytes, r.latency.count)
+        };
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        for h in 0..2 {
+            reference(&e, h, 5); // hot: cached by the procedure
+        }
+        assert_eq!(count(&e, "read", "miss"), (20, 20, 20));
+        e.maintain().unwrap();
+        read(&e, 0, 100); // hit
+        read(&e, SEG - 10, 20); // segments 0 and 1: both cached, a hit
+        read(&e, SEG + 10, (SEG + 10) as usize); // segments 1 and 2: 2 is not cached, a miss
+        e.write_at(&[1; 8], 0, false).unwrap(); // hit (dirty)
+        e.write_zeroes(3 * SEG, 2 * SEG, false, false).unwrap(); // miss
+        e.trim(0, SEG, false).unwrap();
+        e.flush().unwrap();
+        let mut buf = [0u8; 8];
+        assert!(e.read_at(&mut buf, HDD_SEGS * SEG).is_err(), "past the end");
+        assert_eq!(count(&e, "read", "hit"), (2, 120, 2));
+        assert_eq!(count(&e, "read", "miss"), (21, 20 + SEG + 10, 21));
+        assert_eq!(count(&e, "read", "error"), (1, 8, 1));
+        assert_eq!(count(&e, "write", "hit"), (1, 8, 1));
+        assert_eq!(count(&e, "write_zeroes", "miss"), (1, 2 * SEG, 1));
+        assert_eq!(count(&e, "trim", "ok"), (1, SEG, 1));
+        assert_eq!(count(&e, "flush", "ok"), (1, 0, 1));
+        assert_eq!(count(&e, "read", "bypass"), (0, 0, 0));
+        e.write_back().unwrap();
+        let runs = e.status().procedure_runs;
+        assert_eq!((runs[0].procedure, runs[0].completed, runs[0].failed), ("caching_and_eviction", 1, 0));
+        assert_eq!((runs[1].procedure, runs[1].completed, runs[1].duration.count), ("write_back", 1, 1));
+        // Passthrough never consults the cache: every data request bypasses it.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::Passthrough);
+        read(&e, 0, 10);
+        e.write_at(&[2; 4], SEG, false).unwrap();
+        assert_eq!((count(&e, "read", "bypass").0, count(&e, "write", "bypass").0), (1, 1));
+        assert_eq!((count(&e, "read", "miss").0, count(&e, "write", "miss").0), (0, 0));
+        // Write-back with no plan (other modes): maintain is not a procedure run.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::WriteThrough);
+        e.maintain().unwrap();
+        assert_eq!(e.status().procedure_runs[0].completed, 0);
     }
 
     #[test]
