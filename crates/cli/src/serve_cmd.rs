@@ -569,6 +569,7 @@ fn print_live_status(cache: &Path, v: &Value) {
         format_bytes(u("hdd_written"))
     );
     println!("copies       {} segment(s) filled, {} written back", u("filled"), u("written_back"));
+    print_requests(s);
     println!("metadata     version {}, {} procedure(s) completed", u("version"), u("procedures"));
     if s["mode"] == "write-back" {
         let last = &s["last_report"];
@@ -597,6 +598,35 @@ fn print_live_status(cache: &Path, v: &Value) {
         );
     }
     println!("uptime       {:.0} s", s["uptime"].as_f64().unwrap_or(0.0));
+}
+
+/// The `requests` line: per operation, its outcomes and mean latency (the
+/// full histograms are in `--json` and the metrics).
+fn print_requests(s: &Value) {
+    let Some(reqs) = s["requests"].as_array() else { return };
+    let mut parts = Vec::new();
+    for op in ["read", "write", "write_zeroes", "trim", "flush"] {
+        let of_op: Vec<&Value> = reqs.iter().filter(|r| r["op"] == op).collect();
+        let n: u64 = of_op.iter().filter_map(|r| r["count"].as_u64()).sum();
+        if n == 0 {
+            continue;
+        }
+        let secs: f64 = of_op.iter().filter_map(|r| r["latency"]["sum_seconds"].as_f64()).sum();
+        let outcomes: Vec<String> = of_op
+            .iter()
+            .filter(|r| r["count"].as_u64().unwrap_or(0) > 0)
+            .map(|r| format!("{} {}", r["count"], r["outcome"].as_str().unwrap_or("?")))
+            .collect();
+        parts.push(format!("{op} {n} ({}, mean {:.0} µs)", outcomes.join(", "), secs / n as f64 * 1e6));
+    }
+    let conns = &s["connections"];
+    println!("requests     {}", if parts.is_empty() { "none yet".to_string() } else { parts.join("; ") });
+    println!(
+        "connections  {} open, {} accepted, {} refused",
+        conns["open"].as_u64().unwrap_or(0),
+        conns["accepted"].as_u64().unwrap_or(0),
+        conns["refused"].as_u64().unwrap_or(0)
+    );
 }
 
 /// Status read from the cache file when no server runs.
