@@ -7,6 +7,8 @@
 //! server nor disturb NBD clients. Loopback only; every wait is bounded.
 
 use serde_json::Value;
+use ssdcache_serve::nbd::consts::*;
+use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -210,6 +212,37 @@ fn qemu_io(addr: SocketAddr, cmds: &[&str]) {
     run_ok(c, None);
 }
 
+/// Connects, negotiates the default export, sends a READ past the end of
+/// the export and returns the errno of its reply.
+fn nbd_read_past_the_end(addr: SocketAddr) -> u32 {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut g = [0u8; 18];
+    s.read_exact(&mut g).unwrap();
+    let mut m = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes().to_vec();
+    m.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    m.extend_from_slice(&OPT_GO.to_be_bytes());
+    m.extend_from_slice(&6u32.to_be_bytes());
+    m.extend_from_slice(&[0; 6]);
+    s.write_all(&m).unwrap();
+    loop {
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h).unwrap();
+        let reply = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let mut data = vec![0u8; u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize];
+        s.read_exact(&mut data).unwrap();
+        if reply == REP_ACK {
+            break;
+        }
+        assert_eq!(reply & REP_FLAG_ERROR, 0, "option error {reply:#x}");
+    }
+    let h = RequestHeader { flags: 0, kind: CMD_READ, cookie: 9, offset: 4 << 20, length: 4096 };
+    s.write_all(&encode_request_header(&h)).unwrap();
+    let mut r = [0u8; 16];
+    s.read_exact(&mut r).unwrap();
+    parse_simple_reply(&r).unwrap().errno
+}
+
 fn require(tool: &str, package: &str) {
     let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().unwrap().status.success();
     assert!(found, "{tool} missing: apt-get install {package} (scripts/test.sh installs it)");
@@ -238,6 +271,8 @@ fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
             "write 3M 16k",   // miss
         ],
     );
+    // Refused by the protocol layer: counted apart, not as an engine request.
+    assert_ne!(nbd_read_past_the_end(s.nbd), 0);
     let (status, ctype, page) = scrape(s.metrics, None);
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
@@ -337,8 +372,10 @@ fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
     assert_eq!(get(&m, "ssdcache_degraded"), 0);
     let conns = &st["connections"];
     assert_eq!(get(&m, "ssdcache_connections_accepted_total"), conns["accepted"].as_u64().unwrap());
-    assert_eq!(conns["accepted"], 1, "the one qemu-io connection");
+    assert_eq!(conns["accepted"], 2, "qemu-io's connection and the raw one");
     assert_eq!(get(&m, "ssdcache_connections_refused_total"), 0);
+    assert_eq!(get(&m, "ssdcache_requests_rejected_total"), 1);
+    assert_eq!(conns["rejected"], 1);
 
     // OpenMetrics (what Prometheus asks for), read by an OpenMetrics parser.
     let (status, ctype, om) = scrape(s.metrics, Some("application/openmetrics-text;version=1.0.0"));

@@ -203,6 +203,10 @@ pub struct ServerStats {
     pub refused: u64,
     /// Connections closed since start to admit a newer one.
     pub displaced: u64,
+    /// Requests answered with an error by the protocol layer, without
+    /// reaching the backend (out of range, unknown command, bad flags, over
+    /// the maximum block size).
+    pub rejected: u64,
 }
 
 /// The server-wide resources connections draw from.
@@ -213,6 +217,8 @@ pub(crate) struct Global {
     /// Bytes a transfer must move per `stall_timeout` while others wait.
     stall_bytes: usize,
     epoch: Instant,
+    /// Requests rejected before reaching the backend (see [`ServerStats::rejected`]).
+    rejected: AtomicU64,
 }
 
 impl Global {
@@ -325,6 +331,7 @@ impl Shared {
             accepted: self.connections.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
             displaced: self.displaced.load(Ordering::Relaxed),
+            rejected: self.global.rejected.load(Ordering::Relaxed),
         }
     }
 }
@@ -411,6 +418,7 @@ impl Server {
             stall_timeout: config.stall_timeout,
             stall_bytes: (conn::STALL_MIN_RATE as f64 * config.stall_timeout.as_secs_f64()).max(1.0) as usize,
             epoch: Instant::now(),
+            rejected: AtomicU64::new(0),
         });
         let shared = Shared {
             exports,

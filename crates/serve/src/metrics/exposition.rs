@@ -308,6 +308,13 @@ fn encode_snapshot(s: &Snapshot, e: &mut DescriptorEncoder<'_>) -> Result<(), st
         "NBD connections closed to admit a newer one (negotiating too long, or idle in a full server).",
         one(c.displaced),
     )?;
+    counters(
+        e,
+        "ssdcache_requests_rejected",
+        "NBD requests answered with an error before reaching the engine (out of range, unknown command, \
+         bad flags, over the maximum block size); not in ssdcache_requests.",
+        one(c.rejected),
+    )?;
     gauges(e, "ssdcache_uptime_seconds", "Seconds since the cache opened.", one(st.uptime))?;
     Ok(())
 }

@@ -21,6 +21,9 @@ pub struct Connections {
     /// Closed since start to admit a newer one (negotiating too long, or idle
     /// in a full server).
     pub displaced: u64,
+    /// Requests the NBD layer answered with an error without passing them
+    /// to the engine (out of range, unknown command, bad flags, too large).
+    pub rejected: u64,
 }
 
 impl From<ServerStats> for Connections {
@@ -31,6 +34,7 @@ impl From<ServerStats> for Connections {
             accepted: s.accepted,
             refused: s.refused,
             displaced: s.displaced,
+            rejected: s.rejected,
         }
     }
 }
