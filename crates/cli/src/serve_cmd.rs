@@ -81,6 +81,14 @@ pub struct ServeArgs {
     /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
     #[arg(long, default_value = "lru")]
     policy: String,
+    /// Write-through, write-around and read-only caches: a sequential stream longer than this
+    /// (e.g. 4MiB; followed segment by segment) bypasses the cache (bcache's sequential_cutoff).
+    #[arg(long, value_name = "SIZE")]
+    seq_cutoff: Option<String>,
+    /// Write-through, write-around and read-only caches: fill a segment only at its N-th miss
+    /// (Open CAS's NHIT promotion); the misses before it bypass the cache.
+    #[arg(long, value_name = "N")]
+    promote_after: Option<u32>,
     /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl). Only a
     /// stale socket there is replaced; anything else is refused.
     #[arg(long)]
@@ -254,7 +262,25 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
     let server = a.limits.server_config()?;
     let metrics = a.metrics.as_deref().map(metrics_addr).transpose()?;
+    let seq_cutoff = a
+        .seq_cutoff
+        .as_deref()
+        .map(|t| parse_bytes(t).map_err(|e| anyhow::anyhow!("--seq-cutoff: {e}")))
+        .transpose()?;
+    if a.promote_after == Some(0) {
+        bail!("--promote-after must be at least 1");
+    }
     let control = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
+    let engine =
+        EngineConfig { policy: a.policy, error_limit: a.max_cache_errors, seq_cutoff, promote_after: a.promote_after };
+    if seq_cutoff.is_some() || a.promote_after.is_some() {
+        // Refused before the start procedure runs (a start that fails after
+        // it leaves the cache marked unclean); the engine checks again.
+        let mode = FileDevice::open(&a.cache).ok().and_then(|d| Superblock::read_either(&d).ok()).map(|r| r.sb.mode);
+        if let Some(mode) = mode {
+            engine.policy_spec(mode).map_err(|e| anyhow::anyhow!("{}: {e}", a.cache.display()))?;
+        }
+    }
     let cfg = DaemonConfig {
         cache: a.cache,
         backing: a.backing,
@@ -262,7 +288,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         export: a.export,
         period,
         idle,
-        engine: EngineConfig { policy: a.policy, error_limit: a.max_cache_errors },
+        engine,
         start: StartOptions {
             force: a.force,
             discard_dirty: a.discard_dirty,

@@ -481,3 +481,26 @@ fn bad_metrics_addresses_are_one_line_errors() {
     assert!(check.status.success());
     assert!(!f.dir.path().join("cache.img.ctl").exists());
 }
+
+/// `--seq-cutoff` and `--promote-after`: bad values, and a mode they do not
+/// apply to, are one-line errors with exit status 2.
+#[test]
+fn bad_admission_flags_are_one_line_errors() {
+    let f = Fixture::new("write-back");
+    for (flags, want) in [
+        (&["--seq-cutoff", "0"][..], "--seq-cutoff: size \"0\": must be greater than zero"),
+        (&["--seq-cutoff", "lots"][..], "--seq-cutoff: "),
+        (&["--promote-after", "0"][..], "--promote-after must be at least 1"),
+        (&["--seq-cutoff", "4MiB"][..], "--seq-cutoff and --promote-after apply to write-through"),
+        (&["--promote-after", "2"][..], "not to a write-back cache"),
+    ] {
+        let out = f.serve_cmd(flags).stdout(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.starts_with("ssdcache: error: ") && err.contains(want), "{flags:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
+    }
+    // Refused before the start procedure: the cache is still clean.
+    let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();
+    assert!(String::from_utf8_lossy(&check.stdout).contains("clean: shut down cleanly"));
+}

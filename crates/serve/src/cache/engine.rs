@@ -59,11 +59,48 @@ pub struct EngineConfig {
     pub policy: String,
     /// Cache-device errors before the cache goes degraded.
     pub error_limit: u64,
+    /// Replacement modes: a sequential stream longer than this many bytes
+    /// bypasses the cache (bcache's `sequential_cutoff`; the simulator's
+    /// `seqcut` admitter, streams followed segment by segment).
+    pub seq_cutoff: Option<u64>,
+    /// Replacement modes: a segment is filled only at its N-th miss (Open
+    /// CAS's NHIT; the simulator's `nhit` admitter, applied from the first
+    /// miss: `trigger=0%`).
+    pub promote_after: Option<u32>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { policy: "lru".into(), error_limit: super::datapath::DEFAULT_ERROR_LIMIT }
+        EngineConfig {
+            policy: "lru".into(),
+            error_limit: super::datapath::DEFAULT_ERROR_LIMIT,
+            seq_cutoff: None,
+            promote_after: None,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The policy spec the decider builds: `policy` behind the admission
+    /// layers the options ask for, the same spec `ssdcache sim --policy`
+    /// takes, so `sim` predicts what `serve` does.
+    pub fn policy_spec(&self, mode: CacheMode) -> Result<String, String> {
+        let replacement = matches!(mode, CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::ReadOnly);
+        if !replacement && (self.seq_cutoff.is_some() || self.promote_after.is_some()) {
+            return Err(format!(
+                "--seq-cutoff and --promote-after apply to write-through, write-around and read-only caches, \
+                 not to a {} cache",
+                mode.name()
+            ));
+        }
+        let mut spec = self.policy.clone();
+        if let Some(n) = self.promote_after {
+            spec = format!("admit(by=nhit(n={n},trigger=0%),rule={spec})");
+        }
+        if let Some(bytes) = self.seq_cutoff {
+            spec = format!("admit(by=seqcut(cutoff={bytes}),rule={spec})");
+        }
+        Ok(spec)
     }
 }
 
@@ -147,12 +184,21 @@ struct Shared<S, H, M> {
     wake: Condvar,
 }
 
+/// What the decider made of a request.
+#[derive(Debug, Default)]
+struct Referenced {
+    /// Segments filled for it (the map counts their pieces as misses).
+    filled: Vec<u64>,
+    /// Segments it invalidated (read-only mode: write hits).
+    dropped: Vec<u64>,
+    /// Segments whose miss the policy declined to cache (admission).
+    declined: u32,
+}
+
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
     /// Feeds a request to the decider and performs the fills it asks for,
-    /// and (read-only mode) the invalidations; returns the segments it
-    /// filled (for the map to count as misses) and those it invalidated
-    /// (write hits).
-    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<(Vec<u64>, Vec<u64>)> {
+    /// and (read-only mode) the invalidations.
+    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<Referenced> {
         self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
             return Ok(Default::default()); // the map reports the range error
@@ -163,6 +209,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
         let seg = self.map.segment_size();
         let mut d = lock(&self.decider);
         let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
+        let declined = d.take_declined();
         // Dropped from the map under the decider's lock, before any fill:
         // a later request's fill may reuse the slot or re-cache the segment.
         let dropped: Vec<u64> = d.take_dropped().into_iter().filter(|&h| self.map.invalidate(h)).collect();
@@ -178,10 +225,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
                 // backing store instead. The policy learns what is cached.
                 log::warn!("fill of segment {h} into slot {slot} failed, served from the backing store: {e}");
                 d.restore(&self.map.meta());
-                return Ok((fills[..i].iter().map(|&(_, h)| h).collect(), dropped));
+                return Ok(Referenced { filled: fills[..i].iter().map(|&(_, h)| h).collect(), dropped, declined });
             }
         }
-        Ok((fills.into_iter().map(|(_, h)| h).collect(), dropped))
+        Ok(Referenced { filled: fills.into_iter().map(|(_, h)| h).collect(), dropped, declined })
     }
 
     fn maintain(&self) -> io::Result<MaintainReport> {
@@ -249,7 +296,7 @@ where
     /// The engine over an opened map, its decider seeded from the map's
     /// metadata. Fails only on a bad `config.policy`.
     pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
-        let decider = Decider::new(mode, &config.policy, &map.meta())?;
+        let decider = Decider::new(mode, &config.policy_spec(mode)?, &map.meta())?;
         map.set_error_limit(config.error_limit);
         let shared = Arc::new(Shared {
             map,
@@ -410,8 +457,10 @@ where
     }
 
     /// Runs one request and counts it for the metrics: its outcome is
-    /// decided here, from how the map served its pieces.
-    fn counted(&self, op: RequestOp, bytes: u64, f: impl FnOnce() -> io::Result<Tally>) -> io::Result<()> {
+    /// decided here, from what the decider declined and how the map served
+    /// its pieces. `f` returns the map's tally and the segments whose miss
+    /// the policy declined to cache.
+    fn counted(&self, op: RequestOp, bytes: u64, f: impl FnOnce() -> io::Result<(Tally, u32)>) -> io::Result<()> {
         let t0 = Instant::now();
         // Decided as the request arrives: nothing new is cached from then on.
         let bypass = self.mode == CacheMode::Passthrough || self.shared.map.is_degraded();
@@ -419,8 +468,10 @@ where
         let outcome = match &r {
             Err(_) => Outcome::Error,
             Ok(_) if !op.moves_data() => Outcome::Ok,
-            Ok(_) if bypass => Outcome::Bypass,
-            Ok(t) if t.misses > 0 => Outcome::Miss,
+            // The cache was not consulted, or the policy declined a miss
+            // (--seq-cutoff, --promote-after): a bypass.
+            Ok((_, declined)) if bypass || *declined > 0 => Outcome::Bypass,
+            Ok((t, _)) if t.misses > 0 => Outcome::Miss,
             Ok(_) => Outcome::Hit,
         };
         self.shared.requests.record(op, outcome, bytes, t0.elapsed());
@@ -453,24 +504,24 @@ where
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let len = buf.len() as u64;
         self.counted(RequestOp::Read, len, || {
-            let (filled, _) = self.shared.reference(Op::Read, offset, len)?;
-            self.shared.map.read_filled(buf, offset, &filled)
+            let r = self.shared.reference(Op::Read, offset, len)?;
+            Ok((self.shared.map.read_filled(buf, offset, &r.filled)?, r.declined))
         })
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
         self.counted(RequestOp::Write, data.len() as u64, || {
-            let (filled, dropped) = self.shared.reference(Op::Write, offset, data.len() as u64)?;
-            let tally = self.shared.map.write_filled(data, offset, &filled, &dropped)?;
+            let r = self.shared.reference(Op::Write, offset, data.len() as u64)?;
+            let tally = self.shared.map.write_filled(data, offset, &r.filled, &r.dropped)?;
             if fua {
                 self.shared.map.flush()?;
             }
-            Ok(tally)
+            Ok((tally, r.declined))
         })
     }
 
     fn flush(&self) -> io::Result<()> {
-        self.counted(RequestOp::Flush, 0, || self.shared.map.flush().map(|()| Tally::default()))
+        self.counted(RequestOp::Flush, 0, || self.shared.map.flush().map(|()| Default::default()))
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
@@ -479,18 +530,18 @@ where
             if fua {
                 self.shared.map.flush()?;
             }
-            Ok(Tally::default())
+            Ok(Default::default())
         })
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
         self.counted(RequestOp::WriteZeroes, len, || {
-            let (filled, dropped) = self.shared.reference(Op::Write, offset, len)?;
-            let tally = self.zero(offset, len, &filled, &dropped)?;
+            let r = self.shared.reference(Op::Write, offset, len)?;
+            let tally = self.zero(offset, len, &r.filled, &r.dropped)?;
             if fua {
                 self.shared.map.flush()?;
             }
-            Ok(tally)
+            Ok((tally, r.declined))
         })
     }
 
@@ -868,8 +919,9 @@ mod tests {
         assert_eq!(e.mapping(), vec![Some(3), None, None, None]);
         // A write's reference: the policy invalidates 3, and the map drops it
         // at once, under the same lock, not later with the write's data.
-        let (filled, dropped) = e.shared.reference(Op::Write, 3 * SEG, 4).unwrap();
-        assert_eq!((filled, dropped.clone()), (Vec::<u64>::new(), vec![3u64]));
+        let r = e.shared.reference(Op::Write, 3 * SEG, 4).unwrap();
+        let dropped = r.dropped.clone();
+        assert_eq!((r.filled, r.dropped), (Vec::<u64>::new(), vec![3u64]));
         assert_eq!(e.mapping(), vec![None; 4]);
         // A read comes in before the write's data: it refills 3 (old bytes)
         // without meeting a segment the map still holds.
@@ -967,6 +1019,61 @@ mod tests {
         let (e, _) = rig.open_as(CacheMode::WriteThrough);
         e.maintain().unwrap();
         assert_eq!(e.status().procedure_runs[0].completed, 0);
+    }
+
+    /// `--seq-cutoff` and `--promote-after`: the simulator's admitters in
+    /// front of the replacement policy; what they decline is a bypass.
+    #[test]
+    fn admission_options_make_bypasses() {
+        let bypass = |e: &Engine, op: &str| {
+            let s = e.status().requests;
+            s.iter().find(|r| r.op == op && r.outcome == "bypass").unwrap().count
+        };
+        let open = |mode, seq_cutoff, promote_after| {
+            let rig = Rig::new();
+            let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
+            let (map, _) = CacheMap::open_with(
+                rig.ssd.clone(),
+                rig.hdd.clone(),
+                store,
+                Default::default(),
+                CacheMode::write_mode(mode),
+            )
+            .unwrap();
+            let cfg = EngineConfig { seq_cutoff, promote_after, ..EngineConfig::default() };
+            CachedBackend::new(map, mode, &cfg)
+        };
+        // A stream of 6 segments with a cutoff of 2: 2 filled, 4 bypass; the
+        // filled ones hit afterwards.
+        let e = open(CacheMode::ReadOnly, Some(2 * SEG), None).unwrap();
+        assert!(e.status().policy.contains("seqcut"), "{}", e.status().policy);
+        for h in 10..16 {
+            read(&e, h * SEG, SEG as usize);
+        }
+        assert_eq!(e.mapping().into_iter().flatten().collect::<Vec<_>>(), vec![10, 11]);
+        assert_eq!(bypass(&e, "read"), 4);
+        read(&e, 10 * SEG, 8);
+        let s = e.status().requests;
+        assert_eq!(s.iter().find(|r| r.op == "read" && r.outcome == "hit").unwrap().count, 1);
+        assert_eq!(s.iter().find(|r| r.op == "read" && r.outcome == "miss").unwrap().count, 2);
+        // The third miss of a segment fills it; a write-through write miss is
+        // declined like a read miss.
+        let e = open(CacheMode::WriteThrough, None, Some(3)).unwrap();
+        read(&e, 5 * SEG, 1);
+        e.write_at(&[1; 4], 5 * SEG, false).unwrap();
+        assert_eq!(e.mapping(), vec![None; 4]);
+        assert_eq!((bypass(&e, "read"), bypass(&e, "write")), (1, 1));
+        read(&e, 5 * SEG, 1);
+        assert_eq!(e.mapping()[0], Some(5), "filled at its third miss");
+        assert_eq!(bypass(&e, "read"), 1);
+        // Write-around: a write miss is never filled, so it is a miss, not a bypass.
+        let e = open(CacheMode::WriteAround, None, Some(2)).unwrap();
+        e.write_at(&[1; 4], 5 * SEG, false).unwrap();
+        assert_eq!(bypass(&e, "write"), 0);
+        // Not for write-back or passthrough.
+        let err = open(CacheMode::WriteBack, Some(SEG), None).err().unwrap();
+        assert!(err.contains("--seq-cutoff and --promote-after apply to write-through"), "{err}");
+        assert!(open(CacheMode::Passthrough, None, Some(2)).is_err());
     }
 
     #[test]
