@@ -504,3 +504,76 @@ fn bad_admission_flags_are_one_line_errors() {
     let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();
     assert!(String::from_utf8_lossy(&check.stdout).contains("clean: shut down cleanly"));
 }
+
+/// `sim` predicts `serve`: one trace (Zipf reads, then two sequential
+/// scans), 128 KiB requests on 128 KiB segments, replayed in order through
+/// `ssdcache sim` (pages of one segment) and through a read-only `serve
+/// --seq-cutoff 256KiB --promote-after 2` (scripts/replay_nbd.py, queue
+/// depth 1): the same hits, misses, fills, and so the same bypasses.
+#[test]
+fn sim_predicts_the_bypasses_and_hits_of_serve() {
+    let py = "/usr/bin/python3";
+    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
+    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
+    let f = Fixture::new("read-only");
+    let trace = f.dir.path().join("trace.txt");
+    let mut text = String::new();
+    for spec in [
+        "zipf(alpha=0.8,keys=32,requests=3000,unit=bytes,size=128KiB,align=128KiB,seed=3)",
+        "scan(start=0,length=32,requests=64,unit=bytes,size=128KiB,align=128KiB)",
+    ] {
+        let part = f.dir.path().join("part.txt");
+        let mut c = Command::new(BIN);
+        c.args(["trace", "gen", spec]).arg(&part).args(["--to", "ssdsim"]);
+        run_ok(c, None);
+        text.push_str(&std::fs::read_to_string(&part).unwrap());
+    }
+    std::fs::write(&trace, text).unwrap();
+
+    let s = {
+        let err = f.dir.path().join("serve.err");
+        let mut child = f
+            .serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("listening on "));
+        // Keep reading: the server's stdout stays open.
+        std::thread::spawn(move || lines.for_each(drop));
+        let Some(line) = line else {
+            let _ = child.kill();
+            panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
+        };
+        let nbd = line["listening on ".len()..].parse::<SocketAddr>().unwrap();
+        Server { child, nbd, metrics: nbd }
+    };
+    let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/replay_nbd.py");
+    let mut c = Command::new(py);
+    c.arg(&replay).arg(format!("nbd://{}", s.nbd)).arg(&trace).args(["--qd", "1"]);
+    run_ok(c, None);
+    let st = status_json(&f);
+    let policy = st["policy"].as_str().unwrap().to_string();
+    assert!(policy.contains("seqcut") && policy.contains("nhit"), "{policy}");
+    let slots = st["ssd_segments"].as_u64().unwrap();
+
+    let mut c = Command::new(BIN);
+    c.args(["sim", "--format", "ssdsim", "--page", "128KiB", "--mode", "read-only", "--json"])
+        .arg("-t")
+        .arg(&trace)
+        .args(["--cache", &format!("{}KiB", slots * 128), "--policy", &policy]);
+    let sim: Value = serde_json::from_str(run_ok(c, None).lines().next().unwrap()).unwrap();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"));
+    let (hits, misses, fills) = (n(&sim, "read_hits"), n(&sim, "misses"), n(&sim, "cache_writes"));
+    println!("sim: {hits} hits, {misses} misses, {fills} fills, {} bypasses", misses - fills);
+    assert!(misses > fills && fills > 0 && hits > 0, "the trace exercises every outcome");
+    assert_eq!((n(&st, "read_hits"), n(&st, "read_misses"), n(&st, "filled")), (hits, misses, fills));
+    let req = |outcome: &str| {
+        let r = st["requests"].as_array().unwrap().iter().find(|r| r["op"] == "read" && r["outcome"] == outcome);
+        n(r.unwrap(), "count")
+    };
+    // One segment per request: a request is a bypass where sim declined its page.
+    assert_eq!((req("hit"), req("miss"), req("bypass")), (hits, fills, misses - fills));
+    assert_eq!(s.stop(), 0);
+}
