@@ -164,7 +164,7 @@ fn encode_snapshot(s: &Snapshot, e: &mut DescriptorEncoder<'_>) -> Result<(), st
         e,
         "ssdcache_requests",
         "NBD requests answered, per operation and outcome (hit: every segment cached; miss: some not; \
-         bypass: cache not consulted; ok: trim or flush done; error: error reply).",
+         bypass: cache not consulted or a miss declined; ok: trim or flush done; error: error reply).",
         st.requests.iter().map(|r| (req(r), r.count)),
     )?;
     counters(

@@ -60,7 +60,8 @@ pub enum Outcome {
     /// At least one segment it touched was not (a piece went to the backing
     /// device, or its segment was filled for it).
     Miss,
-    /// The cache was not consulted: passthrough mode, or a degraded cache.
+    /// The cache was not consulted (passthrough mode, a degraded cache), or
+    /// the policy declined to cache a miss (`--seq-cutoff`, `--promote-after`).
     Bypass,
     /// A trim or flush that succeeded (they touch no cached data).
     Ok,
