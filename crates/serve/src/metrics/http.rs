@@ -12,7 +12,9 @@
 //! - time: a connection gets [`EXCHANGE_TIMEOUT`] for its whole exchange
 //!   (sending the head and taking the answer), then it is closed;
 //! - the NBD side shares nothing with it but the runtime and a snapshot's
-//!   short locks (taken on a blocking thread).
+//!   short locks (taken on a blocking thread, which keeps its connection's
+//!   slot until it returns: an engine stuck behind a hung device ties up
+//!   at most `MAX_CONNECTIONS` threads, and scrapes are refused meanwhile).
 //!
 //! No authentication: bind it to loopback, or a network you trust.
 
@@ -23,7 +25,7 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::exposition;
 
@@ -66,8 +68,7 @@ pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<En
         };
         let (registry, stats) = (registry.clone(), stats.clone());
         tokio::spawn(async move {
-            let _slot = slot;
-            match tokio::time::timeout(EXCHANGE_TIMEOUT, exchange(sock, &registry, &stats)).await {
+            match tokio::time::timeout(EXCHANGE_TIMEOUT, exchange(sock, &registry, &stats, slot)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => log::debug!("metrics endpoint: {e}"),
                 Err(_) => {
@@ -147,7 +148,14 @@ async fn respond(sock: &mut TcpStream, status: &str, content_type: &str, body: &
     sock.shutdown().await
 }
 
-async fn exchange(mut sock: TcpStream, registry: &Arc<Registry>, stats: &EndpointStats) -> std::io::Result<()> {
+/// One connection's exchange; it holds `slot` until done, or (a page being
+/// rendered) until the rendering ends.
+async fn exchange(
+    mut sock: TcpStream,
+    registry: &Arc<Registry>,
+    stats: &EndpointStats,
+    slot: OwnedSemaphorePermit,
+) -> std::io::Result<()> {
     let Some(head) = read_head(&mut sock).await? else {
         stats.too_large.fetch_add(1, Relaxed);
         return respond(&mut sock, "431 Request Header Fields Too Large", "text/plain", b"request head too large\n")
@@ -156,10 +164,16 @@ async fn exchange(mut sock: TcpStream, registry: &Arc<Registry>, stats: &Endpoin
     match parse(&head) {
         Asked::Metrics => {
             // A snapshot takes the engine's locks, which a fill may hold
-            // during device I/O: not on the async runtime.
+            // during device I/O: not on the async runtime. The rendering
+            // keeps the connection's slot even past the timeout, so a stuck
+            // engine holds at most MAX_CONNECTIONS blocking threads.
             let r = registry.clone();
-            let page =
-                tokio::task::spawn_blocking(move || exposition::render(&r)).await.map_err(std::io::Error::other)?;
+            let page = tokio::task::spawn_blocking(move || {
+                let _slot = slot;
+                exposition::render(&r)
+            })
+            .await
+            .map_err(std::io::Error::other)?;
             stats.served.fetch_add(1, Relaxed);
             // Prometheus asks for OpenMetrics; others get the classic format.
             if wants_openmetrics(&head) {
@@ -178,6 +192,85 @@ async fn exchange(mut sock: TcpStream, registry: &Arc<Registry>, stats: &Endpoin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::datapath::MapStatus;
+    use crate::cache::{CacheMode, EngineStatus};
+    use crate::metrics::snapshot::Source;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Condvar, Mutex};
+
+    fn status() -> EngineStatus {
+        EngineStatus {
+            mode: CacheMode::WriteBack,
+            policy: "pwc".into(),
+            segment_size: 1 << 20,
+            ssd_segments: 8,
+            hdd_segments: 64,
+            map: MapStatus::default(),
+            last_maintenance: None,
+            last_report: None,
+            next_maintenance: None,
+            idle: None,
+            uptime: 1.0,
+            requests: Vec::new(),
+            procedure_runs: Vec::new(),
+            cleaner: None,
+        }
+    }
+
+    /// An engine stuck behind a hung device (its status blocks): scrapes
+    /// time out, and the renderings stuck in it never exceed
+    /// MAX_CONNECTIONS, however many scrapes come, before or after the
+    /// timeouts.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stuck_engine_ties_up_at_most_max_connections_threads() {
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let started = Arc::new(AtomicUsize::new(0));
+        let (g, n) = (gate.clone(), started.clone());
+        let source = Source::new(
+            move || {
+                n.fetch_add(1, Relaxed);
+                let (open, cv) = &*g;
+                let mut o = open.lock().unwrap();
+                while !*o {
+                    o = cv.wait(o).unwrap();
+                }
+                status()
+            },
+            None,
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stats = Arc::new(EndpointStats::default());
+        let server = tokio::spawn(serve(listener, Arc::new(exposition::registry(source)), stats.clone()));
+        let scrape = || async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await;
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out).await; // closed: refused, or timed out
+            out
+        };
+        for round in 0..2 {
+            let all: Vec<_> = (0..20).map(|_| tokio::spawn(scrape())).collect();
+            for t in all {
+                assert!(t.await.unwrap().is_empty(), "round {round}: a page from a stuck engine");
+            }
+        }
+        assert!(started.load(Relaxed) <= MAX_CONNECTIONS, "{} renderings started", started.load(Relaxed));
+        assert!(stats.refused.load(Relaxed) >= 40 - MAX_CONNECTIONS as u64);
+        // Unstuck: served again.
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        let mut page = Vec::new();
+        for _ in 0..100 {
+            page = scrape().await;
+            if !page.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(String::from_utf8_lossy(&page).starts_with("HTTP/1.1 200 OK"));
+        server.abort();
+    }
 
     #[test]
     fn request_lines_are_read_strictly() {
