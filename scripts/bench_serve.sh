@@ -75,7 +75,7 @@ echo "$(fio --version), $(nbdkit --version), $(nproc) cores"
 
 step "build ssdcache (release)"
 cargo build -q --locked --release -p ssdcache-cli
-BIN=$ROOT/target/release/ssdcache
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/ssdcache
 
 WORK=$(mktemp -d -t bench_serve.XXXXXX)
 SERVER_PID= NBDKIT_PID= PLAIN_PID=
@@ -170,7 +170,7 @@ EOF
   if [ "${BENCH_A_PLAIN:-0}" = 1 ]; then
     cargo build -q --locked --release -p ssdcache-serve --example serve_file
     cp --sparse=always "$d/nbdkit.img" "$d/plain.img"
-    "$ROOT/target/release/examples/serve_file" "$d/plain.img" --listen 127.0.0.1:0 --export disk \
+    "${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/serve_file" "$d/plain.img" --listen 127.0.0.1:0 --export disk \
       >"$WORK/plain.out" 2>"$WORK/plain.err" &
     PLAIN_PID=$!
     for _ in $(seq 100); do grep -q '^listening on ' "$WORK/plain.out" 2>/dev/null && break; sleep 0.05; done

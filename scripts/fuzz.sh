@@ -11,9 +11,11 @@
 # request consumes input) and the reader contract; libFuzzer's -rss_limit_mb /
 # -malloc_limit_mb bound memory, so an allocation sized by a length field fails.
 # nbd_handshake and nbd_request do the same for the NBD server's protocol code
-# (nbd_tls_handshake: the negotiation with TLS required, nothing answered before STARTTLS)
-# (crates/serve; see the targets' doc comments), and cache_meta for the cache's
-# superblock and metadata parsers.
+# (crates/serve; see the targets' doc comments: the option negotiation with
+# structured replies and metadata contexts, and requests answered with simple
+# replies or structured chunks, block status included), and cache_meta for the
+# cache's superblock and metadata parsers.
+# nbd_tls_handshake: the negotiation with TLS required, nothing answered before STARTTLS.
 #
 # Why cargo-fuzz on the stable toolchain: only stable Rust exists on these
 # machines and no nightly can be fetched. cargo-fuzz itself builds on stable; it

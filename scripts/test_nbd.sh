@@ -22,9 +22,10 @@
 #      and --fsync=16, then a random trim job;
 #   6. python3-libnbd: error replies (read past the end → EINVAL, write and
 #      zero past the end → ENOSPC, trim past the end → EINVAL, read over the
-#      max block size → EINVAL) each followed by a working request on the same
-#      connection, NBD_OPT_GO of an unknown export then of the right one, the
-#      export list, 64 pipelined aio writes;
+#      max block size → EINVAL), as simple replies and as structured error
+#      chunks, each followed by a working request on the same connection,
+#      NBD_OPT_GO of an unknown export then of the right one, the export
+#      list, 64 pipelined aio writes;
 #   7. SIGTERM: the server must drain, sync and exit 0, and the file on disk
 #      must hold the last data written through it.
 # Besides each client's own verdict, every step checks the server's
@@ -57,7 +58,7 @@ echo "$(qemu-io --version | sed -n 1p), $(nbdinfo --version | tr '\n' ' ')$(fio 
 PROFILE=${NBD_PROFILE:-dev}
 step "build serve_file ($PROFILE)"
 cargo build -q --locked --profile "$PROFILE" -p ssdcache-serve --example serve_file
-SERVER=$ROOT/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/examples/serve_file
+SERVER=${CARGO_TARGET_DIR:-$ROOT/target}/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/examples/serve_file
 
 WORK=$(mktemp -d)
 SERVER_PID=
@@ -222,29 +223,41 @@ def expect_error(what, fn, want):
     sys.exit(f"{what}: no error")
 
 
-h = nbd.NBD()
-h.set_strict_mode(0)  # let out-of-range requests reach the server
-h.connect_uri(uri)
-size = h.get_size()
-assert size == 512 << 20, size
-assert h.can_multi_conn() and h.can_fua() and h.can_flush() and h.can_trim() and h.can_zero()
-assert h.get_block_size(nbd.SIZE_MAXIMUM) == MAX
-assert not h.get_structured_replies_negotiated()
+def connect(structured):
+    h = nbd.NBD()
+    h.set_strict_mode(0)  # let out-of-range requests reach the server
+    h.set_request_structured_replies(structured)
+    h.connect_uri(uri)
+    assert h.get_structured_replies_negotiated() == structured
+    assert h.can_df() == structured  # DF only with structured replies
+    return h
 
-h.pwrite(b"ssdcache-serve", 12345)
-checks = [
-    ("read past the end", lambda: h.pread(512, size - 256), errno.EINVAL),
-    ("read starting past the end", lambda: h.pread(1, size + 4096), errno.EINVAL),
-    ("write past the end", lambda: h.pwrite(b"x" * 512, size - 256), errno.ENOSPC),
-    ("zero past the end", lambda: h.zero(4096, size - 1024), errno.ENOSPC),
-    ("trim past the end", lambda: h.trim(4096, size), errno.EINVAL),
-    ("read over the max block size", lambda: h.pread(MAX + 4096, 0), errno.EINVAL),
-]
-for what, fn, want in checks:
-    expect_error(what, fn, want)
-    # the connection still works after each error
-    assert h.pread(14, 12345) == b"ssdcache-serve", what
-h.flush()
+
+# The error replies twice: simple replies, then structured ones (error chunks).
+for structured in (False, True):
+    h = connect(structured)
+    size = h.get_size()
+    assert size == 512 << 20, size
+    assert h.can_multi_conn() and h.can_fua() and h.can_flush() and h.can_trim() and h.can_zero()
+    assert h.can_cache()
+    assert h.get_block_size(nbd.SIZE_MAXIMUM) == MAX
+    h.pwrite(b"ssdcache-serve", 12345)
+    checks = [
+        ("read past the end", lambda: h.pread(512, size - 256), errno.EINVAL),
+        ("read starting past the end", lambda: h.pread(1, size + 4096), errno.EINVAL),
+        ("write past the end", lambda: h.pwrite(b"x" * 512, size - 256), errno.ENOSPC),
+        ("zero past the end", lambda: h.zero(4096, size - 1024), errno.ENOSPC),
+        ("trim past the end", lambda: h.trim(4096, size), errno.EINVAL),
+        ("read over the max block size", lambda: h.pread(MAX + 4096, 0), errno.EINVAL),
+    ]
+    print(f"   {'structured' if structured else 'simple'} replies:")
+    for what, fn, want in checks:
+        expect_error(what, fn, want)
+        # the connection still works after each error
+        assert h.pread(14, 12345) == b"ssdcache-serve", what
+    h.flush()
+    if not structured:
+        h.shutdown()
 
 # 64 pipelined writes, then their data read back
 cookies = [h.aio_pwrite(bytes([i + 1]) * 4096, (16 << 20) + i * 4096) for i in range(64)]
@@ -279,7 +292,7 @@ EOF
 
 settle "$m" 2
 show "$m"
-expect "$m" errors -eq 6 # exactly the six provoked ones
+expect "$m" errors -eq 12 # exactly the six provoked ones, with simple and with structured replies
 expect "$m" fua -ge 1
 
 step "stop server"

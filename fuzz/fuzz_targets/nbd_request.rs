@@ -1,24 +1,57 @@
 //! The transmission phase fed arbitrary client bytes: a stream of request
 //! headers (and write payloads) parsed, validated by `decide` and executed
-//! against a `MemBackend`, checked against a shadow copy of the disk.
+//! against a `MemBackend`, checked against a shadow copy of the disk, with
+//! simple replies or (the first byte says) structured replies, with or
+//! without the `base:allocation` context.
 //! Asserts no panic, that nothing out of bounds or over the maximum block
 //! size is ever executed or allocated, that error decisions carry the right
-//! payload to discard, that every reply echoes the cookie, and that reads
-//! return exactly what was written.
+//! payload to discard, that every reply echoes the cookie and has the shape
+//! the session allows (no simple reply to a structured READ, chunks that
+//! parse and end with DONE), that reads return exactly what was written,
+//! and that block status covers a nonempty prefix of the range, one
+//! descriptor within the length under REQ_ONE, and holes only where the
+//! shadow reads as zeroes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::request::{
-    decide, execute, parse_request_header, parse_simple_reply, Command, Decision, ExportParams,
+    decide, error_reply, execute_in, parse_request_header, parse_simple_reply, Command, Decision, ExportParams,
 };
+use ssdcache_serve::nbd::structured::{split_chunk, Session};
 use ssdcache_serve::{Backend, MemBackend};
 
 const SIZE: usize = 64 * 1024;
 const MAX_BLOCK: u32 = 16 * 1024;
 
+/// The chunks of one structured reply (all of `reply`, the last one DONE).
+fn chunks(reply: &[u8], cookie: u64) -> Vec<(u16, u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut rest = reply;
+    while !rest.is_empty() {
+        let (c, r) = split_chunk(rest).expect("a well-formed chunk");
+        assert_eq!(c.cookie, cookie);
+        out.push((c.flags, c.kind, c.payload.to_vec()));
+        rest = r;
+    }
+    assert!(out.last().expect("at least one chunk").0 & REPLY_FLAG_DONE != 0, "last chunk not DONE");
+    assert!(out[..out.len() - 1].iter().all(|c| c.0 & REPLY_FLAG_DONE == 0), "DONE before the end");
+    out
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, mut input)) = data.split_first() else { return };
-    let params = ExportParams { size: SIZE as u64, max_block: MAX_BLOCK, read_only: mode & 1 == 1 };
+    let session = Session {
+        structured: mode & 2 != 0 || mode & 4 != 0,
+        allocation: (mode & 4 != 0).then_some(CONTEXT_ID_BASE_ALLOCATION),
+    };
+    let params = ExportParams {
+        size: SIZE as u64,
+        max_block: MAX_BLOCK,
+        read_only: mode & 1 == 1,
+        structured: false,
+        block_status: false,
+    }
+    .for_session(&session);
     let backend = MemBackend::new(SIZE);
     let mut shadow = vec![0u8; SIZE];
     while input.len() >= REQUEST_HEADER_LEN {
@@ -34,30 +67,88 @@ fuzz_target!(|data: &[u8]| {
                 }
                 let (payload, rest) = input.split_at(len);
                 input = rest;
-                let reply = execute(&backend, &cmd, hdr.cookie, payload);
-                let r = parse_simple_reply(&reply[..SIMPLE_REPLY_LEN]).expect("reply magic");
-                assert_eq!(r.cookie, hdr.cookie);
-                assert_eq!(r.errno, 0, "validated {cmd:?} failed");
+                let reply = execute_in(&session, &backend, &cmd, hdr.cookie, payload);
                 let range = |offset: u64, len: u32| {
                     let end = offset + len as u64;
                     assert!(end <= SIZE as u64, "{cmd:?} out of bounds");
                     offset as usize..end as usize
                 };
+                let simple = || {
+                    let r = parse_simple_reply(&reply[..SIMPLE_REPLY_LEN]).expect("simple reply magic");
+                    assert_eq!(r.cookie, hdr.cookie);
+                    assert_eq!(r.errno, 0, "validated {cmd:?} failed");
+                    assert_eq!(reply.len(), SIMPLE_REPLY_LEN);
+                };
                 match cmd {
+                    Command::Read { offset, len } if session.structured => {
+                        let c = chunks(&reply, hdr.cookie);
+                        assert_eq!(c.len(), 1, "one chunk per read (DF holds)");
+                        if len == 0 {
+                            assert_eq!(c[0].1, REPLY_TYPE_NONE);
+                        } else {
+                            assert_eq!(c[0].1, REPLY_TYPE_OFFSET_DATA);
+                            assert_eq!(&c[0].2[..8], &offset.to_be_bytes());
+                            assert_eq!(&c[0].2[8..], &shadow[range(offset, len)]);
+                        }
+                    }
                     Command::Read { offset, len } => {
+                        let r = parse_simple_reply(&reply[..SIMPLE_REPLY_LEN]).expect("reply magic");
+                        assert_eq!((r.cookie, r.errno), (hdr.cookie, 0));
                         assert_eq!(reply.len(), SIMPLE_REPLY_LEN + len as usize);
                         assert_eq!(&reply[SIMPLE_REPLY_LEN..], &shadow[range(offset, len)]);
                     }
                     Command::Write { offset, len, .. } => {
                         assert!(!params.read_only);
                         shadow[range(offset, len)].copy_from_slice(payload);
-                        assert_eq!(reply.len(), SIMPLE_REPLY_LEN);
+                        simple();
                     }
                     Command::Trim { offset, len, .. } | Command::WriteZeroes { offset, len, .. } => {
                         assert!(!params.read_only);
                         shadow[range(offset, len)].fill(0);
+                        simple();
                     }
-                    Command::Flush => {}
+                    Command::Flush => simple(),
+                    Command::Cache { offset, len } => {
+                        range(offset, len);
+                        simple();
+                    }
+                    Command::BlockStatus { offset, len, req_one } => {
+                        assert!(session.allocation.is_some(), "block status without a context");
+                        assert!(len > 0);
+                        let c = chunks(&reply, hdr.cookie);
+                        assert_eq!(c.len(), 1);
+                        assert_eq!(c[0].1, REPLY_TYPE_BLOCK_STATUS);
+                        let p = &c[0].2;
+                        assert!(p.len() >= 12 && (p.len() - 4) % 8 == 0);
+                        assert_eq!(&p[0..4], &CONTEXT_ID_BASE_ALLOCATION.to_be_bytes());
+                        let d: Vec<(u32, u32)> = p[4..]
+                            .chunks_exact(8)
+                            .map(|x| {
+                                (
+                                    u32::from_be_bytes(x[0..4].try_into().unwrap()),
+                                    u32::from_be_bytes(x[4..8].try_into().unwrap()),
+                                )
+                            })
+                            .collect();
+                        assert!(d.len() <= MAX_EXTENTS);
+                        if req_one {
+                            assert_eq!(d.len(), 1);
+                            assert!(d[0].0 <= len);
+                        }
+                        let mut at = offset;
+                        for (i, &(l, flags)) in d.iter().enumerate() {
+                            assert!(l > 0, "an empty descriptor");
+                            assert!(flags & !(STATE_HOLE | STATE_ZERO) == 0);
+                            if i + 1 < d.len() {
+                                assert!(at + (l as u64) < offset + len as u64, "descriptors past the range");
+                            }
+                            let end = (at + l as u64).min(offset + len as u64);
+                            if flags & STATE_ZERO != 0 {
+                                assert!(shadow[at as usize..end as usize].iter().all(|&b| b == 0), "zero over data");
+                            }
+                            at += l as u64;
+                        }
+                    }
                 }
             }
             Decision::Reject { errno, discard } => {
@@ -65,6 +156,19 @@ fuzz_target!(|data: &[u8]| {
                 let want = if hdr.kind == CMD_WRITE { hdr.length } else { 0 };
                 assert_eq!(discard, want);
                 assert!(discard <= MAX_BLOCK);
+                // the error reply's shape: simple, or one error chunk with structured replies
+                let reply = error_reply(&session, hdr.cookie, errno);
+                if session.structured {
+                    let c = chunks(&reply, hdr.cookie);
+                    assert_eq!(c.len(), 1);
+                    assert_eq!(c[0].1, REPLY_TYPE_ERROR);
+                    assert_eq!(&c[0].2[0..4], &errno.to_be_bytes());
+                } else {
+                    assert_eq!(parse_simple_reply(&reply).map(|r| (r.errno, r.cookie)), Some((errno, hdr.cookie)));
+                }
+                if hdr.kind == CMD_BLOCK_STATUS && session.allocation.is_none() {
+                    assert_eq!(errno, EINVAL);
+                }
                 if input.len() < discard as usize {
                     break;
                 }

@@ -19,7 +19,7 @@ build_ssdcache() {
   else
     cargo build -q --locked -p ssdcache-cli
   fi
-  BIN=$PWD/target/$1/ssdcache
+  BIN=${CARGO_TARGET_DIR:-$PWD/target}/$1/ssdcache
 }
 
 # wait_listening PID OUT ERR WHAT: waits (up to 10 s) until the server PID

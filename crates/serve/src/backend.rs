@@ -5,6 +5,7 @@
 //! `Send + Sync` and do their own locking. Offsets and lengths handed to a
 //! backend are already checked against [`Backend::size`].
 
+use crate::extents::{self, Extent};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
@@ -43,10 +44,25 @@ pub trait Backend: Send + Sync + 'static {
     fn shutdown(&self) -> io::Result<()> {
         Ok(())
     }
+    /// The allocation of `offset..offset+len` (`NBD_CMD_BLOCK_STATUS`,
+    /// `base:allocation`): extents in order from `offset`, at most `max`,
+    /// covering the range or a nonempty prefix of it. A hole must read as
+    /// zeroes. The default says "all data", which is always true enough.
+    fn block_status(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let _ = (offset, max);
+        Ok(vec![Extent::data(len)])
+    }
+    /// `NBD_CMD_CACHE`: the client will access this range soon. A hint: the
+    /// default does nothing, which the protocol allows.
+    fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
 }
 
 /// An in-memory backend for tests. Trim zeroes the range (so tests can see
-/// it happened); it counts flushes, FUA writes and shutdowns.
+/// it happened); it counts flushes, FUA writes and shutdowns; block status
+/// reports zero 4 KiB blocks as holes.
 #[derive(Debug)]
 pub struct MemBackend {
     data: Mutex<Vec<u8>>,
@@ -155,6 +171,13 @@ impl Backend for MemBackend {
     fn shutdown(&self) -> io::Result<()> {
         self.shutdowns.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Zero 4 KiB blocks are holes (see [`extents::zero_block_extents`]).
+    fn block_status(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let data = self.lock();
+        self.range(data.len(), offset, len)?;
+        Ok(extents::zero_block_extents(&data, offset, len, 4096, max))
     }
 }
 
@@ -306,6 +329,28 @@ impl Backend for FileBackend {
 
     fn shutdown(&self) -> io::Result<()> {
         self.file.sync_data()
+    }
+
+    fn block_status(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        extents::file_extents(&self.file, offset, len, max)
+    }
+
+    fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+        // POSIX_FADV_WILLNEED: the kernel reads the range ahead into the page cache.
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            if let (Ok(off), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) {
+                // SAFETY: plain syscall on a descriptor we own; no memory is passed.
+                let rc = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), off, l, libc::POSIX_FADV_WILLNEED) };
+                if rc != 0 {
+                    log::debug!("posix_fadvise(WILLNEED) failed: {}", io::Error::from_raw_os_error(rc));
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (offset, len);
+        Ok(())
     }
 }
 

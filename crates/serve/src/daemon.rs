@@ -11,6 +11,7 @@
 //! drains the connections, writes every dirty segment back and saves the
 //! clean bit.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,7 +22,9 @@ use tokio::sync::mpsc;
 use crate::cache::inject::{FaultPlan, InjectDevice};
 use crate::cache::model_device::ModelDevice;
 use crate::cache::{files, BlockDevice, EngineConfig, FileDevice, StartOptions};
+use crate::control::protocol::Served;
 use crate::control::socket as control;
+use crate::metrics::{exposition, http, snapshot::Source};
 use crate::server::{ListenAddr, Listener};
 use crate::{Backend, Export, Server, ServerConfig};
 
@@ -44,11 +47,16 @@ pub struct DaemonConfig {
     pub control: PathBuf,
     /// The NBD server's limits and TLS.
     pub server: ServerConfig,
+    /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
+    pub metrics: Option<SocketAddr>,
     /// Benchmarks: BACKING made as slow as this HDD model spec.
     pub backing_model: Option<String>,
     /// Tests: faults injected into the cache device and BACKING.
     pub inject_cache: Option<FaultPlan>,
     pub inject_backing: Option<FaultPlan>,
+    /// Serve the export read-only (`NBD_FLAG_READ_ONLY`; writes, trims and
+    /// write-zeroes get EPERM). The cache still fills on reads as its mode does.
+    pub read_only: bool,
 }
 
 /// What the daemon is asked to do while it runs.
@@ -93,6 +101,12 @@ pub async fn run(
     control::check_path(&cfg.control)?;
     // A Unix socket is removed with the listener, on every exit path.
     let listener = Listener::bind(&cfg.listen).await?;
+    let metrics_listener = match cfg.metrics {
+        None => None,
+        Some(addr) => {
+            Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--metrics: listening on {addr}"))?)
+        }
+    };
     let (control_listener, control_file) = control::bind(&cfg.control).await?;
     // Removed on every exit path (if still ours).
     let _socket = RemoveOnDrop(control_file);
@@ -142,10 +156,31 @@ pub async fn run(
                  `--clear-degraded` resumes caching"
             );
         }
-        let export = Export::new(cfg.export.clone(), backend.clone() as Arc<dyn Backend>)
+        let mut export = Export::new(cfg.export.clone(), backend.clone() as Arc<dyn Backend>)
             .with_description(format!("ssdcache {} cache", sb.mode.name()));
+        if cfg.read_only {
+            export = export.into_read_only();
+        }
         let server = Server::new(vec![export], cfg.server.clone())?;
-        let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
+        // status and /metrics: one source.
+        let b = backend.clone();
+        let source = Source::new(move || b.status(), Some(server.stats_handle()));
+        let served = Arc::new(Served { cache: backend.clone(), source: source.clone() });
+        let control_task = tokio::spawn(control::accept_loop(control_listener, served, model));
+        let metrics_task = match metrics_listener {
+            None => None,
+            Some(l) => {
+                let addr = l.local_addr()?;
+                let registry = Arc::new(exposition::registry(source));
+                let task = tokio::spawn(http::serve(l, registry, Default::default()));
+                eprintln!(
+                    "ssdcache serve: metrics on http://{addr}/metrics{}",
+                    if addr.ip().is_loopback() { "" } else { " (unauthenticated: anyone who can reach it reads them)" }
+                );
+                println!("metrics on {addr}");
+                Some(task)
+            }
+        };
         let handle = server.start(listener)?;
         ready(handle.listen_addr().clone());
         eprintln!("ssdcache serve: control socket {}", cfg.control.display());
@@ -167,6 +202,9 @@ pub async fn run(
         // A running procedure stops at its next safe point.
         backend.interrupt_maintenance();
         control_task.abort();
+        if let Some(t) = metrics_task {
+            t.abort();
+        }
         // Drains the connections, then Backend::shutdown: write back, clean bit.
         let report = handle.shutdown().await?;
         eprintln!(

@@ -4,7 +4,8 @@
 //! - [`nbd`]: the protocol, as pure functions and a sans-I/O negotiation state
 //!   machine (what the fuzz targets exercise).
 //! - [`backend`]: the [`Backend`] trait an export is served from, with
-//!   [`FileBackend`] (a file or block device) and [`MemBackend`] (tests).
+//!   [`FileBackend`] (a file or block device) and [`MemBackend`] (tests);
+//!   [`extents`]: the allocation (data or hole) block status reports.
 //! - [`server`] (feature `server`, on by default): a TCP server with several
 //!   exports: tokio accepts and negotiates, then requests run concurrently
 //!   on a server-wide pool of blocking worker threads (nbdkit's model) with
@@ -18,6 +19,8 @@
 //! - `control` and `daemon` (features `server` and `engine`): the control
 //!   channel (`ssdcache status | flush | maintain`) and the `ssdcache serve`
 //!   daemon's whole life, which the CLI only configures.
+//! - [`metrics`]: what `status --json` and the Prometheus endpoint
+//!   (`serve --metrics`) show, from one snapshot.
 //!
 //! Example: `cargo run -p ssdcache-serve --example serve_file -- disk.img
 //! --listen 127.0.0.1:10809 --export disk`, then `qemu-io -f raw
@@ -29,6 +32,8 @@ pub mod cache;
 pub mod control;
 #[cfg(all(feature = "server", feature = "engine"))]
 pub mod daemon;
+pub mod extents;
+pub mod metrics;
 pub mod nbd;
 #[cfg(feature = "server")]
 pub mod server;
@@ -36,5 +41,6 @@ pub mod stderr_log;
 pub(crate) mod sync;
 
 pub use backend::{Backend, FileBackend, MemBackend};
+pub use extents::Extent;
 #[cfg(feature = "server")]
-pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle, ServerStats};
+pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle, ServerStats, StatsHandle};

@@ -58,6 +58,7 @@ use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress, TlsMode};
 use crate::nbd::request::ExportParams;
+use crate::nbd::structured::Session;
 use conn::{Activity, Negotiated};
 use limits::{lock, Budget, Pool};
 use socket::{Accepted, Peer, Stream};
@@ -87,11 +88,26 @@ pub struct Export {
     pub name: String,
     pub description: String,
     pub backend: Arc<dyn Backend>,
+    /// Refuse writes, trims and write-zeroes with EPERM and advertise
+    /// `NBD_FLAG_READ_ONLY`, even if the backend could write (`serve
+    /// --read-only`). A backend that is read-only itself always is.
+    pub read_only: bool,
 }
 
 impl Export {
     pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>) -> Self {
-        Export { name: name.into(), description: String::new(), backend }
+        Export { name: name.into(), description: String::new(), backend, read_only: false }
+    }
+
+    /// The same export, read-only for its clients.
+    pub fn into_read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    /// Whether clients may not write.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only || self.backend.read_only()
     }
 
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
@@ -106,6 +122,7 @@ impl std::fmt::Debug for Export {
             .field("name", &self.name)
             .field("description", &self.description)
             .field("size", &self.backend.size())
+            .field("read_only", &self.is_read_only())
             .finish()
     }
 }
@@ -211,6 +228,16 @@ pub struct ServerStats {
     pub threads: usize,
     /// Most worker threads alive at once so far.
     pub threads_peak: usize,
+    /// Connections admitted since start.
+    pub accepted: u64,
+    /// Connections refused since start (full, nobody to close).
+    pub refused: u64,
+    /// Connections closed since start to admit a newer one.
+    pub displaced: u64,
+    /// Requests answered with an error by the protocol layer, without
+    /// reaching the backend (out of range, unknown command, bad flags, over
+    /// the maximum block size).
+    pub rejected: u64,
 }
 
 /// The server-wide resources connections draw from.
@@ -221,6 +248,8 @@ pub(crate) struct Global {
     /// Bytes a transfer must move per `stall_timeout` while others wait.
     stall_bytes: usize,
     epoch: Instant,
+    /// Requests rejected before reaching the backend (see [`ServerStats::rejected`]).
+    rejected: AtomicU64,
 }
 
 impl Global {
@@ -287,6 +316,8 @@ struct Shared {
     params: Vec<ExportParams>,
     config: ServerConfig,
     connections: AtomicU64,
+    refused: AtomicU64,
+    displaced: AtomicU64,
     global: Arc<Global>,
     table: Mutex<Table>,
 }
@@ -300,11 +331,13 @@ impl Shared {
             let idle_ms = self.config.idle_timeout.as_millis() as u64;
             let Some((victim, why)) = t.victim(self.global.now_ms(), idle_ms) else {
                 log::warn!("{peer}: refused: {} connections, none negotiating or idle", t.entries.len());
+                self.refused.fetch_add(1, Ordering::Relaxed);
                 return None;
             };
             let e = t.entries.remove(&victim).expect("victim in the table");
             log::info!("{}: closing a connection {why} to admit {peer}", e.peer);
             e.kick.cancel();
+            self.displaced.fetch_add(1, Ordering::Relaxed);
         }
         let id = t.next_id;
         t.next_id += 1;
@@ -327,7 +360,22 @@ impl Shared {
             buffered_peak: self.global.budget.peak(),
             threads,
             threads_peak,
+            accepted: self.connections.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            displaced: self.displaced.load(Ordering::Relaxed),
+            rejected: self.global.rejected.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Reads a server's [`ServerStats`] from elsewhere (metrics, `status`);
+/// cheap to clone, usable before the server starts.
+#[derive(Clone)]
+pub struct StatsHandle(Arc<Shared>);
+
+impl StatsHandle {
+    pub fn stats(&self) -> ServerStats {
+        self.0.stats()
     }
 }
 
@@ -336,12 +384,17 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
-/// Transmission flags for a backend: everything this server implements,
+/// Transmission flags for an export: everything this server implements,
 /// `CAN_MULTI_CONN` only when the backend says a flush covers all connections.
-pub fn transmission_flags(backend: &dyn Backend) -> u16 {
-    let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES;
-    if backend.read_only() {
+/// A read-only export says so and, as qemu-nbd does, offers no trim or write
+/// zeroes (they would only fail with EPERM). `SEND_DF` is added per
+/// connection, once structured replies are on.
+pub fn transmission_flags(backend: &dyn Backend, read_only: bool) -> u16 {
+    let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_CACHE;
+    if read_only || backend.read_only() {
         f |= FLAG_READ_ONLY;
+    } else {
+        f |= FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES;
     }
     if backend.multi_conn() {
         f |= FLAG_CAN_MULTI_CONN;
@@ -384,7 +437,7 @@ impl Server {
                 // keep the whole option reply within the string limit
                 description: truncate(&e.description, MAX_STRING_LEN),
                 size: e.backend.size(),
-                flags: transmission_flags(&*e.backend),
+                flags: transmission_flags(&*e.backend, e.read_only),
                 max_block: config.max_block,
             })
             .collect();
@@ -393,7 +446,9 @@ impl Server {
             .map(|e| ExportParams {
                 size: e.backend.size(),
                 max_block: config.max_block,
-                read_only: e.backend.read_only(),
+                read_only: e.is_read_only(),
+                structured: false,
+                block_status: false,
             })
             .collect();
         let global = Arc::new(Global {
@@ -402,6 +457,7 @@ impl Server {
             stall_timeout: config.stall_timeout,
             stall_bytes: (conn::STALL_MIN_RATE as f64 * config.stall_timeout.as_secs_f64()).max(1.0) as usize,
             epoch: Instant::now(),
+            rejected: AtomicU64::new(0),
         });
         let shared = Shared {
             exports,
@@ -409,10 +465,17 @@ impl Server {
             params,
             config,
             connections: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            displaced: AtomicU64::new(0),
             global,
             table: Mutex::new(Table::default()),
         };
         Ok(Server { shared: Arc::new(shared) })
+    }
+
+    /// A reader of the server's stats, for monitoring set up before it starts.
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.shared.clone())
     }
 
     /// Starts serving on `listener`, TCP or Unix (call from inside a tokio runtime).
@@ -587,7 +650,7 @@ async fn connection(
         _ = stopped(&mut stop) => return,
         _ = reg.kick.cancelled() => return,
     };
-    let (export, transport) = match negotiated {
+    let (export, session, transport) = match negotiated {
         Ok(Ok(Some(n))) => n,
         Ok(Ok(None)) => {
             log::debug!("{peer}: client aborted the negotiation");
@@ -634,6 +697,7 @@ async fn connection(
         id: reg.id,
         backend: shared.exports[export].backend.clone(),
         params: shared.params[export],
+        session,
         activity,
         kick: reg.kick.clone(),
     };
@@ -664,13 +728,14 @@ enum Transport {
 }
 
 /// Runs the negotiation, upgrading to TLS when the client asks for it;
-/// `Some(export, socket)` to enter transmission, `None` on abort.
-async fn negotiate(mut sock: Accepted, shared: &Shared) -> Result<Option<(usize, Transport)>, ConnError> {
+/// `Some((export, what was negotiated, socket))` to enter transmission,
+/// `None` on abort.
+async fn negotiate(mut sock: Accepted, shared: &Shared) -> Result<Option<(usize, Session, Transport)>, ConnError> {
     let tls = shared.config.tls.as_ref();
     let mut n = Negotiation::with_tls(&shared.infos, tls.map_or(TlsMode::Off, |t| t.mode));
     match exchange(&mut sock, &mut n).await? {
         Step::Abort => Ok(None),
-        Step::Transmit(i) => Ok(Some((i, Transport::Plain(sock)))),
+        Step::Transmit(i) => Ok(Some((i, n.session(), Transport::Plain(sock)))),
         Step::StartTls => {
             // Negotiation::with_tls(Off) never accepts STARTTLS.
             let Some(tls) = tls else { return Err(io::Error::other("STARTTLS accepted without TLS settings").into()) };
@@ -678,7 +743,7 @@ async fn negotiate(mut sock: Accepted, shared: &Shared) -> Result<Option<(usize,
             n.tls_started();
             match exchange(&mut s, &mut n).await? {
                 Step::Abort => Ok(None),
-                Step::Transmit(i) => Ok(Some((i, Transport::Tls(Box::new(s))))),
+                Step::Transmit(i) => Ok(Some((i, n.session(), Transport::Tls(Box::new(s))))),
                 Step::StartTls => Err(io::Error::other("a second STARTTLS was accepted").into()),
             }
         }

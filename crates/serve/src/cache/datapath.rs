@@ -167,6 +167,25 @@ pub struct MapStatus {
     pub write_hits_to_backing: u64,
 }
 
+/// How one request's pieces were served (the engine turns it into the
+/// request's outcome for the metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Pieces whose segment was cached before the request arrived.
+    pub hits: u32,
+    /// Pieces served by the backing device, or from a segment filled for
+    /// this very request.
+    pub misses: u32,
+}
+
+/// Parts of the same request add up.
+impl std::ops::Add for Tally {
+    type Output = Tally;
+    fn add(self, o: Tally) -> Tally {
+        Tally { hits: self.hits + o.hits, misses: self.misses + o.misses }
+    }
+}
+
 /// `part / whole`, or `None` when nothing was counted.
 fn ratio(part: u64, whole: u64) -> Option<f64> {
     (whole > 0).then(|| part as f64 / whole as f64)
@@ -232,6 +251,9 @@ pub struct CacheMap<S, H, M> {
     /// Degraded (mirrors `meta.degraded`, readable without the lock).
     degraded: AtomicBool,
 }
+
+/// Segments one block status query looks at, at most.
+const MAX_STATUS_SEGMENTS: u64 = 4096;
 
 /// Cache-device errors before the cache goes degraded, unless configured.
 pub const DEFAULT_ERROR_LIMIT: u64 = 8;
@@ -398,15 +420,61 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         Ok(out)
     }
 
+    /// The allocation of `offset..offset+len` as a reader sees it: a segment
+    /// the cache holds (clean or dirty) is data, whatever the HDD says (a
+    /// dirty segment over an HDD hole holds data the HDD has not seen yet);
+    /// any other piece is what the HDD reports. At most `max` extents, then
+    /// a prefix of the range. Each segment is looked at under its lock, so a
+    /// write-back or a slot move of it cannot fall between the two looks.
+    pub fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<crate::Extent>> {
+        use crate::extents::{push, Extent};
+        super::device::check_range(self.len(), offset, len as usize)?;
+        let (seg, end) = (self.seg, offset + len);
+        let mut out: Vec<Extent> = Vec::new();
+        let mut at = offset;
+        // Bounded work per query (a lock and two lseeks per segment): at most
+        // this many segments, then the prefix so far (the client asks again).
+        let stop = end.min(offset.saturating_add(MAX_STATUS_SEGMENTS * seg - offset % seg));
+        while at < stop && out.len() < max.max(1) {
+            let h = at / seg;
+            let n = (seg - at % seg).min(stop - at);
+            let _held = self.locks.lock([h]);
+            let cached = {
+                let st = lock(&self.state);
+                if st.closed {
+                    return Err(closed());
+                }
+                st.rev.contains_key(&h)
+            };
+            if cached {
+                push(&mut out, Extent::data(n));
+            } else {
+                // Room for this piece's extents, keeping the merged list within `max`.
+                let room = (max.max(1) - out.len()).max(1);
+                let piece = self.hdd.extents(at, n, room).map_err(|e| self.hdd_failed(e))?;
+                let covered: u64 = piece.iter().map(|e| e.len).sum();
+                for e in piece {
+                    push(&mut out, e);
+                }
+                if covered < n {
+                    break; // the device stopped early: report the prefix
+                }
+            }
+            at += n;
+        }
+        out.truncate(max.max(1));
+        Ok(out)
+    }
+
     /// Reads through the map.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.read_filled(buf, offset, &[])
+        self.read_filled(buf, offset, &[]).map(drop)
     }
 
     /// Reads through the map; pieces of the segments in `filled` (copied
     /// from the HDD for this very request: a real-time fill) are counted as
     /// misses, not as hits served without the backing device.
-    pub fn read_filled(&self, buf: &mut [u8], offset: u64, filled: &[u64]) -> io::Result<()> {
+    pub fn read_filled(&self, buf: &mut [u8], offset: u64, filled: &[u64]) -> io::Result<Tally> {
         let mut pieces = self.pieces(offset, buf.len())?;
         let _held = self.locks.lock(pieces.iter().map(|p| p.hdd_seg));
         {
@@ -420,6 +488,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         }
         let c = &self.counters;
         c.request_bytes.fetch_add(buf.len() as u64, Relaxed);
+        let mut tally = Tally::default();
         for p in &pieces {
             let b = &mut buf[p.pos..p.pos + p.len];
             if let Some(s) = p.slot {
@@ -428,8 +497,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                         c.ssd_read.fetch_add(p.len as u64, Relaxed);
                         if filled.contains(&p.hdd_seg) {
                             c.read_misses.fetch_add(1, Relaxed);
+                            tally.misses += 1;
                         } else {
                             c.read_hits.fetch_add(1, Relaxed);
+                            tally.hits += 1;
                             c.served_pieces.fetch_add(1, Relaxed);
                             c.served_bytes.fetch_add(p.len as u64, Relaxed);
                         }
@@ -455,8 +526,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             self.hdd.read_at(b, p.hdd_seg * self.seg + p.within).map_err(|e| self.hdd_failed(e))?;
             c.read_misses.fetch_add(1, Relaxed);
             c.hdd_read.fetch_add(p.len as u64, Relaxed);
+            tally.misses += 1;
         }
-        Ok(())
+        Ok(tally)
     }
 
     /// Counts a cache-device error; enough of them (or a device that
@@ -514,7 +586,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// write-back mode (dirty); to the HDD only, dropping any cached copy, in
     /// invalidate mode; to the HDD and any cached copy otherwise.
     pub fn write(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        self.write_filled(data, offset, &[], &[])
+        self.write_filled(data, offset, &[], &[]).map(drop)
     }
 
     /// Invalidate mode: drops HDD segment `h` from the map now (under its
@@ -540,7 +612,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// from the HDD for this request: a write-through cache's write miss)
     /// are counted as misses, those in `dropped` (invalidated for this
     /// write by [`invalidate`](Self::invalidate)) as write hits.
-    pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
+    pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64], dropped: &[u64]) -> io::Result<Tally> {
         let mut pieces = self.pieces(offset, data.len())?;
         let invalidate = self.mode == WriteMode::Invalidate;
         // Pieces whose segment was cached when the write arrived.
@@ -580,7 +652,13 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         };
         let c = &self.counters;
         c.request_bytes.fetch_add(data.len() as u64, Relaxed);
+        let mut tally = Tally::default();
         for (p, &found) in pieces.iter().zip(&found) {
+            if found {
+                tally.hits += 1;
+            } else {
+                tally.misses += 1;
+            }
             let d = &data[p.pos..p.pos + p.len];
             let n = p.len as u64;
             if through || p.slot.is_none() {
@@ -616,7 +694,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 }
             }
         }
-        Ok(())
+        Ok(tally)
     }
 
     /// After a failed SSD write to slot `s` (caching `h`, whose lock the

@@ -14,6 +14,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::extents::{self, Extent};
+
 /// A fixed-size byte-addressed device with a durability barrier.
 ///
 /// Writes that have returned are visible to later reads at once, but only
@@ -33,6 +35,13 @@ pub trait BlockDevice: Send + Sync {
     fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()>;
     /// Makes every write that has returned durable.
     fn sync(&self) -> io::Result<()>;
+    /// The allocation of `offset..offset+len` (holes read as zeroes), at most
+    /// `max` extents covering the range or a nonempty prefix of it; see
+    /// [`crate::Backend::block_status`]. Default: all data.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let _ = (offset, max);
+        Ok(vec![Extent::data(len)])
+    }
 }
 
 impl<T: BlockDevice + ?Sized> BlockDevice for &T {
@@ -48,6 +57,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for &T {
     fn sync(&self) -> io::Result<()> {
         (**self).sync()
     }
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        (**self).extents(offset, len, max)
+    }
 }
 
 impl<T: BlockDevice + ?Sized> BlockDevice for Arc<T> {
@@ -62,6 +74,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Arc<T> {
     }
     fn sync(&self) -> io::Result<()> {
         (**self).sync()
+    }
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        (**self).extents(offset, len, max)
     }
 }
 
@@ -106,6 +121,10 @@ impl<D: BlockDevice> BlockDevice for Region<D> {
     }
     fn sync(&self) -> io::Result<()> {
         self.dev.sync()
+    }
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        check_range(self.len, offset, len as usize)?;
+        self.dev.extents(self.base + offset, len, max)
     }
 }
 
@@ -197,6 +216,11 @@ impl BlockDevice for FileDevice {
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
     }
+
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        check_range(self.size, offset, len as usize)?;
+        extents::file_extents(&self.file, offset, len, max)
+    }
 }
 
 fn shrunk(was: u64, now: u64) -> io::Error {
@@ -258,7 +282,20 @@ impl BlockDevice for MemDevice {
     fn sync(&self) -> io::Result<()> {
         Ok(())
     }
+
+    /// Blocks of [`MEM_HOLE_BLOCK`] bytes (aligned to the device's start,
+    /// the range's ends cut them) holding only zeroes are holes: what a
+    /// sparse file whose zero blocks were never written would report, so
+    /// tests of block status run on memory.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+        let data = self.lock();
+        check_range(data.len() as u64, offset, len as usize)?;
+        Ok(extents::zero_block_extents(&data, offset, len, MEM_HOLE_BLOCK, max))
+    }
 }
+
+/// The block size at which a [`MemDevice`] reports holes.
+pub const MEM_HOLE_BLOCK: u64 = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -287,6 +324,21 @@ mod tests {
         let e = dev.write_at(b"x", 100).unwrap_err();
         assert!(e.to_string().contains("shrank from 8192 to 0"), "{e}");
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn mem_device_reports_zero_blocks_as_holes() {
+        let dev = MemDevice::new(5 * 4096);
+        dev.write_at(&[1], 4096 + 7).unwrap();
+        let v = dev.extents(0, 5 * 4096, 10).unwrap();
+        assert_eq!(v, vec![Extent::hole(4096), Extent::data(4096), Extent::hole(3 * 4096)]);
+        assert_eq!(dev.extents(100, 4096, 1).unwrap(), vec![Extent::hole(3996)]);
+        assert_eq!(dev.extents(4100, 10, 10).unwrap(), vec![Extent::data(10)]);
+        assert!(dev.extents(5 * 4096, 1, 10).is_err());
+        // through a Region, shifted
+        let r = Region::new(&dev, 4096, 2 * 4096).unwrap();
+        assert_eq!(r.extents(0, 2 * 4096, 10).unwrap(), vec![Extent::data(4096), Extent::hole(4096)]);
+        assert!(r.extents(4096, 4097, 10).is_err());
     }
 
     #[test]

@@ -364,6 +364,11 @@ impl<D: BlockDevice> BlockDevice for InjectDevice<D> {
             Some(f) => Err(os_error(f)),
         }
     }
+
+    // Allocation is metadata, not device I/O: never faulted.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<crate::Extent>> {
+        self.inner.extents(offset, len, max)
+    }
 }
 
 // The tests parse specs, which needs the `engine` feature (units).

@@ -267,6 +267,11 @@ impl<D: BlockDevice, C: Clock> BlockDevice for ModelDevice<D, C> {
         self.lock().stats.syncs += 1;
         self.inner.sync()
     }
+
+    // Allocation is metadata (no seek modelled): the inner device's, at once.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<crate::Extent>> {
+        self.inner.extents(offset, len, max)
+    }
 }
 
 #[cfg(test)]

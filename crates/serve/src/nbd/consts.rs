@@ -20,6 +20,8 @@ pub const REQUEST_MAGIC: u32 = 0x2560_9513;
 pub const EXTENDED_REQUEST_MAGIC: u32 = 0x21e4_1c71;
 /// Magic of a simple reply.
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+/// Magic of a structured reply chunk (after `NBD_OPT_STRUCTURED_REPLY`).
+pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
 
 // --- handshake flags (server, 16 bits) ----------------------------------------
 
@@ -42,6 +44,7 @@ pub const FLAG_SEND_TRIM: u16 = 1 << 5;
 pub const FLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
 pub const FLAG_SEND_DF: u16 = 1 << 7;
 pub const FLAG_CAN_MULTI_CONN: u16 = 1 << 8;
+pub const FLAG_SEND_CACHE: u16 = 1 << 10;
 
 // --- options ------------------------------------------------------------------
 
@@ -52,12 +55,15 @@ pub const OPT_STARTTLS: u32 = 5;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
+pub const OPT_LIST_META_CONTEXT: u32 = 9;
+pub const OPT_SET_META_CONTEXT: u32 = 10;
 
 // --- option reply types ---------------------------------------------------------
 
 pub const REP_ACK: u32 = 1;
 pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
+pub const REP_META_CONTEXT: u32 = 4;
 /// Error replies have bit 31 set.
 pub const REP_FLAG_ERROR: u32 = 1 << 31;
 pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
@@ -96,6 +102,29 @@ pub const CMD_FLAG_DF: u16 = 1 << 2;
 pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
 pub const CMD_FLAG_FAST_ZERO: u16 = 1 << 4;
 
+// --- structured replies ---------------------------------------------------------------
+
+/// Structured reply flag: the last chunk of a reply.
+pub const REPLY_FLAG_DONE: u16 = 1 << 0;
+pub const REPLY_TYPE_NONE: u16 = 0;
+pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+pub const REPLY_TYPE_OFFSET_HOLE: u16 = 2;
+pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+/// Error chunk types have bit 15 set.
+pub const REPLY_TYPE_ERROR: u16 = (1 << 15) | 1;
+pub const REPLY_TYPE_ERROR_OFFSET: u16 = (1 << 15) | 2;
+
+// --- metadata contexts ---------------------------------------------------------------
+
+/// The one metadata context this server offers.
+pub const CONTEXT_BASE_ALLOCATION: &str = "base:allocation";
+/// Its id in `NBD_REP_META_CONTEXT` and block status chunks (any nonzero value;
+/// 0 is what `NBD_OPT_LIST_META_CONTEXT` replies carry).
+pub const CONTEXT_ID_BASE_ALLOCATION: u32 = 1;
+/// `base:allocation` status flags.
+pub const STATE_HOLE: u32 = 1 << 0;
+pub const STATE_ZERO: u32 = 1 << 1;
+
 // --- error values of the reply's error field ---------------------------------------
 
 pub const EPERM: u32 = 1;
@@ -131,5 +160,12 @@ pub const OPTION_REPLY_HEADER_LEN: usize = 20;
 pub const REQUEST_HEADER_LEN: usize = 28;
 /// Simple reply header: magic, error, cookie.
 pub const SIMPLE_REPLY_LEN: usize = 16;
+/// Structured reply chunk header: magic, flags, type, cookie, length.
+pub const CHUNK_HEADER_LEN: usize = 20;
+/// An `NBD_REPLY_TYPE_OFFSET_DATA` chunk's header and offset, before its data.
+pub const OFFSET_DATA_HEADER_LEN: usize = CHUNK_HEADER_LEN + 8;
+/// Most extents one block status reply carries (a reply may cover less than
+/// asked; the client asks again from where it stops).
+pub const MAX_EXTENTS: usize = 4096;
 /// Reserved zeroes after the `NBD_OPT_EXPORT_NAME` reply unless NO_ZEROES.
 pub const EXPORT_NAME_ZEROES: usize = 124;

@@ -8,9 +8,20 @@
 //! What the server offers: handshake flags `FIXED_NEWSTYLE | NO_ZEROES`; the
 //! options `EXPORT_NAME`, `ABORT`, `LIST`, `INFO` and `GO` (answering
 //! `NBD_INFO_EXPORT`, `NBD_INFO_BLOCK_SIZE`, and `NBD_INFO_NAME` /
-//! `NBD_INFO_DESCRIPTION` when asked); `STARTTLS` when built
-//! [`with_tls`](Negotiation::with_tls) (see [`TlsMode`]); everything else,
-//! `STRUCTURED_REPLY` included, gets `NBD_REP_ERR_UNSUP`.
+//! `NBD_INFO_DESCRIPTION` when asked), `STRUCTURED_REPLY`, and
+//! `LIST_META_CONTEXT` / `SET_META_CONTEXT` with the one context
+//! `base:allocation` (see [`super::meta_context`]); `STARTTLS` when built
+//! [`with_tls`](Negotiation::with_tls) (see [`TlsMode`]); everything else
+//! (`STARTTLS` too without TLS) gets `NBD_REP_ERR_UNSUP`. What was negotiated for
+//! the transmission phase is [`Negotiation::session`].
+//!
+//! Metadata contexts, as the spec has them: both options need structured
+//! replies first (else `NBD_REP_ERR_INVALID`); an unknown export is
+//! `NBD_REP_ERR_UNKNOWN`; every `SET` replaces the selection, even one that
+//! fails; the selection counts only if the client then enters transmission
+//! on the export the last `SET` named. Transmission flags add `SEND_DF`
+//! once structured replies are on (reads are one chunk, so DF always holds)
+//! and never before (the spec forbids it).
 //!
 //! TLS stays I/O-free too: `STARTTLS` is answered with an ACK and
 //! [`Progress::StartTls`]; the caller runs the TLS handshake on its socket,
@@ -30,6 +41,8 @@
 //!   an error) it ends the connection.
 
 use super::consts::*;
+use super::meta_context::{parse_meta_request, selects_allocation, MetaRequest};
+use super::structured::Session;
 
 /// What the negotiation needs to know about one export.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +173,9 @@ pub enum ClientOption<'a> {
     List,
     Info(InfoRequest<'a>),
     Go(InfoRequest<'a>),
+    StructuredReply,
+    ListMetaContext(MetaRequest<'a>),
+    SetMetaContext(MetaRequest<'a>),
     /// Any option this server does not implement (answered `NBD_REP_ERR_UNSUP`).
     Unsupported(u32),
 }
@@ -186,6 +202,10 @@ pub fn parse_option(opt: u32, data: &[u8]) -> Result<ClientOption<'_>, InvalidOp
             let req = parse_info_request(data)?;
             Ok(if opt == OPT_INFO { ClientOption::Info(req) } else { ClientOption::Go(req) })
         }
+        OPT_STRUCTURED_REPLY if data.is_empty() => Ok(ClientOption::StructuredReply),
+        OPT_STRUCTURED_REPLY => Err(InvalidOption("NBD_OPT_STRUCTURED_REPLY takes no data")),
+        OPT_LIST_META_CONTEXT => Ok(ClientOption::ListMetaContext(parse_meta_request(data)?)),
+        OPT_SET_META_CONTEXT => Ok(ClientOption::SetMetaContext(parse_meta_request(data)?)),
         other => Ok(ClientOption::Unsupported(other)),
     }
 }
@@ -261,6 +281,13 @@ pub struct Negotiation<'e> {
     /// The TLS session is up (options now arrive decrypted).
     tls_active: bool,
     out: Vec<u8>,
+    /// `NBD_OPT_STRUCTURED_REPLY` was acknowledged.
+    structured: bool,
+    /// The last `SET_META_CONTEXT`'s export and whether it selected
+    /// `base:allocation`; `None` before one, or after one that failed.
+    contexts: Option<(usize, bool)>,
+    /// What the transmission phase runs with (set on entering it).
+    session: Session,
 }
 
 impl<'e> Negotiation<'e> {
@@ -273,18 +300,31 @@ impl<'e> Negotiation<'e> {
     pub fn with_tls(exports: &'e [ExportInfo], tls: TlsMode) -> Self {
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(&greeting());
-        Negotiation { exports, state: State::ClientFlags, no_zeroes: false, tls, tls_active: false, out }
+        Negotiation {
+            exports,
+            state: State::ClientFlags,
+            no_zeroes: false,
+            tls,
+            tls_active: false,
+            out,
+            structured: false,
+            contexts: None,
+            session: Session::default(),
+        }
     }
 
     /// The TLS handshake after [`Progress::StartTls`] succeeded: options are
     /// read again, now over TLS. Nothing an option negotiated in clear text
-    /// may survive this (the spec, and nbdkit's CVE-2021-3716): option state
-    /// added to this machine (structured replies, meta contexts) must be
-    /// reset here. The client flags are not an option and stay.
+    /// survives this (the spec, and nbdkit's CVE-2021-3716): structured
+    /// replies and the metadata context selection are forgotten. The client
+    /// flags are not an option and stay.
     pub fn tls_started(&mut self) {
         if self.state == State::AwaitingTls {
             self.tls_active = true;
             self.state = State::OptionHeader;
+            self.structured = false;
+            self.contexts = None;
+            self.session = Session::default();
         }
     }
 
@@ -317,6 +357,73 @@ impl<'e> Negotiation<'e> {
     /// Whether the client asked for no trailing zeroes.
     pub fn no_zeroes(&self) -> bool {
         self.no_zeroes
+    }
+
+    /// What the client negotiated for the transmission phase (structured
+    /// replies, the `base:allocation` context); meaningful once `feed`
+    /// returned [`Progress::Transmit`].
+    pub fn session(&self) -> Session {
+        self.session
+    }
+
+    /// Forgets structured replies and metadata contexts, as the spec asks
+    /// after a successful `NBD_OPT_STARTTLS`.
+    pub fn forget_options(&mut self) {
+        self.structured = false;
+        self.contexts = None;
+    }
+
+    /// Export `i`'s transmission flags for this client: `SEND_DF` only with
+    /// structured replies.
+    fn flags(&self, i: usize) -> u16 {
+        let f = self.exports[i].flags & !FLAG_SEND_DF;
+        if self.structured {
+            f | FLAG_SEND_DF
+        } else {
+            f
+        }
+    }
+
+    /// Enters transmission on export `i`.
+    fn transmit(&mut self, i: usize) -> Progress {
+        let allocation = matches!(self.contexts, Some((e, true)) if e == i);
+        self.session =
+            Session { structured: self.structured, allocation: allocation.then_some(CONTEXT_ID_BASE_ALLOCATION) };
+        self.state = State::Done;
+        Progress::Transmit { export: i }
+    }
+
+    /// `LIST_META_CONTEXT` / `SET_META_CONTEXT` (see the module docs).
+    fn meta_context(&mut self, opt: u32, req: &MetaRequest<'_>) -> Progress {
+        let set = opt == OPT_SET_META_CONTEXT;
+        if set {
+            self.contexts = None;
+        }
+        if !self.structured {
+            let msg = b"negotiate NBD_OPT_STRUCTURED_REPLY first";
+            put_option_reply(&mut self.out, opt, REP_ERR_INVALID, &[msg]);
+            return Progress::Continue;
+        }
+        let Some(i) = self.find(req.name) else {
+            put_option_reply(&mut self.out, opt, REP_ERR_UNKNOWN, &[b"no export of that name"]);
+            return Progress::Continue;
+        };
+        match selects_allocation(req, set) {
+            Err(InvalidOption(msg)) => put_option_reply(&mut self.out, opt, REP_ERR_INVALID, &[msg.as_bytes()]),
+            Ok(allocation) => {
+                if allocation {
+                    // LIST replies carry id 0 (reserved); SET replies the real one.
+                    let id = if set { CONTEXT_ID_BASE_ALLOCATION } else { 0 };
+                    let name = CONTEXT_BASE_ALLOCATION.as_bytes();
+                    put_option_reply(&mut self.out, opt, REP_META_CONTEXT, &[&id.to_be_bytes(), name]);
+                }
+                if set {
+                    self.contexts = Some((i, allocation));
+                }
+                put_option_reply(&mut self.out, opt, REP_ACK, &[]);
+            }
+        }
+        Progress::Continue
     }
 
     /// Consumes exactly [`need`](Self::need) bytes.
@@ -404,6 +511,9 @@ impl<'e> Negotiation<'e> {
         let parsed = match parse_option(opt, data) {
             Ok(p) => p,
             Err(InvalidOption(msg)) => {
+                if opt == OPT_SET_META_CONTEXT {
+                    self.contexts = None; // replaced even when the SET fails
+                }
                 put_option_reply(&mut self.out, opt, REP_ERR_INVALID, &[msg.as_bytes()]);
                 return Ok(Progress::Continue);
             }
@@ -418,14 +528,14 @@ impl<'e> Negotiation<'e> {
                     self.state = State::Done;
                     return Err(HandshakeError::UnknownExport(String::from_utf8_lossy(name).into_owned()));
                 };
-                let e = &self.exports[i];
-                self.out.extend_from_slice(&e.size.to_be_bytes());
-                self.out.extend_from_slice(&e.flags.to_be_bytes());
+                let size = self.exports[i].size;
+                let flags = self.flags(i);
+                self.out.extend_from_slice(&size.to_be_bytes());
+                self.out.extend_from_slice(&flags.to_be_bytes());
                 if !self.no_zeroes {
                     self.out.extend_from_slice(&[0u8; EXPORT_NAME_ZEROES]);
                 }
-                self.state = State::Done;
-                Ok(Progress::Transmit { export: i })
+                Ok(self.transmit(i))
             }
             ClientOption::Abort => {
                 put_option_reply(&mut self.out, opt, REP_ACK, &[]);
@@ -447,6 +557,7 @@ impl<'e> Negotiation<'e> {
                     put_option_reply(&mut self.out, opt, REP_ERR_UNKNOWN, &[msg]);
                     return Ok(Progress::Continue);
                 };
+                let flags = self.flags(i);
                 let e = &self.exports[i];
                 let (mut name, mut description) = (false, false);
                 for info in req.infos() {
@@ -459,7 +570,7 @@ impl<'e> Negotiation<'e> {
                 let mut export = [0u8; 12];
                 export[0..2].copy_from_slice(&INFO_EXPORT.to_be_bytes());
                 export[2..10].copy_from_slice(&e.size.to_be_bytes());
-                export[10..12].copy_from_slice(&e.flags.to_be_bytes());
+                export[10..12].copy_from_slice(&flags.to_be_bytes());
                 put_option_reply(&mut self.out, opt, REP_INFO, &[&export]);
                 let mut bs = [0u8; 14];
                 bs[0..2].copy_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
@@ -476,12 +587,17 @@ impl<'e> Negotiation<'e> {
                 }
                 put_option_reply(&mut self.out, opt, REP_ACK, &[]);
                 if opt == OPT_GO {
-                    self.state = State::Done;
-                    Ok(Progress::Transmit { export: i })
+                    Ok(self.transmit(i))
                 } else {
                     Ok(Progress::Continue)
                 }
             }
+            ClientOption::StructuredReply => {
+                self.structured = true;
+                put_option_reply(&mut self.out, opt, REP_ACK, &[]);
+                Ok(Progress::Continue)
+            }
+            ClientOption::ListMetaContext(req) | ClientOption::SetMetaContext(req) => Ok(self.meta_context(opt, &req)),
             ClientOption::Unsupported(_) => {
                 put_option_reply(&mut self.out, opt, REP_ERR_UNSUP, &[b"option not supported"]);
                 Ok(Progress::Continue)
@@ -673,7 +789,8 @@ mod tests {
         assert_eq!(parse_option(OPT_ABORT, b""), Ok(ClientOption::Abort));
         assert_eq!(parse_option(OPT_LIST, b""), Ok(ClientOption::List));
         assert!(parse_option(OPT_LIST, b"x").is_err());
-        assert_eq!(parse_option(OPT_STRUCTURED_REPLY, b""), Ok(ClientOption::Unsupported(OPT_STRUCTURED_REPLY)));
+        assert_eq!(parse_option(OPT_STRUCTURED_REPLY, b""), Ok(ClientOption::StructuredReply));
+        assert!(parse_option(OPT_STRUCTURED_REPLY, b"x").is_err());
         assert_eq!(parse_option(OPT_STARTTLS, b""), Ok(ClientOption::Unsupported(OPT_STARTTLS)));
         assert_eq!(parse_option(0xdead, b"zz"), Ok(ClientOption::Unsupported(0xdead)));
     }
@@ -743,7 +860,7 @@ mod tests {
         let ex = exports();
         let mut n = started(&ex, FLAG_C_FIXED_NEWSTYLE);
         assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"nope", &[])), Ok(Progress::Continue));
-        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b"junk"), Ok(Progress::Continue));
         assert_eq!(run_option(&mut n, OPT_STARTTLS, b""), Ok(Progress::Continue));
         assert_eq!(run_option(&mut n, 77, b"abc"), Ok(Progress::Continue));
         assert_eq!(run_option(&mut n, OPT_LIST, b"junk"), Ok(Progress::Continue));
@@ -754,7 +871,7 @@ mod tests {
             kinds,
             vec![
                 (OPT_GO, REP_ERR_UNKNOWN),
-                (OPT_STRUCTURED_REPLY, REP_ERR_UNSUP),
+                (OPT_STRUCTURED_REPLY, REP_ERR_INVALID),
                 (OPT_STARTTLS, REP_ERR_UNSUP),
                 (77, REP_ERR_UNSUP),
                 (OPT_LIST, REP_ERR_INVALID),
@@ -900,11 +1017,155 @@ mod tests {
         let mut n = tls_started_with(&ex, TlsMode::On);
         assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"", &[])), Ok(Progress::Transmit { export: 0 }));
         assert!(!n.tls_active());
+        // structured replies and a context chosen in clear text are forgotten at the upgrade
+        let mut n = tls_started_with(&ex, TlsMode::On);
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        let d = meta_data(b"disk", &[b"base:allocation"]);
+        assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
+        n.clear_output();
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(export_flags(n.output()) & FLAG_SEND_DF, 0);
+        assert_eq!(n.session(), Session::default());
+        // ... and negotiated again over TLS, they count
+        let mut n = tls_started_with(&ex, TlsMode::Require);
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(n.session(), Session { structured: true, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) });
         // off: STARTTLS is unsupported, and tls_started does nothing
         let mut n = tls_started_with(&ex, TlsMode::Off);
         assert_eq!(run_option(&mut n, OPT_STARTTLS, b""), Ok(Progress::Continue));
         assert_eq!(replies(n.output())[0].reply, REP_ERR_UNSUP);
         n.tls_started();
         assert!(!n.tls_active());
+    }
+
+    fn meta_data(name: &[u8], queries: &[&[u8]]) -> Vec<u8> {
+        let mut v = (name.len() as u32).to_be_bytes().to_vec();
+        v.extend_from_slice(name);
+        v.extend_from_slice(&(queries.len() as u32).to_be_bytes());
+        for q in queries {
+            v.extend_from_slice(&(q.len() as u32).to_be_bytes());
+            v.extend_from_slice(q);
+        }
+        v
+    }
+
+    fn kinds(out: &[u8]) -> Vec<u32> {
+        replies(out).iter().map(|r| r.reply).collect()
+    }
+
+    /// The `NBD_INFO_EXPORT` flags of a GO/INFO reply.
+    fn export_flags(out: &[u8]) -> u16 {
+        let r = replies(out);
+        let e = r.iter().find(|r| r.reply == REP_INFO && r.data[0..2] == INFO_EXPORT.to_be_bytes()).unwrap();
+        u16::from_be_bytes([e.data[10], e.data[11]])
+    }
+
+    #[test]
+    fn meta_context_needs_structured_replies_first() {
+        let ex = exports();
+        let mut n = started(&ex, FLAG_C_FIXED_NEWSTYLE);
+        let d = meta_data(b"disk", &[b"base:allocation"]);
+        for opt in [OPT_LIST_META_CONTEXT, OPT_SET_META_CONTEXT] {
+            assert_eq!(run_option(&mut n, opt, &d), Ok(Progress::Continue));
+            assert_eq!(kinds(n.output()), vec![REP_ERR_INVALID]);
+            n.clear_output();
+        }
+        // without structured replies no DF, no context
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(export_flags(n.output()) & FLAG_SEND_DF, 0);
+        assert_eq!(n.session(), Session::default());
+    }
+
+    #[test]
+    fn structured_set_and_go() {
+        let ex = exports();
+        let mut n = started(&ex, FLAG_C_FIXED_NEWSTYLE);
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        assert_eq!(kinds(n.output()), vec![REP_ACK]);
+        n.clear_output();
+        // LIST with no query lists base:allocation with id 0
+        assert_eq!(run_option(&mut n, OPT_LIST_META_CONTEXT, &meta_data(b"disk", &[])), Ok(Progress::Continue));
+        let r = replies(n.output());
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].reply, r[0].data), (REP_META_CONTEXT, &b"\0\0\0\0base:allocation"[..]));
+        assert_eq!(r[1].reply, REP_ACK);
+        n.clear_output();
+        // SET selects it with a nonzero id
+        let d = meta_data(b"disk", &[b"qemu:dirty-bitmap:a", b"base:allocation"]);
+        assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
+        let r = replies(n.output());
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].reply, REP_META_CONTEXT);
+        assert_eq!(&r[0].data[0..4], &CONTEXT_ID_BASE_ALLOCATION.to_be_bytes());
+        assert_eq!(&r[0].data[4..], b"base:allocation");
+        n.clear_output();
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(export_flags(n.output()), FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_DF);
+        assert_eq!(n.session(), Session { structured: true, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) });
+    }
+
+    #[test]
+    fn meta_context_selection_rules() {
+        let ex = exports();
+        let structured = |ex| {
+            let mut n = started(ex, FLAG_C_FIXED_NEWSTYLE);
+            assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+            n.clear_output();
+            n
+        };
+        let set = |n: &mut Negotiation, name: &[u8], qs: &[&[u8]]| {
+            assert_eq!(run_option(n, OPT_SET_META_CONTEXT, &meta_data(name, qs)), Ok(Progress::Continue));
+            let k = kinds(n.output());
+            n.clear_output();
+            k
+        };
+        let go = |n: &mut Negotiation, name: &[u8]| {
+            assert!(matches!(run_option(n, OPT_GO, &info_data(name, &[])), Ok(Progress::Transmit { .. })));
+            n.session().allocation
+        };
+        // unknown contexts, base: and no query select nothing (ACK only)
+        let mut n = structured(&ex);
+        assert_eq!(set(&mut n, b"disk", &[b"base:other", b"x-a:b", b"base:"]), vec![REP_ACK]);
+        assert_eq!(set(&mut n, b"disk", &[]), vec![REP_ACK]);
+        assert_eq!(go(&mut n, b"disk"), None);
+        // a later SET replaces an earlier one, even when it fails
+        let mut n = structured(&ex);
+        assert_eq!(set(&mut n, b"disk", &[b"base:allocation"]), vec![REP_META_CONTEXT, REP_ACK]);
+        assert_eq!(set(&mut n, b"disk", &[b"nonamespace"]), vec![REP_ERR_INVALID]);
+        assert_eq!(go(&mut n, b"disk"), None);
+        let mut n = structured(&ex);
+        assert_eq!(set(&mut n, b"disk", &[b"base:allocation"]), vec![REP_META_CONTEXT, REP_ACK]);
+        assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, b"\0\0"), Ok(Progress::Continue)); // malformed
+        assert_eq!(kinds(n.output()), vec![REP_ERR_INVALID]);
+        n.clear_output();
+        assert_eq!(go(&mut n, b"disk"), None);
+        // an unknown export: UNKNOWN, and the selection is gone
+        let mut n = structured(&ex);
+        assert_eq!(set(&mut n, b"disk", &[b"base:allocation"]), vec![REP_META_CONTEXT, REP_ACK]);
+        assert_eq!(set(&mut n, b"nope", &[b"base:allocation"]), vec![REP_ERR_UNKNOWN]);
+        assert_eq!(go(&mut n, b"disk"), None);
+        // selected for one export, transmission on another: no context
+        let mut n = structured(&ex);
+        assert_eq!(set(&mut n, b"two", &[b"base:allocation"]), vec![REP_META_CONTEXT, REP_ACK]);
+        assert_eq!(go(&mut n, b"disk"), None);
+        // the default name selects the default export, and EXPORT_NAME keeps the context
+        let mut n = structured(&ex);
+        assert_eq!(set(&mut n, b"", &[b"base:allocation"]), vec![REP_META_CONTEXT, REP_ACK]);
+        assert_eq!(run_option(&mut n, OPT_EXPORT_NAME, b"disk"), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(n.session().allocation, Some(CONTEXT_ID_BASE_ALLOCATION));
+        assert_eq!(&n.output()[8..10], &(FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_DF).to_be_bytes());
+        // LIST never changes the selection; forget_options (STARTTLS) drops everything
+        let mut n = structured(&ex);
+        assert_eq!(set(&mut n, b"disk", &[b"base:allocation"]), vec![REP_META_CONTEXT, REP_ACK]);
+        assert_eq!(run_option(&mut n, OPT_LIST_META_CONTEXT, &meta_data(b"disk", &[b"x-y:z"])), Ok(Progress::Continue));
+        assert_eq!(kinds(n.output()), vec![REP_ACK]);
+        n.clear_output();
+        n.forget_options();
+        assert_eq!(go(&mut n, b"disk"), None);
+        assert!(!n.session().structured);
     }
 }

@@ -4,14 +4,19 @@
 //! [`Backend`](crate::backend::Backend).
 //!
 //! Reference: the protocol document of the NetworkBlockDevice/nbd project
-//! (`doc/proto.md`). Not implemented: oldstyle negotiation, TLS, structured
-//! replies, metadata contexts / block status, extended headers, NBD_CMD_CACHE,
-//! fast zero, resize. Options and commands for them are answered with
+//! (`doc/proto.md`). Structured replies ([`structured`]), the
+//! `base:allocation` metadata context ([`meta_context`]) with
+//! `NBD_CMD_BLOCK_STATUS`, and `NBD_CMD_CACHE` are implemented. Not
+//! implemented: oldstyle negotiation, TLS, extended headers, fast zero,
+//! resize. Options and commands for them are answered with
 //! `NBD_REP_ERR_UNSUP` / `EINVAL` as the spec asks.
 
 pub mod consts;
 pub mod handshake;
+pub mod meta_context;
 pub mod request;
+pub mod structured;
 
 pub use handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
 pub use request::{decide, execute, parse_request_header, Command, Decision, ExportParams, RequestHeader};
+pub use structured::Session;

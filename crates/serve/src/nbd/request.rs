@@ -4,8 +4,9 @@
 //! The flow for one request is [`parse_request_header`] → [`decide`] (pure:
 //! what to do, including which error to answer, and how many payload bytes
 //! follow on the wire) → [`execute`] (runs a validated command, builds the
-//! whole reply). Only simple replies exist here: structured replies are not
-//! negotiated, so a failed READ gets an error header and no data, and the
+//! whole reply). Replies are simple ones, or structured chunks when the
+//! client negotiated them ([`Session`]; see [`super::structured`]); a failed
+//! READ gets an error header (or error chunk) and no data, and the
 //! connection goes on.
 //!
 //! Error choices (the spec's SHOULDs where it has them): out-of-range WRITE
@@ -15,9 +16,15 @@
 //! `SEND_FUA` is advertised); a READ longer than the maximum block size →
 //! EINVAL; a WRITE longer than it → EINVAL and then the connection closes,
 //! because its payload is not read. FLUSH ignores its offset and length
-//! fields (reserved, zero from every known client).
+//! fields (reserved, zero from every known client). DF on a READ only with
+//! structured replies (it is advertised only then). CACHE: FUA only, in
+//! bounds, at most the maximum block size (the spec's limit for it), allowed
+//! on a read-only export (it reads). BLOCK_STATUS: only once a context was
+//! negotiated, flags FUA and REQ_ONE, in bounds, not of length 0 (no
+//! descriptor could describe it), any length up to 4 GiB (no payload).
 
 use super::consts::*;
+use super::structured::{self, Session};
 use crate::backend::Backend;
 use std::io;
 
@@ -80,6 +87,17 @@ pub struct ExportParams {
     pub size: u64,
     pub max_block: u32,
     pub read_only: bool,
+    /// Structured replies are on: READ takes `NBD_CMD_FLAG_DF`.
+    pub structured: bool,
+    /// A metadata context is selected: BLOCK_STATUS is valid.
+    pub block_status: bool,
+}
+
+impl ExportParams {
+    /// The parameters of a connection on this export that negotiated `session`.
+    pub fn for_session(self, session: &Session) -> Self {
+        ExportParams { structured: session.structured, block_status: session.allocation.is_some(), ..self }
+    }
 }
 
 /// A validated command.
@@ -106,6 +124,17 @@ pub enum Command {
         len: u32,
         no_hole: bool,
         fua: bool,
+    },
+    /// `NBD_CMD_CACHE`: bring the range in (a hint).
+    Cache {
+        offset: u64,
+        len: u32,
+    },
+    /// `NBD_CMD_BLOCK_STATUS` for `base:allocation`.
+    BlockStatus {
+        offset: u64,
+        len: u32,
+        req_one: bool,
     },
 }
 
@@ -155,7 +184,8 @@ pub fn decide(h: &RequestHeader, ex: &ExportParams) -> Decision {
     let reject = |errno| Decision::Reject { errno, discard: 0 };
     match h.kind {
         CMD_READ => {
-            if !flags_ok(CMD_FLAG_FUA) || len > ex.max_block || !in_bounds(offset, len, ex.size) {
+            let df = if ex.structured { CMD_FLAG_DF } else { 0 };
+            if !flags_ok(CMD_FLAG_FUA | df) || len > ex.max_block || !in_bounds(offset, len, ex.size) {
                 reject(EINVAL)
             } else {
                 Decision::Execute(Command::Read { offset, len })
@@ -194,8 +224,27 @@ pub fn decide(h: &RequestHeader, ex: &ExportParams) -> Decision {
                 Decision::Execute(Command::Trim { offset, len, fua })
             }
         }
-        // FLUSH with bad flags, CACHE, BLOCK_STATUS and anything unknown. Only
-        // WRITE carries a payload, so there is nothing to discard.
+        CMD_CACHE => {
+            if !flags_ok(CMD_FLAG_FUA) || len > ex.max_block || !in_bounds(offset, len, ex.size) {
+                reject(EINVAL)
+            } else {
+                Decision::Execute(Command::Cache { offset, len })
+            }
+        }
+        CMD_BLOCK_STATUS => {
+            if !ex.block_status
+                || !flags_ok(CMD_FLAG_FUA | CMD_FLAG_REQ_ONE)
+                || len == 0
+                || !in_bounds(offset, len, ex.size)
+            {
+                reject(EINVAL)
+            } else {
+                let req_one = h.flags & CMD_FLAG_REQ_ONE != 0;
+                Decision::Execute(Command::BlockStatus { offset, len, req_one })
+            }
+        }
+        // FLUSH with bad flags and anything unknown. Only WRITE carries a
+        // payload, so there is nothing to discard.
         _ => reject(EINVAL),
     }
 }
@@ -254,24 +303,114 @@ pub fn errno_of(e: &io::Error) -> u32 {
     }
 }
 
-/// Runs a validated command and returns the complete reply (header, plus the
-/// data for a successful read). `payload` is the write data (exactly
-/// `len` bytes for a write, ignored otherwise).
-///
-/// The one allocation is the reply buffer: 16 bytes, or 16 + `len` for a read,
-/// where `len` has been checked against the maximum block size by [`decide`].
+/// The reply to a request refused (or failed) with `errno`: a simple reply,
+/// or with structured replies an `NBD_REPLY_TYPE_ERROR` chunk (required for
+/// a READ, preferred by the spec for the rest).
+pub fn error_reply(session: &Session, cookie: u64, errno: u32) -> Vec<u8> {
+    if session.structured {
+        structured::error_chunk(cookie, errno)
+    } else {
+        simple_reply(cookie, errno).to_vec()
+    }
+}
+
+/// Bytes in front of a successful read's data: a simple reply header, or an
+/// `OFFSET_DATA` chunk's header and offset.
+pub fn read_header_len(session: &Session) -> usize {
+    if session.structured {
+        OFFSET_DATA_HEADER_LEN
+    } else {
+        SIMPLE_REPLY_LEN
+    }
+}
+
+/// The reply to a successful read whose `len` bytes sit in
+/// `buf[read_header_len..][..len]`: writes the header in front and returns
+/// how many bytes of `buf` to send. A zero-length structured read cannot be
+/// a data chunk (it must carry a byte): it is a lone NONE chunk, rewritten
+/// into `buf` (which then holds at least its 20 bytes).
+pub fn finish_read(session: &Session, buf: &mut [u8], cookie: u64, offset: u64, len: u32) -> usize {
+    if !session.structured {
+        put_simple_reply(&mut buf[..SIMPLE_REPLY_LEN], cookie, 0);
+        SIMPLE_REPLY_LEN + len as usize
+    } else if len == 0 {
+        let none = structured::none_chunk(cookie);
+        buf[..none.len()].copy_from_slice(&none);
+        none.len()
+    } else {
+        structured::put_offset_data_header(buf, cookie, offset, len);
+        OFFSET_DATA_HEADER_LEN + len as usize
+    }
+}
+
+/// The reply to a failed read: a simple error reply, or an
+/// `NBD_REPLY_TYPE_ERROR_OFFSET` at the read's offset (no data went out).
+pub fn read_failed(session: &Session, cookie: u64, offset: u64, errno: u32) -> Vec<u8> {
+    if session.structured {
+        structured::error_offset_chunk(cookie, errno, offset)
+    } else {
+        simple_reply(cookie, errno).to_vec()
+    }
+}
+
+/// Runs a block status query and builds its reply chunk (`allocation` is the
+/// negotiated context id). The backend's extents are checked: they must
+/// cover at least one byte from the offset, else it is an EIO.
+pub fn block_status_reply(
+    backend: &dyn Backend,
+    cookie: u64,
+    allocation: u32,
+    offset: u64,
+    len: u32,
+    req_one: bool,
+) -> io::Result<Vec<u8>> {
+    let max = if req_one { 1 } else { MAX_EXTENTS };
+    let extents = backend.block_status(offset, len as u64, max)?;
+    let d = structured::descriptors(&extents, len, req_one);
+    if d.is_empty() {
+        return Err(io::Error::other("the backend reported no extent"));
+    }
+    Ok(structured::block_status_chunk(cookie, allocation, &d))
+}
+
+/// [`execute_in`] for a connection without structured replies.
 pub fn execute(backend: &dyn Backend, cmd: &Command, cookie: u64, payload: &[u8]) -> Vec<u8> {
+    execute_in(&Session::default(), backend, cmd, cookie, payload)
+}
+
+/// Runs a validated command and returns the complete reply (header, plus the
+/// data for a successful read) as `session` has replies. `payload` is the
+/// write data (exactly `len` bytes for a write, ignored otherwise).
+///
+/// The one allocation is the reply buffer: a header, or a header plus `len`
+/// for a read, where `len` has been checked against the maximum block size
+/// by [`decide`], or a block status chunk of at most [`MAX_EXTENTS`].
+pub fn execute_in(session: &Session, backend: &dyn Backend, cmd: &Command, cookie: u64, payload: &[u8]) -> Vec<u8> {
     let result = match *cmd {
         Command::Read { offset, len } => {
-            let mut buf = vec![0u8; SIMPLE_REPLY_LEN + len as usize];
-            match backend.read_at(&mut buf[SIMPLE_REPLY_LEN..], offset) {
+            let head = read_header_len(session);
+            let mut buf = vec![0u8; (head + len as usize).max(CHUNK_HEADER_LEN)];
+            match backend.read_at(&mut buf[head..head + len as usize], offset) {
                 Ok(()) => {
-                    put_simple_reply(&mut buf, cookie, 0);
+                    let n = finish_read(session, &mut buf, cookie, offset, len);
+                    buf.truncate(n);
                     return buf;
                 }
+                Err(e) => {
+                    log::debug!("{cmd:?} failed: {e}");
+                    return read_failed(session, cookie, offset, errno_of(&e));
+                }
+            }
+        }
+        Command::BlockStatus { offset, len, req_one } => {
+            // decide admits BLOCK_STATUS only with a context, so `allocation` is set.
+            let id = session.allocation.unwrap_or(CONTEXT_ID_BASE_ALLOCATION);
+            match block_status_reply(backend, cookie, id, offset, len, req_one) {
+                Ok(reply) => return reply,
                 Err(e) => Err(e),
             }
         }
+        Command::Cache { offset, len } => backend.cache(offset, len as u64),
         Command::Write { offset, len, fua } => {
             if payload.len() != len as usize {
                 Err(io::Error::new(io::ErrorKind::InvalidInput, "payload length mismatch"))
@@ -283,14 +422,13 @@ pub fn execute(backend: &dyn Backend, cmd: &Command, cookie: u64, payload: &[u8]
         Command::Trim { offset, len, fua } => backend.trim(offset, len as u64, fua),
         Command::WriteZeroes { offset, len, no_hole, fua } => backend.write_zeroes(offset, len as u64, no_hole, fua),
     };
-    let errno = match &result {
-        Ok(()) => 0,
+    match &result {
+        Ok(()) => simple_reply(cookie, 0).to_vec(),
         Err(e) => {
             log::debug!("{cmd:?} failed: {e}");
-            errno_of(e)
+            error_reply(session, cookie, errno_of(e))
         }
-    };
-    simple_reply(cookie, errno).to_vec()
+    }
 }
 
 #[cfg(test)]
@@ -298,7 +436,8 @@ mod tests {
     use super::*;
     use crate::backend::MemBackend;
 
-    const EX: ExportParams = ExportParams { size: 1 << 20, max_block: 1 << 16, read_only: false };
+    const EX: ExportParams =
+        ExportParams { size: 1 << 20, max_block: 1 << 16, read_only: false, structured: false, block_status: false };
 
     fn hdr(kind: u16, flags: u16, offset: u64, length: u32) -> RequestHeader {
         RequestHeader { flags, kind, cookie: 0x1122_3344_5566_7788, offset, length }
@@ -384,7 +523,7 @@ mod tests {
         let ro = ExportParams { read_only: true, ..EX };
         assert_eq!(decide(&hdr(CMD_TRIM, 0, 0, 1), &ro), Decision::Reject { errno: EPERM, discard: 0 });
         assert_eq!(decide(&hdr(CMD_WRITE_ZEROES, 0, 0, 1), &ro), Decision::Reject { errno: EPERM, discard: 0 });
-        for kind in [CMD_CACHE, CMD_BLOCK_STATUS, 8, 0xffff] {
+        for kind in [CMD_BLOCK_STATUS, 8, 0xffff] {
             assert_eq!(decide(&hdr(kind, 0, 0, 1), &EX), einval);
         }
     }
@@ -437,5 +576,82 @@ mod tests {
         assert!(m.contents().iter().all(|&b| b == 0));
         // a backend failure becomes an error reply without data
         assert_eq!(execute(&m, &Command::Read { offset: 60, len: 8 }, 8, &[]), simple_reply(8, EINVAL).to_vec());
+    }
+
+    #[test]
+    fn decide_structured_cache_and_block_status() {
+        let einval = Decision::Reject { errno: EINVAL, discard: 0 };
+        // DF only once structured replies are on
+        let st = ExportParams { structured: true, ..EX };
+        assert_eq!(decide(&hdr(CMD_READ, CMD_FLAG_DF, 0, 1), &EX), einval);
+        assert_eq!(
+            decide(&hdr(CMD_READ, CMD_FLAG_DF, 0, 1), &st),
+            Decision::Execute(Command::Read { offset: 0, len: 1 })
+        );
+        assert_eq!(decide(&hdr(CMD_READ, CMD_FLAG_REQ_ONE, 0, 1), &st), einval);
+        // CACHE: in bounds, max block, FUA only, fine on a read-only export
+        let ro = ExportParams { read_only: true, ..EX };
+        let cache = Decision::Execute(Command::Cache { offset: 0, len: 1 << 16 });
+        assert_eq!(decide(&hdr(CMD_CACHE, 0, 0, 1 << 16), &ro), cache);
+        assert_eq!(decide(&hdr(CMD_CACHE, CMD_FLAG_FUA, 0, 1 << 16), &EX), cache);
+        assert_eq!(decide(&hdr(CMD_CACHE, 0, 0, (1 << 16) + 1), &EX), einval);
+        assert_eq!(decide(&hdr(CMD_CACHE, 0, (1 << 20) - 1, 2), &EX), einval);
+        assert_eq!(decide(&hdr(CMD_CACHE, CMD_FLAG_DF, 0, 1), &st), einval);
+        assert!(matches!(decide(&hdr(CMD_CACHE, 0, 1 << 20, 0), &EX), Decision::Execute(_)));
+        // BLOCK_STATUS: only with a context; REQ_ONE; no zero length; bounds, not max block
+        let bs = ExportParams { structured: true, block_status: true, ..EX };
+        assert_eq!(decide(&hdr(CMD_BLOCK_STATUS, 0, 0, 512), &st), einval);
+        assert_eq!(
+            decide(&hdr(CMD_BLOCK_STATUS, CMD_FLAG_REQ_ONE, 0, 1 << 20), &bs),
+            Decision::Execute(Command::BlockStatus { offset: 0, len: 1 << 20, req_one: true })
+        );
+        assert_eq!(decide(&hdr(CMD_BLOCK_STATUS, 0, 0, 0), &bs), einval);
+        assert_eq!(decide(&hdr(CMD_BLOCK_STATUS, 0, 1, 1 << 20), &bs), einval);
+        assert_eq!(decide(&hdr(CMD_BLOCK_STATUS, 0, u64::MAX, 1), &bs), einval);
+        assert_eq!(decide(&hdr(CMD_BLOCK_STATUS, CMD_FLAG_DF, 0, 1), &bs), einval);
+        let s = Session { structured: true, allocation: Some(1) };
+        assert_eq!(EX.for_session(&s), bs);
+        assert_eq!(bs.for_session(&Session::default()), EX);
+    }
+
+    #[test]
+    fn execute_structured() {
+        use crate::nbd::structured::split_chunk;
+        let m = MemBackend::from_vec((0..64u8).collect());
+        let s = Session { structured: true, allocation: Some(1) };
+        // a read is one final OFFSET_DATA chunk with the same bytes as the simple reply
+        let r = execute_in(&s, &m, &Command::Read { offset: 3, len: 5 }, 3, &[]);
+        let (c, rest) = split_chunk(&r).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!((c.flags, c.kind, c.cookie), (REPLY_FLAG_DONE, REPLY_TYPE_OFFSET_DATA, 3));
+        assert_eq!(&c.payload[..8], &3u64.to_be_bytes());
+        assert_eq!(&c.payload[8..], &execute(&m, &Command::Read { offset: 3, len: 5 }, 3, &[])[16..]);
+        // zero-length read: NONE
+        let r = execute_in(&s, &m, &Command::Read { offset: 64, len: 0 }, 4, &[]);
+        let (c, rest) = split_chunk(&r).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!((c.flags, c.kind, c.payload.len()), (REPLY_FLAG_DONE, REPLY_TYPE_NONE, 0));
+        // a failed read: ERROR_OFFSET at its offset, no data
+        let r = execute_in(&s, &m, &Command::Read { offset: 60, len: 8 }, 5, &[]);
+        let (c, rest) = split_chunk(&r).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(c.kind, REPLY_TYPE_ERROR_OFFSET);
+        assert_eq!(c.error().unwrap().0, EINVAL);
+        assert_eq!(&c.payload[c.payload.len() - 8..], &60u64.to_be_bytes());
+        // a failed write: an ERROR chunk; a good one: a simple reply
+        let w = Command::Write { offset: 0, len: 3, fua: false };
+        let r = execute_in(&s, &m, &w, 6, b"ab");
+        let (c, _) = split_chunk(&r).unwrap();
+        assert_eq!((c.kind, c.error().unwrap().0), (REPLY_TYPE_ERROR, EINVAL));
+        assert_eq!(execute_in(&s, &m, &w, 7, b"abc"), simple_reply(7, 0).to_vec());
+        // cache: a simple success
+        assert_eq!(execute_in(&s, &m, &Command::Cache { offset: 0, len: 64 }, 8, &[]), simple_reply(8, 0).to_vec());
+        // block status of the default backend: one data extent of the request's length
+        let bs = Command::BlockStatus { offset: 8, len: 16, req_one: false };
+        let r = execute_in(&s, &m, &bs, 9, &[]);
+        let (c, _) = split_chunk(&r).unwrap();
+        assert_eq!(c.block_status(), Some((1, vec![(16, 0)])));
+        assert_eq!(c.flags, REPLY_FLAG_DONE);
+        assert_eq!(error_reply(&Session::default(), 1, EPERM), simple_reply(1, EPERM).to_vec());
     }
 }

@@ -53,6 +53,7 @@ use super::{stopped, Global, ServerConfig};
 use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::request::{self, Command, Decision, ExportParams};
+use crate::nbd::structured::Session;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::io::AsRawFd;
@@ -99,6 +100,8 @@ struct ConnStats {
     trim: u64,
     zeroes: u64,
     no_hole: u64,
+    cache: u64,
+    block_status: u64,
     errors: u64,
 }
 
@@ -121,6 +124,8 @@ impl ConnStats {
                 self.no_hole += no_hole as u64;
                 self.fua += fua as u64;
             }
+            Command::Cache { .. } => self.cache += 1,
+            Command::BlockStatus { .. } => self.block_status += 1,
         }
     }
 }
@@ -130,8 +135,18 @@ impl std::fmt::Display for ConnStats {
         let s = self;
         write!(
             f,
-            "requests={} read={} write={} fua={} flush={} trim={} zeroes={} no_hole={} errors={}",
-            s.requests, s.read, s.write, s.fua, s.flush, s.trim, s.zeroes, s.no_hole, s.errors
+            "requests={} read={} write={} fua={} flush={} trim={} zeroes={} no_hole={} cache={} block_status={} errors={}",
+            s.requests,
+            s.read,
+            s.write,
+            s.fua,
+            s.flush,
+            s.trim,
+            s.zeroes,
+            s.no_hole,
+            s.cache,
+            s.block_status,
+            s.errors
         )
     }
 }
@@ -248,6 +263,8 @@ pub(super) struct Conn {
     peer: Peer,
     backend: Arc<dyn Backend>,
     params: ExportParams,
+    /// Structured replies and metadata contexts the client negotiated.
+    session: Session,
     global: Arc<Global>,
     max_inflight: usize,
     /// The reading side's buffer and the stats, counted as requests are read
@@ -451,6 +468,7 @@ impl Conn {
             Decision::Reject { errno, discard } => {
                 rd.stats.requests += 1;
                 rd.stats.errors += 1;
+                self.global.rejected.fetch_add(1, Ordering::Relaxed);
                 match self.discard(rd, discard as usize) {
                     Ok(()) => Next::Job(Job::Reply { cookie: hdr.cookie, errno }),
                     Err(e) => {
@@ -464,6 +482,7 @@ impl Conn {
                 log::info!("{}: closing: request of {} bytes over the maximum block size", self.peer, hdr.length);
                 rd.stats.requests += 1;
                 rd.stats.errors += 1;
+                self.global.rejected.fetch_add(1, Ordering::Relaxed);
                 Next::Job(Job::Last { cookie: hdr.cookie, errno })
             }
         }
@@ -498,7 +517,7 @@ impl Conn {
                 self.release(buf, bytes);
             }
             Job::Reply { cookie, errno } | Job::Last { cookie, errno } => {
-                self.send(&request::simple_reply(cookie, errno))
+                self.send(&request::error_reply(&self.session, cookie, errno))
             }
         }
     }
@@ -506,18 +525,34 @@ impl Conn {
     /// Runs a command and sends its reply.
     fn run(&self, cmd: Command, cookie: u64, buf: &mut Vec<u8>) {
         let b = &*self.backend;
+        let session = &self.session;
         if let Command::Read { offset, len } = cmd {
-            let n = SIMPLE_REPLY_LEN + len as usize;
+            // The data is read in place behind the reply's header (simple or structured).
+            let head = request::read_header_len(session);
+            let n = (head + len as usize).max(CHUNK_HEADER_LEN);
             if buf.len() < n {
                 *buf = Vec::new();
                 *buf = vec![0u8; n];
             }
-            match self.call(&cmd, || b.read_at(&mut buf[SIMPLE_REPLY_LEN..n], offset)) {
+            match self.call(&cmd, || b.read_at(&mut buf[head..head + len as usize], offset)) {
                 0 => {
-                    request::put_simple_reply(&mut buf[..SIMPLE_REPLY_LEN], cookie, 0);
+                    let n = request::finish_read(session, buf, cookie, offset, len);
                     self.send(&buf[..n]);
                 }
-                errno => self.send(&request::simple_reply(cookie, errno)),
+                errno => self.send(&request::read_failed(session, cookie, offset, errno)),
+            }
+            return;
+        }
+        if let Command::BlockStatus { offset, len, req_one } = cmd {
+            let id = session.allocation.unwrap_or(CONTEXT_ID_BASE_ALLOCATION); // decide checked it is set
+            let mut reply = Vec::new();
+            let errno = self.call(&cmd, || {
+                reply = request::block_status_reply(b, cookie, id, offset, len, req_one)?;
+                Ok(())
+            });
+            match errno {
+                0 => self.send(&reply),
+                errno => self.send(&request::error_reply(session, cookie, errno)),
             }
             return;
         }
@@ -526,9 +561,13 @@ impl Conn {
             Command::Flush => b.flush(),
             Command::Trim { offset, len, fua } => b.trim(offset, len as u64, fua),
             Command::WriteZeroes { offset, len, no_hole, fua } => b.write_zeroes(offset, len as u64, no_hole, fua),
-            Command::Read { .. } => unreachable!("handled above"),
+            Command::Cache { offset, len } => b.cache(offset, len as u64),
+            Command::Read { .. } | Command::BlockStatus { .. } => unreachable!("handled above"),
         });
-        self.send(&request::simple_reply(cookie, errno));
+        match errno {
+            0 => self.send(&request::simple_reply(cookie, 0)),
+            errno => self.send(&request::error_reply(session, cookie, errno)),
+        }
     }
 
     /// A backend call's errno (0 on success); a panic is answered with EIO.
@@ -750,6 +789,7 @@ pub(super) struct Negotiated {
     pub id: u64,
     pub backend: Arc<dyn Backend>,
     pub params: ExportParams,
+    pub session: Session,
     pub activity: Arc<Activity>,
     /// Cancelled to evict the connection (stop reading, answer, close).
     pub kick: CancellationToken,
@@ -782,7 +822,8 @@ pub(super) async fn transmission(
         sock,
         peer: n.peer,
         backend: n.backend,
-        params: n.params,
+        params: n.params.for_session(&n.session),
+        session: n.session,
         global,
         max_inflight: config.max_inflight_requests,
         reader: Mutex::new(Reader { buf: Vec::new(), pos: 0, end: 0, stats: ConnStats::default() }),

@@ -4,9 +4,9 @@
 //! failing, first come first served, so a request needing the whole budget
 //! is not starved by a stream of small ones.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub(super) use crate::sync::lock;
@@ -122,7 +122,12 @@ pub(super) type Job = Box<dyn FnOnce(&mut Vec<u8>) + Send>;
 const IDLE_EXIT: Duration = Duration::from_secs(10);
 
 /// At most `max` worker threads, started on demand and shared by every
-/// connection. Jobs beyond them wait in a FIFO queue.
+/// connection, in fair shares: while `n` connections have jobs running or
+/// waiting, none is given a thread beyond ⌈max / (n + 1)⌉ of them, so one
+/// connection's flood of requests cannot take every thread (a share is kept
+/// free for a connection that arrives), and a waiting job whose connection
+/// runs fewer jobs goes first. A job beyond its share waits until one of
+/// its connection's own jobs ends, or the share grows.
 pub(super) struct Pool {
     inner: Arc<PoolInner>,
 }
@@ -136,6 +141,8 @@ struct PoolInner {
 struct PoolState {
     /// Jobs waiting for a thread, with the connection they are for.
     queue: VecDeque<(u64, Job)>,
+    /// Per connection with jobs running or waiting: (running, waiting).
+    owners: HashMap<u64, (usize, usize)>,
     threads: usize,
     peak: usize,
     /// Threads waiting for a job.
@@ -145,6 +152,48 @@ struct PoolState {
     closed: bool,
 }
 
+impl PoolState {
+    /// Most threads one connection may hold now.
+    fn share(&self, max: usize) -> usize {
+        max.div_ceil(self.owners.len() + 1).max(1)
+    }
+
+    /// Waiting jobs a thread may take now (within their connection's share).
+    fn runnable(&self, max: usize) -> usize {
+        let share = self.share(max);
+        self.owners.values().map(|&(running, waiting)| waiting.min(share.saturating_sub(running))).sum()
+    }
+
+    /// Takes the waiting job of the connection running the fewest, if it is
+    /// within its share (first queued among equals).
+    fn take(&mut self, max: usize) -> Option<(u64, Job)> {
+        let share = self.share(max);
+        let (i, running) = self
+            .queue
+            .iter()
+            .enumerate()
+            .map(|(i, (o, _))| (i, self.owners[o].0))
+            .min_by_key(|&(i, running)| (running, i))?;
+        if running >= share {
+            return None;
+        }
+        let (owner, job) = self.queue.remove(i)?;
+        let e = self.owners.get_mut(&owner).expect("a waiting job's connection is known");
+        e.0 += 1;
+        e.1 -= 1;
+        Some((owner, job))
+    }
+
+    /// A job of `owner` ended.
+    fn ended(&mut self, owner: u64) {
+        let e = self.owners.get_mut(&owner).expect("a running job's connection is known");
+        e.0 -= 1;
+        if *e == (0, 0) {
+            self.owners.remove(&owner);
+        }
+    }
+}
+
 impl Pool {
     pub(super) fn new(max: usize) -> Self {
         Pool {
@@ -152,6 +201,7 @@ impl Pool {
                 max,
                 state: Mutex::new(PoolState {
                     queue: VecDeque::new(),
+                    owners: HashMap::new(),
                     threads: 0,
                     peak: 0,
                     idle: 0,
@@ -163,39 +213,27 @@ impl Pool {
         }
     }
 
-    /// Runs `job` on a pool thread: an idle one, a new one while there are
-    /// fewer than the maximum, else the first that comes free.
+    /// Runs `job` on a pool thread, within its connection's share: an idle
+    /// thread, a new one while there are fewer than the maximum, else the
+    /// first that comes free.
     pub(super) fn submit(&self, owner: u64, job: Job) {
         let mut s = lock(&self.inner.state);
         if s.closed {
             return;
         }
         s.queue.push_back((owner, job));
-        if s.idle > s.signaled {
-            s.signaled += 1;
-            drop(s); // the woken thread takes the lock at once
-            self.inner.cv.notify_one();
-            return;
-        }
-        if s.threads >= self.inner.max {
-            return;
-        }
-        s.threads += 1;
-        s.peak = s.peak.max(s.threads);
-        drop(s);
-        let inner = self.inner.clone();
-        if let Err(e) = std::thread::Builder::new().name("nbd-worker".into()).spawn(move || worker(inner)) {
-            // The job stays queued for a thread that comes free.
-            log::warn!("cannot start a worker thread: {e}");
-            lock(&self.inner.state).threads -= 1;
-        }
+        s.owners.entry(owner).or_default().1 += 1;
+        self.inner.dispatch(s);
     }
 
     /// Whether a job of a connection other than `owner` waits for a thread
-    /// that no running or woken thread is about to take.
+    /// that no running or woken thread is about to take, and may have one
+    /// (is within its connection's share).
     pub(super) fn pressure(&self, owner: u64) -> bool {
         let s = lock(&self.inner.state);
-        s.queue.len() > s.signaled && s.queue.iter().any(|(o, _)| *o != owner)
+        let share = s.share(self.inner.max);
+        s.runnable(self.inner.max) > s.signaled
+            && s.owners.iter().any(|(&o, &(running, waiting))| o != owner && waiting > 0 && running < share)
     }
 
     /// (threads alive, most threads alive at once).
@@ -211,6 +249,32 @@ impl Pool {
     }
 }
 
+impl PoolInner {
+    /// Finds a thread for each waiting job that may run now: wakes idle
+    /// threads, then starts new ones up to the maximum.
+    fn dispatch(self: &Arc<Self>, mut s: MutexGuard<'_, PoolState>) {
+        let mut wanted = s.runnable(self.max).saturating_sub(s.signaled);
+        let wake = wanted.min(s.idle.saturating_sub(s.signaled));
+        s.signaled += wake;
+        wanted -= wake;
+        let spawn = wanted.min(self.max - s.threads);
+        s.threads += spawn;
+        s.peak = s.peak.max(s.threads);
+        drop(s);
+        for _ in 0..wake {
+            self.cv.notify_one();
+        }
+        for _ in 0..spawn {
+            let inner = self.clone();
+            if let Err(e) = std::thread::Builder::new().name("nbd-worker".into()).spawn(move || worker(inner)) {
+                // The job stays queued for a thread that comes free.
+                log::warn!("cannot start a worker thread: {e}");
+                lock(&self.state).threads -= 1;
+            }
+        }
+    }
+}
+
 impl Drop for Pool {
     fn drop(&mut self) {
         self.close();
@@ -221,8 +285,12 @@ fn worker(inner: Arc<PoolInner>) {
     let mut buf = Vec::new();
     let mut s = lock(&inner.state);
     loop {
-        if let Some((_, job)) = s.queue.pop_front() {
-            drop(s);
+        if let Some((owner, job)) = s.take(inner.max) {
+            if s.runnable(inner.max) > s.signaled {
+                inner.dispatch(s); // (more jobs may run: the share grew, or several came within it)
+            } else {
+                drop(s);
+            }
             // Jobs catch the backend's panics themselves; this keeps the
             // thread count right if anything else panics.
             if catch_unwind(AssertUnwindSafe(|| job(&mut buf))).is_err() {
@@ -230,9 +298,10 @@ fn worker(inner: Arc<PoolInner>) {
                 buf = Vec::new();
             }
             s = lock(&inner.state);
+            s.ended(owner);
             continue;
         }
-        if s.closed {
+        if s.closed && s.queue.is_empty() {
             break;
         }
         s.idle += 1;
@@ -320,6 +389,104 @@ mod tests {
         assert!(!b.others_waiting(1));
         b.give(4);
         assert_eq!(b.in_use(), 0);
+    }
+
+    /// Submits a job for `owner` that counts itself in `running[owner]` and
+    /// blocks until `release` is set.
+    fn blocked_job(
+        pool: &Pool,
+        owner: u64,
+        running: &Arc<[AtomicUsize; 3]>,
+        most: &Arc<[AtomicUsize; 3]>,
+        release: &Arc<AtomicBool>,
+    ) {
+        let (running, most, release) = (running.clone(), most.clone(), release.clone());
+        pool.submit(
+            owner,
+            Box::new(move |_buf| {
+                let i = owner as usize;
+                let now = running[i].fetch_add(1, Ordering::SeqCst) + 1;
+                most[i].fetch_max(now, Ordering::SeqCst);
+                while !release.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                running[i].fetch_sub(1, Ordering::SeqCst);
+            }),
+        );
+    }
+
+    fn wait_until(what: &str, cond: impl Fn() -> bool) {
+        let t = Instant::now();
+        while !cond() {
+            assert!(t.elapsed() < Duration::from_secs(10), "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_flooding_connection_leaves_threads_for_another() {
+        // One connection submits far more blocked jobs than there are threads:
+        // alone it gets a share (half of 8, one share kept free), so a second
+        // connection's job runs at once, while the first's are still blocked.
+        let pool = Pool::new(8);
+        let running: Arc<[AtomicUsize; 3]> = Arc::new(Default::default());
+        let most: Arc<[AtomicUsize; 3]> = Arc::new(Default::default());
+        let hold = Arc::new(AtomicBool::new(false));
+        for _ in 0..20 {
+            blocked_job(&pool, 1, &running, &most, &hold);
+        }
+        wait_until("the flood runs", || running[1].load(Ordering::SeqCst) == 4);
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(most[1].load(Ordering::SeqCst), 4, "one connection took more than its share");
+        let free = Arc::new(AtomicBool::new(true));
+        blocked_job(&pool, 2, &running, &most, &free);
+        wait_until("the second connection's job ran", || most[2].load(Ordering::SeqCst) == 1);
+        assert_eq!(running[1].load(Ordering::SeqCst), 4, "the flood's jobs are still blocked");
+        // with two connections busy the flood's share is ⌈8/3⌉ = 3: it stays at
+        // the 4 it has until they end, then every job of it runs
+        hold.store(true, Ordering::SeqCst);
+        wait_until("every job ran", || {
+            running[1].load(Ordering::SeqCst) == 0 && pool.inner.state.lock().unwrap().queue.is_empty()
+        });
+        assert!(most[1].load(Ordering::SeqCst) <= 4);
+        pool.close();
+    }
+
+    #[test]
+    fn a_waiting_job_of_the_connection_running_fewest_goes_first() {
+        let mut s = PoolState {
+            queue: VecDeque::new(),
+            owners: HashMap::new(),
+            threads: 2,
+            peak: 2,
+            idle: 0,
+            signaled: 0,
+            closed: false,
+        };
+        let job = || -> Job { Box::new(|_buf| {}) };
+        // connection 1 runs one job and waits with another, queued first;
+        // connection 0 runs none: with 8 threads both are within their share
+        // (⌈8/3⌉ = 3), and 0's goes first
+        s.queue.push_back((1, job()));
+        s.queue.push_back((0, job()));
+        s.owners.insert(1, (1, 1));
+        s.owners.insert(0, (0, 1));
+        assert_eq!(s.runnable(8), 2);
+        assert_eq!(s.take(8).map(|(o, _)| o), Some(0));
+        assert_eq!(s.take(8).map(|(o, _)| o), Some(1));
+        assert_eq!(s.owners[&1], (2, 0));
+        // beyond its share a job waits: 4 threads, two connections -> share 2
+        s.queue.push_back((1, job()));
+        s.owners.get_mut(&1).unwrap().1 += 1;
+        assert_eq!(s.share(4), 2);
+        assert_eq!(s.runnable(4), 0);
+        assert!(s.take(4).is_none());
+        s.ended(1);
+        assert_eq!(s.take(4).map(|(o, _)| o), Some(1));
+        s.ended(1);
+        s.ended(1);
+        s.ended(0);
+        assert!(s.owners.is_empty(), "{:?}", s.owners);
     }
 
     #[test]

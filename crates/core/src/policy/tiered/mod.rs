@@ -8,6 +8,7 @@
 //! [`Rules`](crate::policy::Rules)), so a tier's rule is the same code
 //! `ssdcache sim --policy NAME` runs.
 
+pub mod cleaner;
 pub mod nvram;
 pub mod pwc;
 pub mod segment_lru;

@@ -43,6 +43,15 @@
 //! always finds a slot; hot segments already cached stay where they are, and a
 //! cached segment that is no longer hot stays until a hot one needs its slot.
 //!
+//! **The cleaner** (beyond the paper; off by default): operators' bounds on
+//! dirty data between procedures, `max_dirty` (a share of the slots),
+//! `dirty_age` and `clean_rate` ([`super::cleaner`], the same rule `ssdcache
+//! serve --max-dirty/--dirty-age/--clean-rate` follows). At every tick, before
+//! any procedure, the slots it finds due are written back (one `WriteBack` per
+//! dirty run, counted as maintenance I/O) and stay cached, clean. Its rate is
+//! charged whole segments, as `serve` writes them; `sim` writes back only the
+//! dirty pages of each.
+//!
 //! **Parameters** (defaults from paper 000): `segment` = 1MiB (§3.1: the
 //! experiments used 128 KiB to 1 MiB, and larger segments did better),
 //! `threshold` = 20 (§3.3, Fig. 4), `increment` = 5 (§3.3), `decay` = 0.8
@@ -118,6 +127,7 @@
 
 use hashbrown::HashMap;
 
+use super::cleaner::{Cleaner, CleanerConfig, CleanerStats};
 use crate::policy::{
     check_mode, Access, BuildCtx, Effects, Io, Mode, ParamInfo, Policy, PolicyInfo, PolicyStats, Rules, Spec, SpecError,
 };
@@ -132,7 +142,7 @@ const NONE: u32 = u32::MAX;
 const MAX_SEGMENT_PAGES: u64 = 1 << 20;
 
 /// What PWC is told to do; defaults are paper 000's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PwcConfig {
     /// Pages per segment, a power of two.
     pub segment_pages: u64,
@@ -149,6 +159,10 @@ pub struct PwcConfig {
     /// Decay also whenever a reference makes more segments hot than the SSD
     /// has slots (§3.3's background task), not only inside the procedure.
     pub continuous_decay: bool,
+    /// Bounds on dirty data between procedures (beyond the paper; none by default).
+    pub cleaner: CleanerConfig,
+    /// Bytes per page, to charge the cleaner's rate whole segments.
+    pub page_bytes: u64,
 }
 
 impl PwcConfig {
@@ -163,6 +177,8 @@ impl PwcConfig {
             idle: 0,
             write_back: true,
             continuous_decay: false,
+            cleaner: CleanerConfig::default(),
+            page_bytes: 4096,
         }
     }
 }
@@ -210,6 +226,7 @@ pub struct Pwc {
     procedures: u64,
     /// Reused at the procedure.
     scratch: Vec<u32>,
+    cleaner: Cleaner,
 }
 
 impl Pwc {
@@ -241,7 +258,13 @@ impl Pwc {
             next_due: 0,
             procedures: 0,
             scratch: Vec::new(),
+            cleaner: Cleaner::new(cfg.cleaner),
         }
+    }
+
+    /// What the cleaner wrote back so far.
+    pub fn cleaner_stats(&self) -> CleanerStats {
+        self.cleaner.stats()
     }
 
     /// SSD segment slots.
@@ -324,6 +347,7 @@ impl Pwc {
         self.dirty_bits.fill(0);
         self.slot_dirty.fill(0);
         self.dirty = 0;
+        self.cleaner.all_cleaned();
         self.evict_hand = evict_clock.min(self.nslots.saturating_sub(1));
         self.hot = self.hot_count();
     }
@@ -413,6 +437,15 @@ impl Pwc {
         super::write_back_runs(words, base, self.cfg.segment_pages, fx);
         self.dirty -= self.slot_dirty[slot] as usize;
         self.slot_dirty[slot] = 0;
+        self.cleaner.cleaned(slot as u32);
+    }
+
+    /// Writes back what the cleaner says is due at `now`, as its rate allows.
+    fn clean(&mut self, now: Nanos, fx: &mut Effects) {
+        let segment_bytes = self.cfg.segment_pages * self.cfg.page_bytes;
+        while let Some((slot, _)) = self.cleaner.next(now, self.nslots, segment_bytes) {
+            self.write_back_slot(slot as usize, fx);
+        }
     }
 
     #[inline]
@@ -516,6 +549,9 @@ impl Policy for Pwc {
                     self.dirty_bits[w] &= !bit;
                     self.slot_dirty[slot as usize] -= 1;
                     self.dirty -= 1;
+                    if self.slot_dirty[slot as usize] == 0 {
+                        self.cleaner.cleaned(slot);
+                    }
                 }
             }
             return;
@@ -534,6 +570,9 @@ impl Policy for Pwc {
                         self.dirty_bits[w] |= bit;
                         self.slot_dirty[slot as usize] += 1;
                         self.dirty += 1;
+                        if self.slot_dirty[slot as usize] == 1 {
+                            self.cleaner.dirtied(slot, a.time);
+                        }
                     }
                 } else {
                     fx.push(Io::WriteThrough { key });
@@ -557,6 +596,9 @@ impl Policy for Pwc {
         let due = period > 0 && now >= self.next_due;
         let idle_gap = idle > 0 && prev.is_some_and(|p| now.saturating_sub(p) >= idle);
         let run = if period > 0 && idle > 0 { due && idle_gap } else { due || idle_gap };
+        if self.cfg.cleaner.is_active() && self.dirty > 0 {
+            self.clean(now, fx);
+        }
         if run {
             self.procedure(fx);
             // The next boundary of the schedule after now (none without one).
@@ -582,6 +624,22 @@ impl Policy for Pwc {
 
 fn duration(spec: &Spec, key: &str) -> Result<Nanos, SpecError> {
     parse_duration_ns(spec.raw(key)).map_err(|e| spec.invalid(key, e.why))
+}
+
+/// The cleaner's bounds: `max_dirty` of 100%, `dirty_age` of 0 and
+/// `clean_rate=unlimited` mean none.
+fn cleaner_config(spec: &Spec) -> Result<CleanerConfig, SpecError> {
+    let max_dirty = spec.ratio("max_dirty")?;
+    let dirty_age = duration(spec, "dirty_age")?;
+    let rate = match spec.raw("clean_rate") {
+        "unlimited" => None,
+        _ => Some(spec.bytes("clean_rate")?),
+    };
+    Ok(CleanerConfig {
+        max_dirty: (max_dirty < 1.0).then_some(max_dirty),
+        dirty_age: (dirty_age > 0).then_some(dirty_age),
+        rate,
+    })
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
@@ -621,7 +679,12 @@ fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, Spec
         idle: duration(spec, "idle")?,
         write_back: ctx.mode == Mode::WriteBack,
         continuous_decay: spec.choice("aging", &["procedure", "continuous"])? == "continuous",
+        cleaner: cleaner_config(spec)?,
+        page_bytes: ctx.page_bytes,
     };
+    if !cfg.write_back && cfg.cleaner.is_active() {
+        return Err(spec.malformed("max_dirty and dirty_age bound dirty data, and write-through has none"));
+    }
     Ok(Box::new(Pwc::new(ctx.capacity, cfg)))
 }
 
@@ -664,6 +727,22 @@ pub const INFO: PolicyInfo = PolicyInfo {
             default: "procedure",
             about: "when frequencies decay: procedure (only there, Fig. 4-5) or continuous (also whenever the hot \
                     segments outnumber the SSD's, §3.3)",
+        },
+        ParamInfo {
+            name: "max_dirty",
+            default: "100%",
+            about: "cleaner: above this share of dirty segments the oldest dirty ones are written back before the \
+                    procedure (beyond the paper; 100% = no bound)",
+        },
+        ParamInfo {
+            name: "dirty_age",
+            default: "0",
+            about: "cleaner: no segment stays dirty longer than this (trace time; beyond the paper; 0 = no bound)",
+        },
+        ParamInfo {
+            name: "clean_rate",
+            default: "unlimited",
+            about: "cleaner: bytes per second of trace time it writes back at most, charged whole segments",
         },
     ],
     build,
@@ -1050,6 +1129,7 @@ mod tests {
         assert!(build_spec("pwc(segment=128KiB,threshold=10,idle=30min,period=0)", &ctx).is_ok());
         assert!(build_spec("pwc(mode=wt)", &ctx).is_ok());
         assert!(build_spec("pwc(aging=continuous)", &ctx).is_ok());
+        assert!(build_spec("pwc(max_dirty=20%,dirty_age=1h,clean_rate=50MB)", &ctx).is_ok());
         for (bad, what) in [
             ("pwc(aging=sometimes)", "aging"),
             ("pwc(segment=12KiB)", "power-of-two"),
@@ -1060,6 +1140,11 @@ mod tests {
             ("pwc(period=soon)", "period"),
             ("pwc(mode=read-only)", "mode=read-only"),
             ("pwc(mode=write-around)", "mode=write-around"),
+            ("pwc(max_dirty=120%)", "max_dirty"),
+            ("pwc(dirty_age=often)", "dirty_age"),
+            ("pwc(clean_rate=0)", "clean_rate"),
+            ("pwc(clean_rate=fast)", "clean_rate"),
+            ("pwc(mode=wt,dirty_age=1h)", "write-through has none"),
         ] {
             let e = build_spec(bad, &ctx).err().unwrap_or_else(|| panic!("{bad} built")).to_string();
             assert!(e.contains(what), "{bad}: {e}");
@@ -1138,6 +1223,8 @@ mod tests {
             hdd: HashMap<u64, u64>,
             ssd: HashMap<u64, u64>,
             dirty: HashSet<u64>,
+            /// When each segment with dirty pages became dirty.
+            since: HashMap<u64, u64>,
         }
 
         impl Model {
@@ -1163,7 +1250,16 @@ mod tests {
                 idle in 0u64..30,
                 write_back in any::<bool>(),
                 continuous_decay in any::<bool>(),
+                max_dirty in prop::option::of(0u32..=100),
+                dirty_age in prop::option::of(0u64..50),
+                rate in prop::option::of(1u64..8),
             ) {
+                // (the cleaner: only in write-back mode; a rate in pages per time unit)
+                let cleaner = if write_back {
+                    CleanerConfig { max_dirty: max_dirty.map(|m| m as f64 / 100.0), dirty_age, rate: rate.map(|r| r * 1_000_000_000) }
+                } else {
+                    CleanerConfig::default()
+                };
                 let cfg = PwcConfig {
                     segment_pages: 1 << seg_log,
                     threshold,
@@ -1173,6 +1269,8 @@ mod tests {
                     idle,
                     write_back,
                     continuous_decay,
+                    cleaner,
+                    page_bytes: 1,
                 };
                 let mut p = Pwc::new(capacity, cfg);
                 let mut m = Model::default();
@@ -1217,7 +1315,18 @@ mod tests {
                             if p.procedures() > before {
                                 prop_assert_eq!(p.stats().dirty, 0, "{}: dirty after the procedure", ctx);
                             } else {
-                                prop_assert!(fx.io.is_empty());
+                                prop_assert!(fx.io.iter().all(|io| matches!(io, Io::WriteBack { .. })), "{ctx}: {:?}", fx.io);
+                            }
+                            // The cleaner's bounds hold after every tick (rate permitting).
+                            let segs: HashSet<u64> = m.dirty.iter().map(|k| k / cfg.segment_pages).collect();
+                            m.since.retain(|seg, _| segs.contains(seg));
+                            if cleaner.rate.is_none() {
+                                if let Some(share) = cleaner.max_dirty {
+                                    prop_assert!(segs.len() as f64 <= share * p.slots() as f64, "{ctx}: {} dirty segments", segs.len());
+                                }
+                                if let Some(age) = cleaner.dirty_age {
+                                    prop_assert!(m.since.values().all(|&t| now - t < age), "{ctx}: dirty {:?} at {now}", m.since);
+                                }
                             }
                         }
                         Step::Access(op, key) => {
@@ -1233,6 +1342,10 @@ mod tests {
                                         }
                                     }
                                     m.dirty.remove(&key);
+                                    let seg = key / cfg.segment_pages;
+                                    if !m.dirty.iter().any(|k| k / cfg.segment_pages == seg) {
+                                        m.since.remove(&seg);
+                                    }
                                 }
                                 Op::Read => {}
                             }
@@ -1254,6 +1367,7 @@ mod tests {
                                     if write_back {
                                         prop_assert_eq!(fx.io.len(), 1);
                                         m.dirty.insert(key);
+                                        m.since.entry(key / cfg.segment_pages).or_insert(now);
                                     } else {
                                         prop_assert_eq!(&fx.io[1..], &[Io::WriteThrough { key }]);
                                         m.hdd.insert(key, m.latest[&key]);

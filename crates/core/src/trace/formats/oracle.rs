@@ -23,7 +23,6 @@
 //! `j > i` is the position of the next request for the same key ("reference count
 //! starts with 1"), and -1 when there is none.
 
-use crate::trace::binary::read_full;
 use crate::trace::{Format, Op, Request, TraceError, TraceReader, Unit};
 use crate::Nanos;
 use std::io::{BufRead, Write};
@@ -40,7 +39,8 @@ const MAX_CHUNK: usize = 1 << 16;
 pub struct OracleGeneral {
     src: Box<dyn BufRead + Send>,
     path: PathBuf,
-    buf: Vec<u8>,
+    /// The start of a record split across two of the source's buffers.
+    carry: Vec<u8>,
     /// Records consumed so far (for error messages).
     record: u64,
     t0: Option<u32>,
@@ -49,7 +49,7 @@ pub struct OracleGeneral {
 
 impl OracleGeneral {
     pub fn new(src: Box<dyn BufRead + Send>, path: &Path) -> Self {
-        OracleGeneral { src, path: path.into(), buf: Vec::new(), record: 0, t0: None, done: false }
+        OracleGeneral { src, path: path.into(), carry: Vec::with_capacity(RECORD), record: 0, t0: None, done: false }
     }
 }
 
@@ -74,33 +74,43 @@ fn decode(bytes: &[u8], out: &mut Vec<Request>, t0: &mut Option<u32>) {
 impl TraceReader for OracleGeneral {
     fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
         out.clear();
-        if max == 0 {
-            return Ok(0);
-        }
-        // Records are read `max` at a time; with zero-size records skipped a chunk can
-        // yield nothing, so keep going until something is read or the file ends.
-        let want = max.min(MAX_CHUNK) * RECORD;
-        if self.buf.len() != want {
-            self.buf = vec![0u8; want];
-        }
-        while out.is_empty() && !self.done {
-            let got = read_full(&mut self.src, &mut self.buf)
-                .map_err(|e| TraceError::Io { path: self.path.clone(), error: e })?;
-            if got < want {
+        let max = max.min(MAX_CHUNK);
+        // Records are decoded in place from the source's own buffer (no copy of
+        // the file's bytes); with zero-size records skipped a chunk can yield
+        // nothing, so keep going until something is read or the file ends.
+        while out.is_empty() && !self.done && max > 0 {
+            let path = &self.path;
+            let chunk = self.src.fill_buf().map_err(|error| TraceError::Io { path: path.clone(), error })?;
+            if chunk.is_empty() {
                 self.done = true;
+                if !self.carry.is_empty() {
+                    return Err(TraceError::Format {
+                        path: self.path.clone(),
+                        msg: format!(
+                            "record {}: file ends inside a record ({} stray bytes; oracleGeneral records are {RECORD} bytes)",
+                            self.record,
+                            self.carry.len()
+                        ),
+                    });
+                }
+                break;
             }
-            if got % RECORD != 0 {
-                return Err(TraceError::Format {
-                    path: self.path.clone(),
-                    msg: format!(
-                        "record {}: file ends inside a record ({} stray bytes; oracleGeneral records are {RECORD} bytes)",
-                        self.record + (got / RECORD) as u64,
-                        got % RECORD
-                    ),
-                });
+            if !self.carry.is_empty() || chunk.len() < RECORD {
+                // a record split across buffers: gather it byte-exact
+                let take = (RECORD - self.carry.len()).min(chunk.len());
+                self.carry.extend_from_slice(&chunk[..take]);
+                self.src.consume(take);
+                if self.carry.len() == RECORD {
+                    decode(&self.carry, out, &mut self.t0);
+                    self.carry.clear();
+                    self.record += 1;
+                }
+                continue;
             }
-            decode(&self.buf[..got], out, &mut self.t0);
-            self.record += (got / RECORD) as u64;
+            let whole = (chunk.len() / RECORD).min(max) * RECORD;
+            decode(&chunk[..whole], out, &mut self.t0);
+            self.src.consume(whole);
+            self.record += (whole / RECORD) as u64;
         }
         Ok(out.len())
     }
@@ -290,6 +300,35 @@ mod tests {
         bytes.truncate(24 + 10);
         let e = read_all(&mut reader(bytes)).unwrap_err().to_string();
         assert!(e.contains("t.oracleGeneral") && e.contains("record 1") && e.contains("10 stray bytes"), "{e}");
+    }
+
+    #[test]
+    fn records_split_across_source_buffers_decode_the_same() {
+        // every buffer size, small ones splitting each record, and batch sizes
+        // that end batches inside a buffer
+        let mut bytes = Vec::new();
+        for i in 0..40u32 {
+            bytes.extend(record(i, (i % 7) as u64, i % 3, -1));
+        }
+        let whole = read_all(&mut reader(bytes.clone())).unwrap();
+        assert_eq!(whole.len(), 40 - 14);
+        for cap in [1, 5, 23, 24, 25, 47, 48, 100, 1000] {
+            for max in [1, 3, 64] {
+                let src = std::io::BufReader::with_capacity(cap, Cursor::new(bytes.clone()));
+                let mut r = OracleGeneral::new(Box::new(src), Path::new("t"));
+                let (mut got, mut batch) = (Vec::new(), Vec::new());
+                while r.read_batch(&mut batch, max).unwrap() > 0 {
+                    assert!(batch.len() <= max);
+                    got.extend_from_slice(&batch);
+                }
+                assert_eq!(got, whole, "buffer {cap}, batch {max}");
+            }
+            let mut torn = bytes.clone();
+            torn.truncate(30 * RECORD + 11);
+            let src = std::io::BufReader::with_capacity(cap, Cursor::new(torn));
+            let e = read_all(&mut OracleGeneral::new(Box::new(src), Path::new("t"))).unwrap_err().to_string();
+            assert!(e.contains("record 30") && e.contains("11 stray bytes"), "buffer {cap}: {e}");
+        }
     }
 
     #[test]
