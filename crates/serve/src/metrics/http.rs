@@ -211,6 +211,8 @@ mod tests {
             next_maintenance: None,
             idle: None,
             uptime: 1.0,
+            cache_hints: 0,
+            cache_hint_fills: 0,
             requests: Vec::new(),
             procedure_runs: Vec::new(),
             cleaner: None,
