@@ -37,10 +37,10 @@ pub struct NetArgs {
     #[arg(long, value_name = "PEM")]
     tls_key: Option<PathBuf>,
     /// CA certificate(s) (PEM) that client certificates must chain to (with --tls-verify-peer).
-    #[arg(long, value_name = "PEM", requires = "tls_verify_peer")]
+    #[arg(long, value_name = "PEM")]
     tls_ca: Option<PathBuf>,
     /// Only clients presenting a certificate signed by --tls-ca get in.
-    #[arg(long, requires = "tls_ca")]
+    #[arg(long)]
     tls_verify_peer: bool,
     /// Pre-shared keys (nbdkit/qemu `username:hexkey` file): NOT SUPPORTED (rustls has no TLS 1.3
     /// external PSK); refused with an explanation.
@@ -68,6 +68,12 @@ impl NetArgs {
         let listen = self.listen.clone();
         if self.tls_psk.is_some() {
             bail!("{PSK_UNSUPPORTED}");
+        }
+        // (checked here rather than by clap's `requires`, whose error is a usage block, not one line)
+        match (self.tls_ca.is_some(), self.tls_verify_peer) {
+            (true, false) => bail!("--tls-ca is only used with --tls-verify-peer: add it, or leave --tls-ca out"),
+            (false, true) => bail!("--tls-verify-peer needs --tls-ca, the CA client certificates must chain to"),
+            _ => {}
         }
         let mode = match self.tls {
             TlsFlag::Off => TlsMode::Off,

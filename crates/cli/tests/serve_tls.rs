@@ -469,6 +469,11 @@ fn bad_tls_files_and_flags_are_one_line_errors() {
         (vec!["--tls", "on", "--tls-cert", &cert], vec!["needs both --tls-cert and --tls-key"]),
         (vec!["--tls-cert", &cert, "--tls-key", &key], vec!["need --tls on or --tls require"]),
         (vec!["--tls-psk", &garbage], vec!["--tls-psk", "not supported", "rustls"]),
+        (vec!["--tls", "require", "--tls-cert", &cert, "--tls-key", &key, "--tls-verify-peer"], vec!["needs --tls-ca"]),
+        (
+            vec!["--tls", "require", "--tls-cert", &cert, "--tls-key", &key, "--tls-ca", &cert],
+            vec!["--tls-ca is only used"],
+        ),
     ];
     for (args, want) in cases {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
