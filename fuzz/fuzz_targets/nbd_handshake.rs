@@ -140,6 +140,7 @@ fuzz_target!(|data: &[u8]| {
                     assert!(*last == REP_ACK || *last & REP_FLAG_ERROR != 0, "last reply {last:#x}");
                 }
             }
+            Progress::StartTls => panic!("STARTTLS accepted by a server without TLS"),
             Progress::Abort => {
                 assert_eq!(all_option_replies(out), Some(vec![REP_ACK]));
                 assert_eq!(n.need(), 0);
