@@ -10,7 +10,8 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
-use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
+use ssdcache::policy::tiered::cleaner::CleanerConfig;
+use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns, parse_ratio};
 use ssdcache_serve::cache::files;
 use ssdcache_serve::cache::inject::FaultPlan;
 use ssdcache_serve::cache::model_device::ModelDevice;
@@ -86,6 +87,17 @@ pub struct ServeArgs {
     /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
     #[arg(long, default_value = "lru")]
     policy: String,
+    /// Write-back only: above this share of dirty slots (e.g. 20%), a background cleaner writes the
+    /// oldest dirty segments back until the share is met (docs/serve.md, "Bounded dirty data").
+    #[arg(long, value_name = "SHARE")]
+    max_dirty: Option<String>,
+    /// Write-back only: no segment stays dirty longer than this (e.g. 10min); the cleaner writes it back.
+    #[arg(long, value_name = "DURATION")]
+    dirty_age: Option<String>,
+    /// Write-back only: the cleaner writes back at most this many bytes per second (e.g. 50MB;
+    /// whole segments). Default: unlimited.
+    #[arg(long, value_name = "BYTES")]
+    clean_rate: Option<String>,
     /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl). Only a
     /// stale socket there is replaced; anything else is refused.
     #[arg(long)]
@@ -228,8 +240,49 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
     Ok(Duration::from_nanos(ns))
 }
 
+/// The cleaner's bounds from `--max-dirty`, `--dirty-age`, `--clean-rate`
+/// (as the simulator's `pwc(max_dirty=…,dirty_age=…,clean_rate=…)`, except
+/// that a zero age is refused rather than meaning "no bound").
+fn cleaner_config(a: &ServeArgs) -> Result<CleanerConfig> {
+    let max_dirty = a
+        .max_dirty
+        .as_deref()
+        .map(|t| parse_ratio(t).map_err(|e| anyhow::anyhow!("--max-dirty: {e}")))
+        .transpose()?
+        .filter(|&m| m < 1.0);
+    let dirty_age = a.dirty_age.as_deref().map(|t| duration("--dirty-age", t)).transpose()?;
+    let rate = match a.clean_rate.as_deref() {
+        None | Some("unlimited") => None,
+        Some(t) => Some(parse_bytes(t).map_err(|e| anyhow::anyhow!("--clean-rate: {e}"))?),
+    };
+    if rate.is_some() && max_dirty.is_none() && dirty_age.is_none() {
+        bail!("--clean-rate limits the cleaner, which runs only with --max-dirty or --dirty-age");
+    }
+    Ok(CleanerConfig { max_dirty, dirty_age: dirty_age.map(|d| d.as_nanos() as u64), rate })
+}
+
+/// Refuses cleaner flags for a cache that is not write-back (read from its superblock).
+fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
+    if !cfg.is_active() && a.clean_rate.is_none() && a.max_dirty.is_none() {
+        return Ok(());
+    }
+    let Ok(dev) = FileDevice::open(&a.cache) else {
+        return Ok(()); // opening the cache reports it
+    };
+    match Superblock::read(&dev) {
+        Ok(sb) if sb.mode != CacheMode::WriteBack => bail!(
+            "--max-dirty/--dirty-age/--clean-rate: {} is a {} cache, which never holds dirty data              (only write-back caches have a cleaner)",
+            a.cache.display(),
+            sb.mode.name()
+        ),
+        _ => Ok(()),
+    }
+}
+
 pub fn serve(a: ServeArgs) -> Result<()> {
     let period = duration("--period", &a.period)?;
+    let cleaner = cleaner_config(&a)?;
+    check_cleaner_mode(&a, &cleaner)?;
     let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
     if a.export.len() > MAX_STRING_LEN {
         bail!("--export: a name of {} bytes (the NBD limit is {MAX_STRING_LEN})", a.export.len());
@@ -254,7 +307,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         export: a.export,
         period,
         idle,
-        engine: EngineConfig { policy: a.policy, error_limit: a.max_cache_errors },
+        engine: EngineConfig { policy: a.policy, error_limit: a.max_cache_errors, cleaner },
         start: StartOptions {
             force: a.force,
             discard_dirty: a.discard_dirty,

@@ -22,7 +22,10 @@
 //!   which runs while requests go on (writes go to both devices meanwhile).
 //!   It runs every `period`, optionally only once the device has been idle
 //!   for `idle` (paper 000 §4.1: once a day, in idle time), and on demand.
-//! - **Shutdown** ([`Backend::shutdown`]): stops the period thread, hands PWC's
+//! - **Cleaner** (write-back, `EngineConfig::cleaner`): a background thread
+//!   bounding dirty data ([`super::cleaner`]), yielding to the requests in
+//!   flight counted here.
+//! - **Shutdown** ([`Backend::shutdown`]): stops the period and cleaner threads, hands PWC's
 //!   frequencies to the map, then [`CacheMap::shutdown`]: every dirty segment
 //!   written back, metadata saved with the clean bit.
 //!
@@ -41,6 +44,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ssdcache::trace::Op;
 
+use ssdcache::policy::tiered::cleaner::CleanerConfig;
+
+use super::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch};
 use super::datapath::{CacheMap, MapStatus};
 use super::decide::Decider;
 use super::device::BlockDevice;
@@ -57,11 +63,18 @@ pub struct EngineConfig {
     pub policy: String,
     /// Cache-device errors before the cache goes degraded.
     pub error_limit: u64,
+    /// The background cleaner's bounds (write-back only; the default: none,
+    /// no cleaner).
+    pub cleaner: CleanerConfig,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { policy: "lru".into(), error_limit: super::datapath::DEFAULT_ERROR_LIMIT }
+        EngineConfig {
+            policy: "lru".into(),
+            error_limit: super::datapath::DEFAULT_ERROR_LIMIT,
+            cleaner: CleanerConfig::default(),
+        }
     }
 }
 
@@ -101,6 +114,8 @@ pub struct EngineStatus {
     /// as references for its next procedure instead).
     pub cache_hints: u64,
     pub cache_hint_fills: u64,
+    /// The background cleaner (`None`: none runs).
+    pub cleaner: Option<CleanerStatus>,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -128,8 +143,20 @@ struct Shared<S, H, M> {
     /// `NBD_CMD_CACHE` requests, and the segments they filled.
     hints: AtomicU64,
     hint_fills: AtomicU64,
+    /// Requests being served now (the cleaner yields to them).
+    in_flight: AtomicU64,
+    cleaner: CleanerState,
     stop: Mutex<bool>,
     wake: Condvar,
+}
+
+/// Counts a request in flight while alive.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
@@ -138,7 +165,6 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
     /// filled (for the map to count as misses) and those it invalidated
     /// (write hits).
     fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<(Vec<u64>, Vec<u64>)> {
-        self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
             return Ok(Default::default()); // the map reports the range error
         }
@@ -213,6 +239,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
     fn idle_for(&self) -> Duration {
         self.opened.elapsed().saturating_sub(Duration::from_nanos(self.last_request.load(Relaxed)))
     }
+
+    /// A request arrives (and counts as in flight until the guard drops).
+    fn arrive(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Relaxed);
+        self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
+        InFlight(&self.in_flight)
+    }
+
+    /// No request in flight, and none arrived for `gap`.
+    fn quiet_for(&self, gap: Duration) -> bool {
+        self.in_flight.load(Relaxed) == 0 && self.idle_for() >= gap
+    }
 }
 
 /// Paper 000's SSD cache as an NBD backend (see the module doc).
@@ -221,6 +259,7 @@ pub struct CachedBackend<S, H, M> {
     size: u64,
     mode: CacheMode,
     ticker: Mutex<Option<JoinHandle<()>>>,
+    cleaner: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl<S, H, M> CachedBackend<S, H, M>
@@ -230,9 +269,16 @@ where
     M: BlockDevice + 'static,
 {
     /// The engine over an opened map, its decider seeded from the map's
-    /// metadata. Fails only on a bad `config.policy`.
+    /// metadata; with `config.cleaner` bounds, its cleaner thread started.
+    /// Fails on a bad `config.policy`, or cleaner bounds outside write-back.
     pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
         let decider = Decider::new(mode, &config.policy, &map.meta())?;
+        if config.cleaner.is_active() && mode != CacheMode::WriteBack {
+            return Err(format!(
+                "a {} cache has no dirty data: the cleaner's bounds apply to write-back caches only",
+                mode.name()
+            ));
+        }
         map.set_error_limit(config.error_limit);
         let shared = Arc::new(Shared {
             map,
@@ -243,11 +289,32 @@ where
             last_request: AtomicU64::new(0),
             hints: AtomicU64::new(0),
             hint_fills: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            cleaner: CleanerState::default(),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
         let size = shared.map.len();
-        Ok(CachedBackend { shared, size, mode, ticker: Mutex::new(None) })
+        let backend = CachedBackend { shared, size, mode, ticker: Mutex::new(None), cleaner: Mutex::new(None) };
+        if config.cleaner.is_active() {
+            backend.start_cleaner(config.cleaner);
+        }
+        Ok(backend)
+    }
+
+    /// Sets the map's watch and starts the cleaner thread.
+    fn start_cleaner(&self, cfg: CleanerConfig) {
+        self.shared.map.set_watch(Box::new(CleanerWatch::new(cfg, self.shared.opened)));
+        let shared = Arc::clone(&self.shared);
+        let handle = std::thread::Builder::new()
+            .name("ssdcache-cleaner".into())
+            .spawn(move || {
+                let quiet = |gap| shared.quiet_for(gap);
+                let hooks = cleaner::Hooks { quiet_for: &quiet, stop: &shared.stop, wake: &shared.wake };
+                cleaner::run(&shared.map, &shared.cleaner, &hooks);
+            })
+            .expect("spawn the cleaner thread");
+        *lock(&self.cleaner) = Some(handle);
     }
 
     /// Runs [`maintain`](Self::maintain) every `period` from a background
@@ -355,6 +422,7 @@ where
             uptime: self.shared.opened.elapsed().as_secs_f64(),
             cache_hints: self.shared.hints.load(Relaxed),
             cache_hint_fills: self.shared.hint_fills.load(Relaxed),
+            cleaner: cleaner::status(&self.shared.map, &self.shared.cleaner),
         }
     }
 
@@ -371,8 +439,10 @@ where
     fn stop_ticker(&self) {
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
-        if let Some(h) = lock(&self.ticker).take() {
-            let _ = h.join();
+        for t in [&self.ticker, &self.cleaner] {
+            if let Some(h) = lock(t).take() {
+                let _ = h.join();
+            }
         }
     }
 
@@ -394,8 +464,10 @@ impl<S, H, M> Drop for CachedBackend<S, H, M> {
         // next start recovers. Only the thread is stopped.
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
-        if let Some(h) = self.ticker.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = h.join();
+        for t in [&mut self.ticker, &mut self.cleaner] {
+            if let Some(h) = t.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = h.join();
+            }
         }
     }
 }
@@ -411,11 +483,13 @@ where
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let _busy = self.shared.arrive();
         let (filled, _) = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
         self.shared.map.read_filled(buf, offset, &filled)
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
+        let _busy = self.shared.arrive();
         let (filled, dropped) = self.shared.reference(Op::Write, offset, data.len() as u64)?;
         self.shared.map.write_filled(data, offset, &filled, &dropped)?;
         if fua {
@@ -425,10 +499,12 @@ where
     }
 
     fn flush(&self) -> io::Result<()> {
+        let _busy = self.shared.arrive();
         self.shared.map.flush()
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
+        let _busy = self.shared.arrive();
         self.shared.reference(Op::Trim, offset, len)?;
         if fua {
             self.shared.map.flush()?;
@@ -437,6 +513,7 @@ where
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
+        let _busy = self.shared.arrive();
         let (filled, dropped) = self.shared.reference(Op::Write, offset, len)?;
         self.zero(offset, len, &filled, &dropped)?;
         if fua {
@@ -458,6 +535,7 @@ where
     /// PWC counts the reference, and its next procedure decides. A hint: a
     /// failed fill is logged by `reference` and the range served as before.
     fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _busy = self.shared.arrive();
         self.shared.hints.fetch_add(1, Relaxed);
         let (filled, _) = self.shared.reference(Op::Read, offset, len)?;
         self.shared.hint_fills.fetch_add(filled.len() as u64, Relaxed);

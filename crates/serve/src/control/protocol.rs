@@ -146,6 +146,7 @@ mod tests {
                 uptime: 1.5,
                 cache_hints: 0,
                 cache_hint_fills: 0,
+                cleaner: None,
             }
         }
         fn write_back(&self) -> io::Result<u64> {
