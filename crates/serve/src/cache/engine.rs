@@ -1046,6 +1046,93 @@ mod tests {
         assert_eq!(e.status().map.hdd_read, 4);
     }
 
+    impl Rig {
+        /// A write-back cache with the cleaner's bounds `cleaner`.
+        fn open_cleaning(&self, cleaner: CleanerConfig) -> Engine {
+            let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
+            let (map, _) = CacheMap::open(self.ssd.clone(), self.hdd.clone(), store, false).unwrap();
+            let cfg = EngineConfig { cleaner, ..EngineConfig::default() };
+            CachedBackend::new(map, CacheMode::WriteBack, &cfg).unwrap()
+        }
+    }
+
+    /// Waits (up to 20 s, then fails) until `done`, running `meanwhile`.
+    fn wait_until(what: &str, mut done: impl FnMut() -> bool, mut meanwhile: impl FnMut()) {
+        let t = Instant::now();
+        while !done() {
+            assert!(t.elapsed() < Duration::from_secs(20), "{what} never happened");
+            meanwhile();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn above_max_dirty_the_cleaner_writes_back_even_while_requests_keep_coming() {
+        let rig = Rig::new();
+        let e = rig.open_cleaning(CleanerConfig { max_dirty: Some(0.25), ..Default::default() });
+        for h in 0..4 {
+            e.write_at(&[1; 8], h * SEG, false).unwrap();
+        }
+        e.maintain().unwrap(); // 0..4 cached
+                               // One dirty slot of 4 is the bound: not above it, nothing cleaned.
+        e.write_at(&[0xA0; 8], 0, false).unwrap();
+        // A second (and a third) is above it: the oldest go until one is left,
+        // while another segment is read without pause (it still cleans).
+        e.write_at(&[0xA1; 8], SEG, false).unwrap();
+        e.write_at(&[0xA2; 8], 2 * SEG, false).unwrap();
+        wait_until("cleaning down to max_dirty", || e.status().map.dirty == 1, || drop(read(&e, 20 * SEG, 512)));
+        assert_eq!(rig.hdd_seg(0)[..8], [0xA0; 8], "the oldest dirtied first");
+        assert_eq!(rig.hdd_seg(1)[..8], [0xA1; 8]);
+        assert_eq!(rig.hdd_seg(2)[..8], [1; 8], "the newest stays dirty");
+        let c = e.status().cleaner.unwrap();
+        assert_eq!((c.cleaned_too_many, c.cleaned_too_old, c.cleaned_bytes), (2, 0, 2 * SEG));
+        assert_eq!((c.max_dirty, c.dirty_age, c.clean_rate), (Some(0.25), None, None));
+        assert!(c.oldest_dirty_age.is_some());
+        assert_eq!(e.status().map.dirty_bytes, SEG);
+        e.shutdown().unwrap();
+        assert_eq!(e.status().cleaner.unwrap().activity, cleaner::Activity::Stopped);
+        assert_eq!(rig.hdd_seg(2)[..8], [0xA2; 8], "shutdown wrote back the rest");
+    }
+
+    #[test]
+    fn with_dirty_age_a_slot_is_written_back_once_old_enough() {
+        let rig = Rig::new();
+        let age = Duration::from_millis(300);
+        let e = rig.open_cleaning(CleanerConfig { dirty_age: Some(age.as_nanos() as u64), ..Default::default() });
+        e.write_at(&[1; 8], 3 * SEG, false).unwrap();
+        e.maintain().unwrap();
+        let t = Instant::now();
+        e.write_at(&[0xB3; 8], 3 * SEG, false).unwrap();
+        wait_until("cleaning of an old slot", || e.status().map.dirty == 0, || {});
+        assert!(t.elapsed() >= age, "written back before it was {age:?} old");
+        assert_eq!(rig.hdd_seg(3)[..8], [0xB3; 8]);
+        let c = e.status().cleaner.unwrap();
+        assert_eq!((c.cleaned_too_many, c.cleaned_too_old, c.oldest_dirty_age), (0, 1, None));
+        e.shutdown().unwrap();
+    }
+
+    #[test]
+    fn cleaner_bounds_are_refused_outside_write_back() {
+        let rig = Rig::new();
+        let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
+        let (map, _) = CacheMap::open_with(
+            rig.ssd.clone(),
+            rig.hdd.clone(),
+            store,
+            Default::default(),
+            CacheMode::WriteThrough.write_mode(),
+        )
+        .unwrap();
+        let cfg = EngineConfig {
+            cleaner: CleanerConfig { max_dirty: Some(0.1), ..Default::default() },
+            ..Default::default()
+        };
+        let err = CachedBackend::new(map, CacheMode::WriteThrough, &cfg).err().unwrap();
+        assert!(err.contains("write-back caches only"), "{err}");
+        // Without bounds there is no cleaner, and status says so.
+        assert!(rig.open().0.status().cleaner.is_none());
+    }
+
     /// An SSD whose segment copies wait at a gate until the test opens it,
     /// so the procedure is certainly still running while requests arrive.
     struct GatedSsd {
