@@ -10,6 +10,8 @@
 #                  and named in every FAIL; timing makes a rerun similar, not equal)
 #   SERVE_PROFILE  debug (default) | release
 #   CRASH_MODE     the cache's `create --mode` (default write-back)
+#   CRASH_SERVE_ARGS  extra `serve` flags, e.g. "--max-dirty 5% --dirty-age 1s" (the
+#                  background cleaner running all along)
 #   CRASH_STRICT=1 an acknowledged but unflushed write lost by kill -9 is a FAIL
 #                  too (a killed process loses nothing the kernel already has, so
 #                  with this server that would mean recovery dropped data);
@@ -68,6 +70,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 source scripts/lib/common.sh
+# Extra `serve` flags (e.g. the background cleaner: --max-dirty 5% --dirty-age 1s).
+read -r -a SERVE_EXTRA <<<"${CRASH_SERVE_ARGS:-}"
 TRIALS=${CRASH_TRIALS:-25}
 SEED=${CRASH_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 SABOTAGE=${CRASH_SABOTAGE:-}
@@ -84,7 +88,7 @@ case "$SABOTAGE" in "" | lose-write | early-durable | corrupt-ssd | corrupt-back
 step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}
 build_ssdcache "$PROFILE"
-echo "seed $SEED, $TRIALS trials, $CACHE_MODE cache, $PROFILE build${SABOTAGE:+, SABOTAGE=$SABOTAGE}"
+echo "seed $SEED, $TRIALS trials, $CACHE_MODE cache, $PROFILE build${SABOTAGE:+, SABOTAGE=$SABOTAGE}${CRASH_SERVE_ARGS:+, serve $CRASH_SERVE_ARGS}"
 
 WORK=$(mktemp -d)
 SERVER_PID= WRAP_PID=
@@ -106,7 +110,7 @@ ERR=
 start() { # starts the server; $1: the start kind its stderr must report
   RUN=$((RUN + 1))
   ERR=$WORK/server$RUN.err
-  spawn_wrapped "$WORK/server$RUN.out" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v
+  spawn_wrapped "$WORK/server$RUN.out" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v "${SERVE_EXTRA[@]}"
   wait_listening "$SERVER_PID" "$WORK/server$RUN.out" "$ERR" "server (run $RUN)"
   STARTED=$(grep -o 'started .*' "$ERR" || true)
   grep -Eq "started .*\($1;" "$ERR" || { cat "$ERR"; die "restart $RUN: expected a $1 start, the server says: $STARTED"; }
