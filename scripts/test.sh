@@ -41,6 +41,14 @@ cargo build --release --locked -p ssdcache-cli
 step "lints (cargo clippy --all-targets -D warnings)"
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 
+step "system tools the Rust tests run (promtool, qemu-io, python3-libnbd: crates/cli/tests/metrics.rs)"
+if ! command -v promtool >/dev/null || ! command -v qemu-io >/dev/null || ! /usr/bin/python3 -c 'import nbd' 2>/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q prometheus qemu-utils python3-libnbd >/dev/null
+fi
+promtool --version 2>&1 | sed -n 1p
+
 step "rust tests"
 cargo test --workspace --locked --release
 

@@ -98,10 +98,22 @@ pub struct ServeArgs {
     /// whole segments). Default: unlimited.
     #[arg(long, value_name = "BYTES")]
     clean_rate: Option<String>,
+    /// Write-through, write-around and read-only caches: a sequential stream longer than this
+    /// (e.g. 4MiB; followed segment by segment) bypasses the cache (bcache's sequential_cutoff).
+    #[arg(long, value_name = "SIZE")]
+    seq_cutoff: Option<String>,
+    /// Write-through, write-around and read-only caches: fill a segment only at its N-th miss
+    /// (Open CAS's NHIT promotion); the misses before it bypass the cache.
+    #[arg(long, value_name = "N")]
+    promote_after: Option<u32>,
     /// Control socket for `ssdcache status | flush | maintain` (default: CACHE.ctl). Only a
     /// stale socket there is replaced; anything else is refused.
     #[arg(long)]
     control: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; port 0 picks a free
+    /// one, `metrics on ADDR` tells which). Unauthenticated: keep it on loopback or a trusted network.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     #[command(flatten)]
     limits: crate::serve_limits::LimitArgs,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
@@ -269,7 +281,7 @@ fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
     let Ok(dev) = FileDevice::open(&a.cache) else {
         return Ok(()); // opening the cache reports it
     };
-    match Superblock::read(&dev) {
+    match Superblock::read_either(&dev).map(|r| r.sb) {
         Ok(sb) if sb.mode != CacheMode::WriteBack => bail!(
             "--max-dirty/--dirty-age/--clean-rate: {} is a {} cache, which never holds dirty data              (only write-back caches have a cleaner)",
             a.cache.display(),
@@ -277,6 +289,14 @@ fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
         ),
         _ => Ok(()),
     }
+}
+
+/// `--metrics HOST:PORT` (a name is resolved once, here).
+fn metrics_addr(text: &str) -> Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let bad = |why: String| anyhow::anyhow!("--metrics {text:?}: {why} (want HOST:PORT, e.g. 127.0.0.1:9100)");
+    let mut addrs = text.to_socket_addrs().map_err(|e| bad(e.to_string()))?;
+    addrs.next().ok_or_else(|| bad("resolves to no address".into()))
 }
 
 pub fn serve(a: ServeArgs) -> Result<()> {
@@ -299,7 +319,31 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let (inject_cache, inject_backing) =
         (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
     let server = a.limits.server_config()?;
+    let metrics = a.metrics.as_deref().map(metrics_addr).transpose()?;
+    let seq_cutoff = a
+        .seq_cutoff
+        .as_deref()
+        .map(|t| parse_bytes(t).map_err(|e| anyhow::anyhow!("--seq-cutoff: {e}")))
+        .transpose()?;
+    if a.promote_after == Some(0) {
+        bail!("--promote-after must be at least 1");
+    }
     let control = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
+    let engine = EngineConfig {
+        policy: a.policy,
+        error_limit: a.max_cache_errors,
+        seq_cutoff,
+        promote_after: a.promote_after,
+        cleaner,
+    };
+    if seq_cutoff.is_some() || a.promote_after.is_some() {
+        // Refused before the start procedure runs (a start that fails after
+        // it leaves the cache marked unclean); the engine checks again.
+        let mode = FileDevice::open(&a.cache).ok().and_then(|d| Superblock::read_either(&d).ok()).map(|r| r.sb.mode);
+        if let Some(mode) = mode {
+            engine.policy_spec(mode).map_err(|e| anyhow::anyhow!("{}: {e}", a.cache.display()))?;
+        }
+    }
     let cfg = DaemonConfig {
         cache: a.cache,
         backing: a.backing,
@@ -307,7 +351,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         export: a.export,
         period,
         idle,
-        engine: EngineConfig { policy: a.policy, error_limit: a.max_cache_errors, cleaner },
+        engine,
         start: StartOptions {
             force: a.force,
             discard_dirty: a.discard_dirty,
@@ -316,6 +360,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         },
         control,
         server,
+        metrics,
         backing_model: model_spec,
         inject_cache,
         inject_backing,
@@ -619,6 +664,7 @@ fn print_live_status(cache: &Path, v: &Value) {
         u("cache_hints"),
         u("cache_hint_fills")
     );
+    print_requests(s);
     println!("metadata     version {}, {} procedure(s) completed", u("version"), u("procedures"));
     if s["mode"] == "write-back" {
         let last = &s["last_report"];
@@ -647,6 +693,35 @@ fn print_live_status(cache: &Path, v: &Value) {
         );
     }
     println!("uptime       {:.0} s", s["uptime"].as_f64().unwrap_or(0.0));
+}
+
+/// The `requests` line: per operation, its outcomes and mean latency (the
+/// full histograms are in `--json` and the metrics).
+fn print_requests(s: &Value) {
+    let Some(reqs) = s["requests"].as_array() else { return };
+    let mut parts = Vec::new();
+    for op in ["read", "write", "write_zeroes", "trim", "flush"] {
+        let of_op: Vec<&Value> = reqs.iter().filter(|r| r["op"] == op).collect();
+        let n: u64 = of_op.iter().filter_map(|r| r["count"].as_u64()).sum();
+        if n == 0 {
+            continue;
+        }
+        let secs: f64 = of_op.iter().filter_map(|r| r["latency"]["sum_seconds"].as_f64()).sum();
+        let outcomes: Vec<String> = of_op
+            .iter()
+            .filter(|r| r["count"].as_u64().unwrap_or(0) > 0)
+            .map(|r| format!("{} {}", r["count"], r["outcome"].as_str().unwrap_or("?")))
+            .collect();
+        parts.push(format!("{op} {n} ({}, mean {:.0} µs)", outcomes.join(", "), secs / n as f64 * 1e6));
+    }
+    let conns = &s["connections"];
+    println!("requests     {}", if parts.is_empty() { "none yet".to_string() } else { parts.join("; ") });
+    println!(
+        "connections  {} open, {} accepted, {} refused",
+        conns["open"].as_u64().unwrap_or(0),
+        conns["accepted"].as_u64().unwrap_or(0),
+        conns["refused"].as_u64().unwrap_or(0)
+    );
 }
 
 /// Status read from the cache file when no server runs.

@@ -22,7 +22,9 @@ use tokio::sync::mpsc;
 use crate::cache::inject::{FaultPlan, InjectDevice};
 use crate::cache::model_device::ModelDevice;
 use crate::cache::{files, BlockDevice, EngineConfig, FileDevice, StartOptions};
+use crate::control::protocol::Served;
 use crate::control::socket as control;
+use crate::metrics::{exposition, http, snapshot::Source};
 use crate::{Backend, Export, Server, ServerConfig};
 
 /// Everything a daemon runs with.
@@ -44,6 +46,8 @@ pub struct DaemonConfig {
     pub control: PathBuf,
     /// The NBD server's limits.
     pub server: ServerConfig,
+    /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
+    pub metrics: Option<SocketAddr>,
     /// Benchmarks: BACKING made as slow as this HDD model spec.
     pub backing_model: Option<String>,
     /// Tests: faults injected into the cache device and BACKING.
@@ -96,6 +100,12 @@ pub async fn run(
     control::check_path(&cfg.control)?;
     let listener =
         tokio::net::TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    let metrics_listener = match cfg.metrics {
+        None => None,
+        Some(addr) => {
+            Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--metrics: listening on {addr}"))?)
+        }
+    };
     let (control_listener, control_file) = control::bind(&cfg.control).await?;
     // Removed on every exit path (if still ours).
     let _socket = RemoveOnDrop(control_file);
@@ -151,7 +161,25 @@ pub async fn run(
             export = export.into_read_only();
         }
         let server = Server::new(vec![export], cfg.server.clone())?;
-        let control_task = tokio::spawn(control::accept_loop(control_listener, backend.clone(), model));
+        // status and /metrics: one source.
+        let b = backend.clone();
+        let source = Source::new(move || b.status(), Some(server.stats_handle()));
+        let served = Arc::new(Served { cache: backend.clone(), source: source.clone() });
+        let control_task = tokio::spawn(control::accept_loop(control_listener, served, model));
+        let metrics_task = match metrics_listener {
+            None => None,
+            Some(l) => {
+                let addr = l.local_addr()?;
+                let registry = Arc::new(exposition::registry(source));
+                let task = tokio::spawn(http::serve(l, registry, Default::default()));
+                eprintln!(
+                    "ssdcache serve: metrics on http://{addr}/metrics{}",
+                    if addr.ip().is_loopback() { "" } else { " (unauthenticated: anyone who can reach it reads them)" }
+                );
+                println!("metrics on {addr}");
+                Some(task)
+            }
+        };
         let handle = server.start(listener)?;
         ready(handle.local_addr());
         eprintln!("ssdcache serve: control socket {}", cfg.control.display());
@@ -173,6 +201,9 @@ pub async fn run(
         // A running procedure stops at its next safe point.
         backend.interrupt_maintenance();
         control_task.abort();
+        if let Some(t) = metrics_task {
+            t.abort();
+        }
         // Drains the connections, then Backend::shutdown: write back, clean bit.
         let report = handle.shutdown().await?;
         eprintln!(

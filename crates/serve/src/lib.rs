@@ -19,6 +19,8 @@
 //! - `control` and `daemon` (features `server` and `engine`): the control
 //!   channel (`ssdcache status | flush | maintain`) and the `ssdcache serve`
 //!   daemon's whole life, which the CLI only configures.
+//! - [`metrics`]: what `status --json` and the Prometheus endpoint
+//!   (`serve --metrics`) show, from one snapshot.
 //!
 //! Example: `cargo run -p ssdcache-serve --example serve_file -- disk.img
 //! --listen 127.0.0.1:10809 --export disk`, then `qemu-io -f raw
@@ -31,6 +33,7 @@ pub mod control;
 #[cfg(all(feature = "server", feature = "engine"))]
 pub mod daemon;
 pub mod extents;
+pub mod metrics;
 pub mod nbd;
 #[cfg(feature = "server")]
 pub mod server;
@@ -40,4 +43,4 @@ pub(crate) mod sync;
 pub use backend::{Backend, FileBackend, MemBackend};
 pub use extents::Extent;
 #[cfg(feature = "server")]
-pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle, ServerStats};
+pub use server::{Export, Server, ServerConfig, ServerError, ServerHandle, ServerStats, StatsHandle};

@@ -214,6 +214,16 @@ pub struct ServerStats {
     pub threads: usize,
     /// Most worker threads alive at once so far.
     pub threads_peak: usize,
+    /// Connections admitted since start.
+    pub accepted: u64,
+    /// Connections refused since start (full, nobody to close).
+    pub refused: u64,
+    /// Connections closed since start to admit a newer one.
+    pub displaced: u64,
+    /// Requests answered with an error by the protocol layer, without
+    /// reaching the backend (out of range, unknown command, bad flags, over
+    /// the maximum block size).
+    pub rejected: u64,
 }
 
 /// The server-wide resources connections draw from.
@@ -224,6 +234,8 @@ pub(crate) struct Global {
     /// Bytes a transfer must move per `stall_timeout` while others wait.
     stall_bytes: usize,
     epoch: Instant,
+    /// Requests rejected before reaching the backend (see [`ServerStats::rejected`]).
+    rejected: AtomicU64,
 }
 
 impl Global {
@@ -290,6 +302,8 @@ struct Shared {
     params: Vec<ExportParams>,
     config: ServerConfig,
     connections: AtomicU64,
+    refused: AtomicU64,
+    displaced: AtomicU64,
     global: Arc<Global>,
     table: Mutex<Table>,
 }
@@ -303,11 +317,13 @@ impl Shared {
             let idle_ms = self.config.idle_timeout.as_millis() as u64;
             let Some((victim, why)) = t.victim(self.global.now_ms(), idle_ms) else {
                 log::warn!("{peer}: refused: {} connections, none negotiating or idle", t.entries.len());
+                self.refused.fetch_add(1, Ordering::Relaxed);
                 return None;
             };
             let e = t.entries.remove(&victim).expect("victim in the table");
             log::info!("{}: closing a connection {why} to admit {peer}", e.peer);
             e.kick.cancel();
+            self.displaced.fetch_add(1, Ordering::Relaxed);
         }
         let id = t.next_id;
         t.next_id += 1;
@@ -329,7 +345,22 @@ impl Shared {
             buffered_peak: self.global.budget.peak(),
             threads,
             threads_peak,
+            accepted: self.connections.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            displaced: self.displaced.load(Ordering::Relaxed),
+            rejected: self.global.rejected.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Reads a server's [`ServerStats`] from elsewhere (metrics, `status`);
+/// cheap to clone, usable before the server starts.
+#[derive(Clone)]
+pub struct StatsHandle(Arc<Shared>);
+
+impl StatsHandle {
+    pub fn stats(&self) -> ServerStats {
+        self.0.stats()
     }
 }
 
@@ -411,6 +442,7 @@ impl Server {
             stall_timeout: config.stall_timeout,
             stall_bytes: (conn::STALL_MIN_RATE as f64 * config.stall_timeout.as_secs_f64()).max(1.0) as usize,
             epoch: Instant::now(),
+            rejected: AtomicU64::new(0),
         });
         let shared = Shared {
             exports,
@@ -418,10 +450,17 @@ impl Server {
             params,
             config,
             connections: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            displaced: AtomicU64::new(0),
             global,
             table: Mutex::new(Table::default()),
         };
         Ok(Server { shared: Arc::new(shared) })
+    }
+
+    /// A reader of the server's stats, for monitoring set up before it starts.
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.shared.clone())
     }
 
     /// Starts serving on `listener` (call from inside a tokio runtime).

@@ -30,6 +30,7 @@ fn config(dir: &Path, listen: &str) -> DaemonConfig {
         start: StartOptions::default(),
         control: dir.join("cache.ctl"),
         server: ServerConfig::default(),
+        metrics: None,
         backing_model: None,
         inject_cache: None,
         inject_backing: None,

@@ -203,6 +203,25 @@ pub struct MapStatus {
     pub write_hits_to_backing: u64,
 }
 
+/// How one request's pieces were served (the engine turns it into the
+/// request's outcome for the metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Pieces whose segment was cached before the request arrived.
+    pub hits: u32,
+    /// Pieces served by the backing device, or from a segment filled for
+    /// this very request.
+    pub misses: u32,
+}
+
+/// Parts of the same request add up.
+impl std::ops::Add for Tally {
+    type Output = Tally;
+    fn add(self, o: Tally) -> Tally {
+        Tally { hits: self.hits + o.hits, misses: self.misses + o.misses }
+    }
+}
+
 /// `part / whole`, or `None` when nothing was counted.
 fn ratio(part: u64, whole: u64) -> Option<f64> {
     (whole > 0).then(|| part as f64 / whole as f64)
@@ -506,13 +525,13 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
 
     /// Reads through the map.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.read_filled(buf, offset, &[])
+        self.read_filled(buf, offset, &[]).map(drop)
     }
 
     /// Reads through the map; pieces of the segments in `filled` (copied
     /// from the HDD for this very request: a real-time fill) are counted as
     /// misses, not as hits served without the backing device.
-    pub fn read_filled(&self, buf: &mut [u8], offset: u64, filled: &[u64]) -> io::Result<()> {
+    pub fn read_filled(&self, buf: &mut [u8], offset: u64, filled: &[u64]) -> io::Result<Tally> {
         let mut pieces = self.pieces(offset, buf.len())?;
         let _held = self.locks.lock(pieces.iter().map(|p| p.hdd_seg));
         {
@@ -526,6 +545,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         }
         let c = &self.counters;
         c.request_bytes.fetch_add(buf.len() as u64, Relaxed);
+        let mut tally = Tally::default();
         for p in &pieces {
             let b = &mut buf[p.pos..p.pos + p.len];
             if let Some(s) = p.slot {
@@ -534,8 +554,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                         c.ssd_read.fetch_add(p.len as u64, Relaxed);
                         if filled.contains(&p.hdd_seg) {
                             c.read_misses.fetch_add(1, Relaxed);
+                            tally.misses += 1;
                         } else {
                             c.read_hits.fetch_add(1, Relaxed);
+                            tally.hits += 1;
                             c.served_pieces.fetch_add(1, Relaxed);
                             c.served_bytes.fetch_add(p.len as u64, Relaxed);
                         }
@@ -561,8 +583,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             self.hdd.read_at(b, p.hdd_seg * self.seg + p.within).map_err(|e| self.hdd_failed(e))?;
             c.read_misses.fetch_add(1, Relaxed);
             c.hdd_read.fetch_add(p.len as u64, Relaxed);
+            tally.misses += 1;
         }
-        Ok(())
+        Ok(tally)
     }
 
     /// Counts a cache-device error; enough of them (or a device that
@@ -620,7 +643,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// write-back mode (dirty); to the HDD only, dropping any cached copy, in
     /// invalidate mode; to the HDD and any cached copy otherwise.
     pub fn write(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        self.write_filled(data, offset, &[], &[])
+        self.write_filled(data, offset, &[], &[]).map(drop)
     }
 
     /// Invalidate mode: drops HDD segment `h` from the map now (under its
@@ -646,7 +669,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// from the HDD for this request: a write-through cache's write miss)
     /// are counted as misses, those in `dropped` (invalidated for this
     /// write by [`invalidate`](Self::invalidate)) as write hits.
-    pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
+    pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64], dropped: &[u64]) -> io::Result<Tally> {
         let mut pieces = self.pieces(offset, data.len())?;
         let invalidate = self.mode == WriteMode::Invalidate;
         // Pieces whose segment was cached when the write arrived.
@@ -686,7 +709,13 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         };
         let c = &self.counters;
         c.request_bytes.fetch_add(data.len() as u64, Relaxed);
+        let mut tally = Tally::default();
         for (p, &found) in pieces.iter().zip(&found) {
+            if found {
+                tally.hits += 1;
+            } else {
+                tally.misses += 1;
+            }
             let d = &data[p.pos..p.pos + p.len];
             let n = p.len as u64;
             if through || p.slot.is_none() {
@@ -722,7 +751,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 }
             }
         }
-        Ok(())
+        Ok(tally)
     }
 
     /// After a failed SSD write to slot `s` (caching `h`, whose lock the

@@ -45,6 +45,13 @@ pub struct Decider {
     seq: u64,
     /// PWC's frequencies may not change: a procedure is running (Fig. 5 line 3).
     frozen: bool,
+    /// A write miss fills its segment in this mode (write-through), as a
+    /// read miss does in every replacement mode.
+    fills_writes: bool,
+    /// Segments whose miss the policy declined to cache since the last
+    /// [`take_declined`](Self::take_declined) (an admission layer: `seqcut`,
+    /// `nhit`): bypasses, where the mode would have filled.
+    declined: u32,
 }
 
 enum Kind {
@@ -107,7 +114,8 @@ impl Decider {
             }
             CacheMode::Passthrough => Kind::None,
         };
-        let mut d = Decider { kind, name, fx: Effects::new(), seq: 0, frozen: false };
+        let fills_writes = mode == CacheMode::WriteThrough;
+        let mut d = Decider { kind, name, fx: Effects::new(), seq: 0, frozen: false, fills_writes, declined: 0 };
         d.restore(meta);
         Ok(d)
     }
@@ -138,10 +146,20 @@ impl Decider {
         for key in first..=last {
             self.access(op, key);
             if let Kind::Replace { slot_of, free, dropped, evicted, .. } = &mut self.kind {
+                let would_fill = op == Op::Read || (op == Op::Write && self.fills_writes);
+                if !self.fx.hit && would_fill && !self.fx.io.contains(&Io::CacheWrite { key }) {
+                    self.declined += 1;
+                }
                 take_effects(&self.fx, slot_of, free, &mut fills, dropped, evicted);
             }
         }
         fills
+    }
+
+    /// How many segments' misses the policy declined to cache since the last
+    /// call (see `declined`).
+    pub fn take_declined(&mut self) -> u32 {
+        std::mem::take(&mut self.declined)
     }
 
     /// The segments writes invalidated since the last call (read-only

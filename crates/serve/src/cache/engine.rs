@@ -47,10 +47,12 @@ use ssdcache::trace::Op;
 use ssdcache::policy::tiered::cleaner::CleanerConfig;
 
 use super::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch};
-use super::datapath::{CacheMap, MapStatus};
+use super::datapath::{CacheMap, MapStatus, Tally};
 use super::decide::Decider;
 use super::device::BlockDevice;
 use super::mode::CacheMode;
+use crate::metrics::procedures::{Procedure, ProcedureCounters, ProcedureSnapshot};
+use crate::metrics::requests::{Op as RequestOp, Outcome, RequestCounters, RequestSnapshot};
 use crate::sync::lock;
 use crate::Backend;
 
@@ -66,6 +68,14 @@ pub struct EngineConfig {
     /// The background cleaner's bounds (write-back only; the default: none,
     /// no cleaner).
     pub cleaner: CleanerConfig,
+    /// Replacement modes: a sequential stream longer than this many bytes
+    /// bypasses the cache (bcache's `sequential_cutoff`; the simulator's
+    /// `seqcut` admitter, streams followed segment by segment).
+    pub seq_cutoff: Option<u64>,
+    /// Replacement modes: a segment is filled only at its N-th miss (Open
+    /// CAS's NHIT; the simulator's `nhit` admitter, applied from the first
+    /// miss: `trigger=0%`).
+    pub promote_after: Option<u32>,
 }
 
 impl Default for EngineConfig {
@@ -73,8 +83,34 @@ impl Default for EngineConfig {
         EngineConfig {
             policy: "lru".into(),
             error_limit: super::datapath::DEFAULT_ERROR_LIMIT,
+            seq_cutoff: None,
+            promote_after: None,
             cleaner: CleanerConfig::default(),
         }
+    }
+}
+
+impl EngineConfig {
+    /// The policy spec the decider builds: `policy` behind the admission
+    /// layers the options ask for, the same spec `ssdcache sim --policy`
+    /// takes, so `sim` predicts what `serve` does.
+    pub fn policy_spec(&self, mode: CacheMode) -> Result<String, String> {
+        let replacement = matches!(mode, CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::ReadOnly);
+        if !replacement && (self.seq_cutoff.is_some() || self.promote_after.is_some()) {
+            return Err(format!(
+                "--seq-cutoff and --promote-after apply to write-through, write-around and read-only caches, \
+                 not to a {} cache",
+                mode.name()
+            ));
+        }
+        let mut spec = self.policy.clone();
+        if let Some(n) = self.promote_after {
+            spec = format!("admit(by=nhit(n={n},trigger=0%),rule={spec})");
+        }
+        if let Some(bytes) = self.seq_cutoff {
+            spec = format!("admit(by=seqcut(cutoff={bytes}),rule={spec})");
+        }
+        Ok(spec)
     }
 }
 
@@ -114,7 +150,12 @@ pub struct EngineStatus {
     /// as references for its next procedure instead).
     pub cache_hints: u64,
     pub cache_hint_fills: u64,
-    /// The background cleaner (`None`: none runs).
+    /// Requests, bytes and latency per operation and outcome since open.
+    pub requests: Vec<RequestSnapshot>,
+    /// Runs and durations of the long procedures since open.
+    pub procedure_runs: Vec<ProcedureSnapshot>,
+    /// The background cleaner (`None`: none runs); `metrics::exposition`
+    /// exports it.
     pub cleaner: Option<CleanerStatus>,
 }
 
@@ -146,6 +187,9 @@ struct Shared<S, H, M> {
     /// Requests being served now (the cleaner yields to them).
     in_flight: AtomicU64,
     cleaner: CleanerState,
+    /// What the metrics and `status` show of requests and procedures.
+    requests: RequestCounters,
+    procedures: ProcedureCounters,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -159,12 +203,21 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// What the decider made of a request.
+#[derive(Debug, Default)]
+struct Referenced {
+    /// Segments filled for it (the map counts their pieces as misses).
+    filled: Vec<u64>,
+    /// Segments it invalidated (read-only mode: write hits).
+    dropped: Vec<u64>,
+    /// Segments whose miss the policy declined to cache (admission).
+    declined: u32,
+}
+
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
     /// Feeds a request to the decider and performs the fills it asks for,
-    /// and (read-only mode) the invalidations; returns the segments it
-    /// filled (for the map to count as misses) and those it invalidated
-    /// (write hits).
-    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<(Vec<u64>, Vec<u64>)> {
+    /// and (read-only mode) the invalidations.
+    fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<Referenced> {
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
             return Ok(Default::default()); // the map reports the range error
         }
@@ -174,6 +227,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
         let seg = self.map.segment_size();
         let mut d = lock(&self.decider);
         let fills = d.reference(op, offset / seg, (offset + len - 1) / seg);
+        let declined = d.take_declined();
         // Dropped from the map under the decider's lock, before any fill:
         // a later request's fill may reuse the slot or re-cache the segment.
         let dropped: Vec<u64> = d.take_dropped().into_iter().filter(|&h| self.map.invalidate(h)).collect();
@@ -189,10 +243,10 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
                 // backing store instead. The policy learns what is cached.
                 log::warn!("fill of segment {h} into slot {slot} failed, served from the backing store: {e}");
                 d.restore(&self.map.meta());
-                return Ok((fills[..i].iter().map(|&(_, h)| h).collect(), dropped));
+                return Ok(Referenced { filled: fills[..i].iter().map(|&(_, h)| h).collect(), dropped, declined });
             }
         }
-        Ok((fills.into_iter().map(|(_, h)| h).collect(), dropped))
+        Ok(Referenced { filled: fills.into_iter().map(|(_, h)| h).collect(), dropped, declined })
     }
 
     fn maintain(&self) -> io::Result<MaintainReport> {
@@ -217,6 +271,8 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
             plan
         };
         let done = self.map.caching_and_eviction(&plan);
+        let completed = done.is_ok() && !self.map.is_interrupted();
+        self.procedures.record(Procedure::CachingAndEviction, completed, t0.elapsed());
         {
             let mut d = lock(&self.decider);
             if done.is_err() || self.map.is_interrupted() {
@@ -272,7 +328,7 @@ where
     /// metadata; with `config.cleaner` bounds, its cleaner thread started.
     /// Fails on a bad `config.policy`, or cleaner bounds outside write-back.
     pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
-        let decider = Decider::new(mode, &config.policy, &map.meta())?;
+        let decider = Decider::new(mode, &config.policy_spec(mode)?, &map.meta())?;
         if config.cleaner.is_active() && mode != CacheMode::WriteBack {
             return Err(format!(
                 "a {} cache has no dirty data: the cleaner's bounds apply to write-back caches only",
@@ -291,6 +347,8 @@ where
             hint_fills: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             cleaner: CleanerState::default(),
+            requests: RequestCounters::default(),
+            procedures: ProcedureCounters::default(),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -392,7 +450,10 @@ where
     /// Writes every dirty segment back and syncs both devices now
     /// (`ssdcache flush`); returns how many segments were written back.
     pub fn write_back(&self) -> io::Result<u64> {
-        self.shared.map.write_back()
+        let t0 = Instant::now();
+        let r = self.shared.map.write_back();
+        self.shared.procedures.record(Procedure::WriteBack, r.is_ok(), t0.elapsed());
+        r
     }
 
     /// The cache mode.
@@ -422,6 +483,8 @@ where
             uptime: self.shared.opened.elapsed().as_secs_f64(),
             cache_hints: self.shared.hints.load(Relaxed),
             cache_hint_fills: self.shared.hint_fills.load(Relaxed),
+            requests: self.shared.requests.snapshot(),
+            procedure_runs: self.shared.procedures.snapshot(),
             cleaner: cleaner::status(&self.shared.map, &self.shared.cleaner),
         }
     }
@@ -446,15 +509,39 @@ where
         }
     }
 
-    fn zero(&self, offset: u64, len: u64, filled: &[u64], dropped: &[u64]) -> io::Result<()> {
+    fn zero(&self, offset: u64, len: u64, filled: &[u64], dropped: &[u64]) -> io::Result<Tally> {
         let zeros = vec![0u8; len.min(1 << 20) as usize];
         let mut at = offset;
+        let mut tally = Tally::default();
         while at < offset + len {
             let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?;
+            tally = tally + self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?;
             at += n as u64;
         }
-        Ok(())
+        Ok(tally)
+    }
+
+    /// Runs one request and counts it for the metrics: its outcome is
+    /// decided here, from what the decider declined and how the map served
+    /// its pieces. `f` returns the map's tally and the segments whose miss
+    /// the policy declined to cache.
+    fn counted(&self, op: RequestOp, bytes: u64, f: impl FnOnce() -> io::Result<(Tally, u32)>) -> io::Result<()> {
+        let t0 = Instant::now();
+        let _busy = self.shared.arrive();
+        // Decided as the request arrives: nothing new is cached from then on.
+        let bypass = self.mode == CacheMode::Passthrough || self.shared.map.is_degraded();
+        let r = f();
+        let outcome = match &r {
+            Err(_) => Outcome::Error,
+            Ok(_) if !op.moves_data() => Outcome::Ok,
+            // The cache was not consulted, or the policy declined a miss
+            // (--seq-cutoff, --promote-after): a bypass.
+            Ok((_, declined)) if bypass || *declined > 0 => Outcome::Bypass,
+            Ok((t, _)) if t.misses > 0 => Outcome::Miss,
+            Ok(_) => Outcome::Hit,
+        };
+        self.shared.requests.record(op, outcome, bytes, t0.elapsed());
+        r.map(drop)
     }
 }
 
@@ -483,43 +570,47 @@ where
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let _busy = self.shared.arrive();
-        let (filled, _) = self.shared.reference(Op::Read, offset, buf.len() as u64)?;
-        self.shared.map.read_filled(buf, offset, &filled)
+        let len = buf.len() as u64;
+        self.counted(RequestOp::Read, len, || {
+            let r = self.shared.reference(Op::Read, offset, len)?;
+            Ok((self.shared.map.read_filled(buf, offset, &r.filled)?, r.declined))
+        })
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        let _busy = self.shared.arrive();
-        let (filled, dropped) = self.shared.reference(Op::Write, offset, data.len() as u64)?;
-        self.shared.map.write_filled(data, offset, &filled, &dropped)?;
-        if fua {
-            self.shared.map.flush()?;
-        }
-        Ok(())
+        self.counted(RequestOp::Write, data.len() as u64, || {
+            let r = self.shared.reference(Op::Write, offset, data.len() as u64)?;
+            let tally = self.shared.map.write_filled(data, offset, &r.filled, &r.dropped)?;
+            if fua {
+                self.shared.map.flush()?;
+            }
+            Ok((tally, r.declined))
+        })
     }
 
     fn flush(&self) -> io::Result<()> {
-        let _busy = self.shared.arrive();
-        self.shared.map.flush()
+        self.counted(RequestOp::Flush, 0, || self.shared.map.flush().map(|()| Default::default()))
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
-        let _busy = self.shared.arrive();
-        self.shared.reference(Op::Trim, offset, len)?;
-        if fua {
-            self.shared.map.flush()?;
-        }
-        Ok(())
+        self.counted(RequestOp::Trim, len, || {
+            self.shared.reference(Op::Trim, offset, len)?;
+            if fua {
+                self.shared.map.flush()?;
+            }
+            Ok(Default::default())
+        })
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
-        let _busy = self.shared.arrive();
-        let (filled, dropped) = self.shared.reference(Op::Write, offset, len)?;
-        self.zero(offset, len, &filled, &dropped)?;
-        if fua {
-            self.shared.map.flush()?;
-        }
-        Ok(())
+        self.counted(RequestOp::WriteZeroes, len, || {
+            let r = self.shared.reference(Op::Write, offset, len)?;
+            let tally = self.zero(offset, len, &r.filled, &r.dropped)?;
+            if fua {
+                self.shared.map.flush()?;
+            }
+            Ok((tally, r.declined))
+        })
     }
 
     fn multi_conn(&self) -> bool {
@@ -527,7 +618,11 @@ where
     }
 
     fn block_status(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<crate::Extent>> {
-        self.shared.map.extents(offset, len, max)
+        let t0 = Instant::now();
+        let r = self.shared.map.extents(offset, len, max);
+        let outcome = if r.is_ok() { Outcome::Ok } else { Outcome::Error };
+        self.shared.requests.record(RequestOp::BlockStatus, outcome, len, t0.elapsed());
+        r
     }
 
     /// A read reference without the read: a replacement policy fills the
@@ -535,11 +630,12 @@ where
     /// PWC counts the reference, and its next procedure decides. A hint: a
     /// failed fill is logged by `reference` and the range served as before.
     fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
-        let _busy = self.shared.arrive();
-        self.shared.hints.fetch_add(1, Relaxed);
-        let (filled, _) = self.shared.reference(Op::Read, offset, len)?;
-        self.shared.hint_fills.fetch_add(filled.len() as u64, Relaxed);
-        Ok(())
+        self.counted(RequestOp::Cache, len, || {
+            self.shared.hints.fetch_add(1, Relaxed);
+            let filled = self.shared.reference(Op::Read, offset, len)?.filled;
+            self.shared.hint_fills.fetch_add(filled.len() as u64, Relaxed);
+            Ok(Default::default())
+        })
     }
 
     fn shutdown(&self) -> io::Result<()> {
@@ -975,8 +1071,9 @@ mod tests {
         assert_eq!(e.mapping(), vec![Some(3), None, None, None]);
         // A write's reference: the policy invalidates 3, and the map drops it
         // at once, under the same lock, not later with the write's data.
-        let (filled, dropped) = e.shared.reference(Op::Write, 3 * SEG, 4).unwrap();
-        assert_eq!((filled, dropped.clone()), (Vec::<u64>::new(), vec![3u64]));
+        let r = e.shared.reference(Op::Write, 3 * SEG, 4).unwrap();
+        let dropped = r.dropped.clone();
+        assert_eq!((r.filled, r.dropped), (Vec::<u64>::new(), vec![3u64]));
         assert_eq!(e.mapping(), vec![None; 4]);
         // A read comes in before the write's data: it refills 3 (old bytes)
         // without meeting a segment the map still holds.
@@ -1024,6 +1121,111 @@ mod tests {
         assert_eq!((e.status().map.served_bytes_ratio, e.status().map.served_pieces_ratio), (None, None));
         read(&e, 0, 8);
         assert_eq!(e.status().map.served_bytes_ratio, Some(0.0));
+    }
+
+    /// The metrics' outcome of each request, as the engine decides it.
+    #[test]
+    fn requests_are_counted_by_operation_and_outcome() {
+        let count = |e: &Engine, op: &str, outcome: &str| {
+            let s = e.status().requests;
+            let r = s.iter().find(|r| r.op == op && r.outcome == outcome).unwrap();
+            (r.count, r.bytes, r.latency.count)
+        };
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        for h in 0..2 {
+            reference(&e, h, 5); // hot: cached by the procedure
+        }
+        assert_eq!(count(&e, "read", "miss"), (20, 20, 20));
+        e.maintain().unwrap();
+        read(&e, 0, 100); // hit
+        read(&e, SEG - 10, 20); // segments 0 and 1: both cached, a hit
+        read(&e, SEG + 10, (SEG + 10) as usize); // segments 1 and 2: 2 is not cached, a miss
+        e.write_at(&[1; 8], 0, false).unwrap(); // hit (dirty)
+        e.write_zeroes(3 * SEG, 2 * SEG, false, false).unwrap(); // miss
+        e.trim(0, SEG, false).unwrap();
+        e.flush().unwrap();
+        let mut buf = [0u8; 8];
+        assert!(e.read_at(&mut buf, HDD_SEGS * SEG).is_err(), "past the end");
+        assert_eq!(count(&e, "read", "hit"), (2, 120, 2));
+        assert_eq!(count(&e, "read", "miss"), (21, 20 + SEG + 10, 21));
+        assert_eq!(count(&e, "read", "error"), (1, 8, 1));
+        assert_eq!(count(&e, "write", "hit"), (1, 8, 1));
+        assert_eq!(count(&e, "write_zeroes", "miss"), (1, 2 * SEG, 1));
+        assert_eq!(count(&e, "trim", "ok"), (1, SEG, 1));
+        assert_eq!(count(&e, "flush", "ok"), (1, 0, 1));
+        assert_eq!(count(&e, "read", "bypass"), (0, 0, 0));
+        e.write_back().unwrap();
+        let runs = e.status().procedure_runs;
+        assert_eq!((runs[0].procedure, runs[0].completed, runs[0].failed), ("caching_and_eviction", 1, 0));
+        assert_eq!((runs[1].procedure, runs[1].completed, runs[1].duration.count), ("write_back", 1, 1));
+        // Passthrough never consults the cache: every data request bypasses it.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::Passthrough);
+        read(&e, 0, 10);
+        e.write_at(&[2; 4], SEG, false).unwrap();
+        assert_eq!((count(&e, "read", "bypass").0, count(&e, "write", "bypass").0), (1, 1));
+        assert_eq!((count(&e, "read", "miss").0, count(&e, "write", "miss").0), (0, 0));
+        // Write-back with no plan (other modes): maintain is not a procedure run.
+        let rig = Rig::new();
+        let (e, _) = rig.open_as(CacheMode::WriteThrough);
+        e.maintain().unwrap();
+        assert_eq!(e.status().procedure_runs[0].completed, 0);
+    }
+
+    /// `--seq-cutoff` and `--promote-after`: the simulator's admitters in
+    /// front of the replacement policy; what they decline is a bypass.
+    #[test]
+    fn admission_options_make_bypasses() {
+        let bypass = |e: &Engine, op: &str| {
+            let s = e.status().requests;
+            s.iter().find(|r| r.op == op && r.outcome == "bypass").unwrap().count
+        };
+        let open = |mode, seq_cutoff, promote_after| {
+            let rig = Rig::new();
+            let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
+            let (map, _) = CacheMap::open_with(
+                rig.ssd.clone(),
+                rig.hdd.clone(),
+                store,
+                Default::default(),
+                CacheMode::write_mode(mode),
+            )
+            .unwrap();
+            let cfg = EngineConfig { seq_cutoff, promote_after, ..EngineConfig::default() };
+            CachedBackend::new(map, mode, &cfg)
+        };
+        // A stream of 6 segments with a cutoff of 2: 2 filled, 4 bypass; the
+        // filled ones hit afterwards.
+        let e = open(CacheMode::ReadOnly, Some(2 * SEG), None).unwrap();
+        assert!(e.status().policy.contains("seqcut"), "{}", e.status().policy);
+        for h in 10..16 {
+            read(&e, h * SEG, SEG as usize);
+        }
+        assert_eq!(e.mapping().into_iter().flatten().collect::<Vec<_>>(), vec![10, 11]);
+        assert_eq!(bypass(&e, "read"), 4);
+        read(&e, 10 * SEG, 8);
+        let s = e.status().requests;
+        assert_eq!(s.iter().find(|r| r.op == "read" && r.outcome == "hit").unwrap().count, 1);
+        assert_eq!(s.iter().find(|r| r.op == "read" && r.outcome == "miss").unwrap().count, 2);
+        // The third miss of a segment fills it; a write-through write miss is
+        // declined like a read miss.
+        let e = open(CacheMode::WriteThrough, None, Some(3)).unwrap();
+        read(&e, 5 * SEG, 1);
+        e.write_at(&[1; 4], 5 * SEG, false).unwrap();
+        assert_eq!(e.mapping(), vec![None; 4]);
+        assert_eq!((bypass(&e, "read"), bypass(&e, "write")), (1, 1));
+        read(&e, 5 * SEG, 1);
+        assert_eq!(e.mapping()[0], Some(5), "filled at its third miss");
+        assert_eq!(bypass(&e, "read"), 1);
+        // Write-around: a write miss is never filled, so it is a miss, not a bypass.
+        let e = open(CacheMode::WriteAround, None, Some(2)).unwrap();
+        e.write_at(&[1; 4], 5 * SEG, false).unwrap();
+        assert_eq!(bypass(&e, "write"), 0);
+        // Not for write-back or passthrough.
+        let err = open(CacheMode::WriteBack, Some(SEG), None).err().unwrap();
+        assert!(err.contains("--seq-cutoff and --promote-after apply to write-through"), "{err}");
+        assert!(open(CacheMode::Passthrough, None, Some(2)).is_err());
     }
 
     #[test]

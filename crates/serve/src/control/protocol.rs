@@ -5,11 +5,13 @@
 //! tested here; [`super::socket`] moves them.
 
 use std::io;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use crate::cache::model_device::ModelDevice;
-use crate::cache::{EngineStatus, FileCache, FileDevice, MaintainReport};
+use crate::cache::{FileCache, FileDevice, MaintainReport};
+use crate::metrics::snapshot::{Snapshot, Source};
 
 /// A command a client can send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,23 +42,30 @@ impl Command {
 /// What the commands act on: the engine (a trait so that the protocol is
 /// tested without a cache).
 pub trait Controlled {
-    /// `status`.
-    fn status(&self) -> EngineStatus;
+    /// `status`: the same snapshot `/metrics` is rendered from.
+    fn status(&self) -> Snapshot;
     /// `flush`: how many segments were written back.
     fn write_back(&self) -> io::Result<u64>;
     /// `maintain`.
     fn maintain(&self) -> io::Result<MaintainReport>;
 }
 
-impl Controlled for FileCache {
-    fn status(&self) -> EngineStatus {
-        FileCache::status(self)
+/// A served cache: the engine, and where its snapshots come from (the
+/// engine and the NBD server's connections).
+pub struct Served {
+    pub cache: Arc<FileCache>,
+    pub source: Source,
+}
+
+impl Controlled for Served {
+    fn status(&self) -> Snapshot {
+        self.source.snapshot()
     }
     fn write_back(&self) -> io::Result<u64> {
-        FileCache::write_back(self)
+        self.cache.write_back()
     }
     fn maintain(&self) -> io::Result<MaintainReport> {
-        FileCache::maintain(self)
+        self.cache.maintain()
     }
 }
 
@@ -122,7 +131,8 @@ pub fn decode(line: &str) -> Result<Result<Value, String>, serde_json::Error> {
 mod tests {
     use super::*;
     use crate::cache::datapath::MapStatus;
-    use crate::cache::CacheMode;
+    use crate::cache::{CacheMode, EngineStatus};
+    use crate::metrics::snapshot::Connections;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     struct Fake {
@@ -131,8 +141,8 @@ mod tests {
     }
 
     impl Controlled for Fake {
-        fn status(&self) -> EngineStatus {
-            EngineStatus {
+        fn status(&self) -> Snapshot {
+            let engine = EngineStatus {
                 mode: CacheMode::WriteBack,
                 policy: "pwc".into(),
                 segment_size: 1 << 20,
@@ -146,8 +156,11 @@ mod tests {
                 uptime: 1.5,
                 cache_hints: 0,
                 cache_hint_fills: 0,
+                requests: Vec::new(),
+                procedure_runs: Vec::new(),
                 cleaner: None,
-            }
+            };
+            Snapshot { engine, connections: Connections { open: 2, accepted: 5, ..Default::default() } }
         }
         fn write_back(&self) -> io::Result<u64> {
             if self.fail {
@@ -172,6 +185,10 @@ mod tests {
         let v = round_trip("status\n", &ok).unwrap();
         assert_eq!((v["status"]["cached"].as_u64(), v["status"]["dirty"].as_u64()), (Some(3), Some(1)));
         assert_eq!(v["status"]["mode"], "write-back");
+        assert_eq!(
+            (v["status"]["connections"]["open"].as_u64(), v["status"]["connections"]["accepted"].as_u64()),
+            (Some(2), Some(5))
+        );
         assert_eq!(round_trip(" flush ", &ok).unwrap()["written_back"], 2);
         assert_eq!(round_trip("maintain", &ok).unwrap()["report"]["plan"], json!([[0, 5]]));
         let bad = Fake { flushes: AtomicU64::new(0), fail: true };

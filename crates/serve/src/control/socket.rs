@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::protocol::{self, Command};
+use super::protocol::{self, Command, Served};
 use crate::cache::model_device::ModelDevice;
-use crate::cache::{FileCache, FileDevice};
+use crate::cache::FileDevice;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -127,7 +127,7 @@ pub async fn bind(path: &Path) -> Result<(UnixListener, SocketFile)> {
 pub type Model = Option<Arc<ModelDevice<FileDevice>>>;
 
 /// Serves control connections until the listener is dropped.
-pub async fn accept_loop(listener: UnixListener, cache: Arc<FileCache>, model: Model) {
+pub async fn accept_loop(listener: UnixListener, cache: Arc<Served>, model: Model) {
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -158,7 +158,7 @@ async fn read_command(r: impl AsyncRead + Unpin, within: Duration) -> Result<Opt
     }
 }
 
-async fn handle(stream: UnixStream, cache: Arc<FileCache>, model: Model) -> Result<()> {
+async fn handle(stream: UnixStream, cache: Arc<Served>, model: Model) -> Result<()> {
     let (r, mut w) = stream.into_split();
     let Some(line) = read_command(r, COMMAND_TIMEOUT).await? else { return Ok(()) };
     let answer = tokio::task::spawn_blocking(move || {

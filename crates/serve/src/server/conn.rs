@@ -466,6 +466,7 @@ impl Conn {
             Decision::Reject { errno, discard } => {
                 rd.stats.requests += 1;
                 rd.stats.errors += 1;
+                self.global.rejected.fetch_add(1, Ordering::Relaxed);
                 match self.discard(rd, discard as usize) {
                     Ok(()) => Next::Job(Job::Reply { cookie: hdr.cookie, errno }),
                     Err(e) => {
@@ -479,6 +480,7 @@ impl Conn {
                 log::info!("{}: closing: request of {} bytes over the maximum block size", self.peer, hdr.length);
                 rd.stats.requests += 1;
                 rd.stats.errors += 1;
+                self.global.rejected.fetch_add(1, Ordering::Relaxed);
                 Next::Job(Job::Last { cookie: hdr.cookie, errno })
             }
         }

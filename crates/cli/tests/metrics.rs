@@ -1,0 +1,579 @@
+//! `ssdcache serve --metrics`: after a known workload from a real NBD client
+//! (qemu-io), `/metrics` and `ssdcache status --json` agree with the
+//! workload and with each other; Prometheus's own parser (`promtool check
+//! metrics`) accepts the page, and an OpenMetrics parser (the Python
+//! `prometheus_client`'s) the OpenMetrics form; hostile metrics clients
+//! (silent, 100 MB of headers, hundreds of connections) neither grow the
+//! server nor disturb NBD clients. Loopback only; every wait is bounded.
+
+use serde_json::Value;
+use ssdcache_serve::nbd::consts::*;
+use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
+
+/// A 2 MiB cache (128 KiB segments) for a 4 MiB backing file.
+struct Fixture {
+    dir: tempfile::TempDir,
+    cache: PathBuf,
+    backing: PathBuf,
+}
+
+impl Fixture {
+    fn new(mode: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache.img");
+        let backing = dir.path().join("backing.img");
+        std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
+        let out = Command::new(BIN)
+            .args(["create", "--size", "2MiB", "--segment", "128KiB", "--mode", mode])
+            .arg(&cache)
+            .arg(&backing)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Fixture { dir, cache, backing }
+    }
+
+    fn serve_cmd(&self, extra: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("serve").arg(&self.cache).arg(&self.backing).args(["--listen", "127.0.0.1:0"]).args(extra);
+        c
+    }
+
+    /// Starts a server with metrics on a free port; waits (up to 20 s) for
+    /// both addresses.
+    fn serve(&self) -> Server {
+        let err = self.dir.path().join("serve.err");
+        let mut child = self
+            .serve_cmd(&["--metrics", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut metrics = None;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(a) = line.strip_prefix("metrics on ") {
+                    metrics = Some(a.parse::<SocketAddr>().unwrap());
+                }
+                if let Some(a) = line.strip_prefix("listening on ") {
+                    let _ = tx.send((a.parse::<SocketAddr>().unwrap(), metrics));
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok((nbd, Some(metrics))) => Server { child, nbd, metrics },
+            _ => {
+                let _ = child.kill();
+                panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
+            }
+        }
+    }
+}
+
+struct Server {
+    child: Child,
+    nbd: SocketAddr,
+    metrics: SocketAddr,
+}
+
+impl Server {
+    /// Resident memory (VmRSS) in KiB.
+    fn rss_kib(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// SIGTERM; the exit status.
+    fn stop(mut self) -> i32 {
+        let ok = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success());
+        let t = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "the server did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `cmd` to completion (at most 60 s); its stdout. Panics on failure.
+fn run_ok(mut cmd: Command, input: Option<&str>) -> String {
+    let mut child = cmd
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    if let Some(text) = input {
+        let mut stdin = child.stdin.take().unwrap();
+        let text = text.to_owned();
+        std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+    }
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{cmd:?} still running after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (out, err) = (out_t.join().unwrap(), err_t.join().unwrap());
+    assert!(status.success(), "{cmd:?} failed ({status}): {out}{err}");
+    out
+}
+
+/// One `GET /metrics`; (status line, Content-Type, body).
+fn scrape(addr: SocketAddr, accept: Option<&str>) -> (String, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: test\r\n{accept}\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head.lines().next().unwrap().to_string();
+    let ctype = head.lines().find_map(|l| l.strip_prefix("Content-Type: ")).map(str::to_string).unwrap_or_default();
+    (status, ctype, body.to_string())
+}
+
+/// Samples of a classic text page: `name{labels}` → value.
+fn samples(page: &str) -> HashMap<String, f64> {
+    page.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap();
+            (k.to_string(), v.parse::<f64>().unwrap_or_else(|e| panic!("{l}: {e}")))
+        })
+        .collect()
+}
+
+fn get(m: &HashMap<String, f64>, key: &str) -> u64 {
+    let v = *m.get(key).unwrap_or_else(|| panic!("no sample {key}"));
+    assert!(v >= 0.0 && v.fract() == 0.0, "{key} = {v}");
+    v as u64
+}
+
+fn status_json(f: &Fixture) -> Value {
+    let out = run_ok(
+        {
+            let mut c = Command::new(BIN);
+            c.arg("status").arg("--json").arg(&f.cache);
+            c
+        },
+        None,
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["running"], true);
+    v["status"].clone()
+}
+
+fn qemu_io(addr: SocketAddr, cmds: &[&str]) {
+    let mut c = Command::new("qemu-io");
+    c.args(["-f", "raw"]);
+    for cmd in cmds {
+        c.args(["-c", cmd]);
+    }
+    c.arg(format!("nbd://{addr}"));
+    run_ok(c, None);
+}
+
+/// Connects, negotiates the default export, sends a READ past the end of
+/// the export and returns the errno of its reply.
+fn nbd_read_past_the_end(addr: SocketAddr) -> u32 {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut g = [0u8; 18];
+    s.read_exact(&mut g).unwrap();
+    let mut m = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes().to_vec();
+    m.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    m.extend_from_slice(&OPT_GO.to_be_bytes());
+    m.extend_from_slice(&6u32.to_be_bytes());
+    m.extend_from_slice(&[0; 6]);
+    s.write_all(&m).unwrap();
+    loop {
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h).unwrap();
+        let reply = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let mut data = vec![0u8; u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize];
+        s.read_exact(&mut data).unwrap();
+        if reply == REP_ACK {
+            break;
+        }
+        assert_eq!(reply & REP_FLAG_ERROR, 0, "option error {reply:#x}");
+    }
+    let h = RequestHeader { flags: 0, kind: CMD_READ, cookie: 9, offset: 4 << 20, length: 4096 };
+    s.write_all(&encode_request_header(&h)).unwrap();
+    let mut r = [0u8; 16];
+    s.read_exact(&mut r).unwrap();
+    parse_simple_reply(&r).unwrap().errno
+}
+
+fn require(tool: &str, package: &str) {
+    let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().unwrap().status.success();
+    assert!(found, "{tool} missing: apt-get install {package} (scripts/test.sh installs it)");
+}
+
+/// N = 6 reads and M = 4 writes on a write-through LRU cache, whose every
+/// miss fills its segment at once, so each request's outcome is known.
+#[test]
+fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
+    require("qemu-io", "qemu-utils");
+    require("promtool", "prometheus");
+    let f = Fixture::new("write-through");
+    let s = f.serve();
+    qemu_io(
+        s.nbd,
+        &[
+            "read 0 4k",      // miss: fills segment 0
+            "read 4k 4k",     // hit
+            "read 64k 4k",    // hit
+            "read 1M 4k",     // miss: fills segment 8
+            "read 1032k 4k",  // hit
+            "read 124k 8k",   // miss: segment 0 cached, segment 1 filled
+            "write 0 8k",     // hit
+            "write 2M 4k",    // miss: a write-through write miss fills too
+            "write 2052k 4k", // hit
+            "write 3M 16k",   // miss
+        ],
+    );
+    // Refused by the protocol layer: counted apart, not as an engine request.
+    assert_ne!(nbd_read_past_the_end(s.nbd), 0);
+    let (status, ctype, page) = scrape(s.metrics, None);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    let st = status_json(&f);
+
+    // The real parser: promtool reads the classic format and lints it.
+    let lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lint.stdin.as_ref().unwrap().write_all(page.as_bytes()).unwrap();
+    let out = lint.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}");
+
+    let m = samples(&page);
+    let req = |op: &str, outcome: &str, what: &str| {
+        get(&m, &format!("ssdcache_request{what}{{op=\"{op}\",outcome=\"{outcome}\"}}"))
+    };
+    // The workload, as the client sent it.
+    let want = [
+        ("read", "hit", 3, 12 << 10),
+        ("read", "miss", 3, 16 << 10),
+        ("write", "hit", 2, 12 << 10),
+        ("write", "miss", 2, 20 << 10),
+        ("read", "bypass", 0, 0),
+        ("read", "error", 0, 0),
+        ("write", "bypass", 0, 0),
+        ("write", "error", 0, 0),
+    ];
+    for (op, outcome, n, bytes) in want {
+        assert_eq!(req(op, outcome, "s_total"), n, "{op} {outcome}");
+        assert_eq!(req(op, outcome, "_bytes_total"), bytes, "{op} {outcome} bytes");
+    }
+    // qemu-io flushes as it closes the export.
+    assert!(req("flush", "ok", "s_total") >= 1);
+
+    // status --json carries the same numbers, request by request, bucket by bucket.
+    let reqs = st["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 16, "every (op, outcome) pair");
+    for r in reqs {
+        let (op, outcome) = (r["op"].as_str().unwrap(), r["outcome"].as_str().unwrap());
+        assert_eq!(r["count"].as_u64().unwrap(), req(op, outcome, "s_total"), "{op} {outcome}");
+        assert_eq!(r["bytes"].as_u64().unwrap(), req(op, outcome, "_bytes_total"), "{op} {outcome}");
+        let lat = &r["latency"];
+        assert_eq!(lat["count"].as_u64().unwrap(), req(op, outcome, "_duration_seconds_count"));
+        assert_eq!(lat["count"], r["count"]);
+        let mut cumulative = 0;
+        for b in lat["buckets"].as_array().unwrap() {
+            cumulative += b[1].as_u64().unwrap();
+            // `le` as a number (the page writes 0.00005, Rust's Debug 5e-5).
+            let le = b[0].as_f64().unwrap_or(f64::INFINITY);
+            let tail = format!("\",op=\"{op}\",outcome=\"{outcome}\"}}");
+            let (key, v) = m
+                .iter()
+                .find(|(k, _)| {
+                    k.strip_prefix("ssdcache_request_duration_seconds_bucket{le=\"")
+                        .and_then(|r| r.strip_suffix(&tail))
+                        .is_some_and(|x| x.replace("+Inf", "inf").parse::<f64>() == Ok(le))
+                })
+                .unwrap_or_else(|| panic!("no bucket le={le} for {op} {outcome}"));
+            assert_eq!(*v as u64, cumulative, "{key}");
+        }
+        let sum = m[&format!("ssdcache_request_duration_seconds_sum{{op=\"{op}\",outcome=\"{outcome}\"}}")];
+        assert!((sum - lat["sum_seconds"].as_f64().unwrap()).abs() < 1e-9);
+    }
+    let u = |k: &str| st[k].as_u64().unwrap_or_else(|| panic!("status has no {k}"));
+    for (key, field) in [
+        ("ssdcache_request_pieces_total{op=\"read\",result=\"hit\"}", "read_hits"),
+        ("ssdcache_request_pieces_total{op=\"read\",result=\"miss\"}", "read_misses"),
+        ("ssdcache_request_pieces_total{op=\"write\",result=\"hit\"}", "write_hits"),
+        ("ssdcache_request_pieces_total{op=\"write\",result=\"miss\"}", "write_misses"),
+        ("ssdcache_device_request_bytes_total{device=\"cache\",direction=\"read\"}", "ssd_read"),
+        ("ssdcache_device_request_bytes_total{device=\"cache\",direction=\"write\"}", "ssd_written"),
+        ("ssdcache_device_request_bytes_total{device=\"backing\",direction=\"read\"}", "hdd_read"),
+        ("ssdcache_device_request_bytes_total{device=\"backing\",direction=\"write\"}", "hdd_written"),
+        ("ssdcache_segment_copies_total{kind=\"fill\"}", "filled"),
+        ("ssdcache_segment_copies_total{kind=\"write_back\"}", "written_back"),
+        ("ssdcache_device_errors_total{device=\"cache\"}", "ssd_errors"),
+        ("ssdcache_device_errors_total{device=\"backing\"}", "hdd_errors"),
+        ("ssdcache_served_bytes_total", "served_bytes"),
+        ("ssdcache_cached_segments", "cached"),
+        ("ssdcache_dirty_segments", "dirty"),
+    ] {
+        assert_eq!(get(&m, key), u(field), "{key} against status {field}");
+    }
+    // Pieces: the read of 124k..132k is two (segment 0 hit, segment 1 filled).
+    assert_eq!((u("read_hits"), u("read_misses"), u("write_hits"), u("write_misses")), (4, 3, 2, 2));
+    assert_eq!(u("filled"), 5, "segments 0, 8, 1, 16, 24");
+    // The write hits also wrote the backing device (write-through): 12 KiB
+    // of hits plus 20 KiB of misses; only the read hit pieces spared it
+    // (3 hits of 4 KiB, and the cached 4 KiB half of the 8 KiB miss).
+    assert_eq!((u("hdd_written"), u("served_bytes")), (32 << 10, 16 << 10));
+    assert_eq!(get(&m, "ssdcache_degraded"), 0);
+    let conns = &st["connections"];
+    assert_eq!(get(&m, "ssdcache_connections_accepted_total"), conns["accepted"].as_u64().unwrap());
+    assert_eq!(conns["accepted"], 2, "qemu-io's connection and the raw one");
+    assert_eq!(get(&m, "ssdcache_connections_refused_total"), 0);
+    assert_eq!(get(&m, "ssdcache_requests_rejected_total"), 1);
+    assert_eq!(conns["rejected"], 1);
+
+    // OpenMetrics (what Prometheus asks for), read by an OpenMetrics parser.
+    let (status, ctype, om) = scrape(s.metrics, Some("application/openmetrics-text;version=1.0.0"));
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    assert!(om.ends_with("# EOF\n"));
+    let parsed = run_ok(
+        {
+            let mut c = Command::new("python3");
+            c.arg("-c").arg(
+                "import sys\n\
+                 from prometheus_client.openmetrics.parser import text_string_to_metric_families as p\n\
+                 fams = list(p(sys.stdin.read()))\n\
+                 s = {x.name + str(sorted(x.labels.items())): x.value for f in fams for x in f.samples}\n\
+                 print(len(fams), int(s[\"ssdcache_requests_total[('op', 'read'), ('outcome', 'hit')]\"]))",
+            );
+            c
+        },
+        Some(&om),
+    );
+    let families = page.lines().filter(|l| l.starts_with("# TYPE ")).count();
+    assert_eq!(parsed.trim(), format!("{families} 3"), "families, and read hits, as the OpenMetrics parser sees them");
+    assert_eq!(s.stop(), 0);
+}
+
+/// Drives hostile clients at the metrics port while an NBD client works.
+#[test]
+fn hostile_metrics_clients_are_bounded_and_nbd_is_unaffected() {
+    require("qemu-io", "qemu-utils");
+    let f = Fixture::new("write-back");
+    let s = f.serve();
+    qemu_io(s.nbd, &["write -P 7 0 64k"]);
+    let (status, _, _) = scrape(s.metrics, None);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let rss0 = s.rss_kib();
+
+    // 300 connections at once, silent: at most 8 are kept (for 5 s each),
+    // the rest closed at accept.
+    let silent: Vec<TcpStream> = (0..300).filter_map(|_| TcpStream::connect(s.metrics).ok()).collect();
+    // NBD meanwhile.
+    qemu_io(s.nbd, &["read -P 7 0 64k", "write -P 8 64k 64k"]);
+    // Every silent connection is closed by the server (the kept ones after
+    // their 5 s): a read sees the end, not a 60 s timeout.
+    for mut c in silent {
+        c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut b = [0u8; 64];
+        match c.read(&mut b) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!("a silent metrics client was not closed: {e}"),
+        }
+    }
+
+    // 100 MB of headers: the server stops reading at 8 KiB and closes.
+    let mut big = TcpStream::connect(s.metrics).unwrap();
+    big.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+    big.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    let line = format!("X-Filler: {}\r\n", "a".repeat(1000));
+    let mut sent = 0usize;
+    while sent < 100 << 20 {
+        match big.write(line.as_bytes()) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    assert!(sent < 100 << 20, "the server read 100 MB of headers");
+    drop(big);
+    qemu_io(s.nbd, &["read -P 8 64k 64k"]);
+
+    // Still serving, and no bigger for it.
+    let (status, _, page) = scrape(s.metrics, None);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let m = samples(&page);
+    assert_eq!(get(&m, "ssdcache_requests_total{op=\"read\",outcome=\"miss\"}"), 2, "both NBD reads counted");
+    let grown = s.rss_kib().saturating_sub(rss0);
+    println!(
+        "hostile metrics clients: {sent} header bytes taken before the close; server RSS {rss0} KiB, grew {grown} KiB"
+    );
+    assert!(grown < 32 << 10, "the server grew by {grown} KiB under hostile metrics clients");
+    assert_eq!(s.stop(), 0);
+}
+
+/// A bad or unusable `--metrics` address: one line, exit status 2, before the
+/// cache is touched.
+#[test]
+fn bad_metrics_addresses_are_one_line_errors() {
+    let f = Fixture::new("write-back");
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    for (addr, want) in [
+        ("nonsense", "--metrics \"nonsense\""),
+        ("127.0.0.1:99999", "--metrics \"127.0.0.1:99999\""),
+        (taken.as_str(), "--metrics: listening on"),
+    ] {
+        let out = f.serve_cmd(&["--metrics", addr]).stdout(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{addr}: {err}");
+        assert_eq!(err.lines().count(), 1, "{addr}: {err}");
+        assert!(err.starts_with("ssdcache: error: ") && err.contains(want), "{addr}: {err}");
+    }
+    // Nothing was started: the cache is still clean, no socket left.
+    let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();
+    assert!(check.status.success());
+    assert!(!f.dir.path().join("cache.img.ctl").exists());
+}
+
+/// `--seq-cutoff` and `--promote-after`: bad values, and a mode they do not
+/// apply to, are one-line errors with exit status 2.
+#[test]
+fn bad_admission_flags_are_one_line_errors() {
+    let f = Fixture::new("write-back");
+    for (flags, want) in [
+        (&["--seq-cutoff", "0"][..], "--seq-cutoff: size \"0\": must be greater than zero"),
+        (&["--seq-cutoff", "lots"][..], "--seq-cutoff: "),
+        (&["--promote-after", "0"][..], "--promote-after must be at least 1"),
+        (&["--seq-cutoff", "4MiB"][..], "--seq-cutoff and --promote-after apply to write-through"),
+        (&["--promote-after", "2"][..], "not to a write-back cache"),
+    ] {
+        let out = f.serve_cmd(flags).stdout(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.starts_with("ssdcache: error: ") && err.contains(want), "{flags:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
+    }
+    // Refused before the start procedure: the cache is still clean.
+    let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();
+    assert!(String::from_utf8_lossy(&check.stdout).contains("clean: shut down cleanly"));
+}
+
+/// `sim` predicts `serve`: one trace (Zipf reads, then two sequential
+/// scans), 128 KiB requests on 128 KiB segments, replayed in order through
+/// `ssdcache sim` (pages of one segment) and through a read-only `serve
+/// --seq-cutoff 256KiB --promote-after 2` (scripts/replay_nbd.py, queue
+/// depth 1): the same hits, misses, fills, and so the same bypasses.
+#[test]
+fn sim_predicts_the_bypasses_and_hits_of_serve() {
+    let py = "/usr/bin/python3";
+    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
+    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
+    let f = Fixture::new("read-only");
+    let trace = f.dir.path().join("trace.txt");
+    let mut text = String::new();
+    for spec in [
+        "zipf(alpha=0.8,keys=32,requests=3000,unit=bytes,size=128KiB,align=128KiB,seed=3)",
+        "scan(start=0,length=32,requests=64,unit=bytes,size=128KiB,align=128KiB)",
+    ] {
+        let part = f.dir.path().join("part.txt");
+        let mut c = Command::new(BIN);
+        c.args(["trace", "gen", spec]).arg(&part).args(["--to", "ssdsim"]);
+        run_ok(c, None);
+        text.push_str(&std::fs::read_to_string(&part).unwrap());
+    }
+    std::fs::write(&trace, text).unwrap();
+
+    let s = {
+        let err = f.dir.path().join("serve.err");
+        let mut child = f
+            .serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("listening on "));
+        // Keep reading: the server's stdout stays open.
+        std::thread::spawn(move || lines.for_each(drop));
+        let Some(line) = line else {
+            let _ = child.kill();
+            panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
+        };
+        let nbd = line["listening on ".len()..].parse::<SocketAddr>().unwrap();
+        Server { child, nbd, metrics: nbd }
+    };
+    let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/replay_nbd.py");
+    let mut c = Command::new(py);
+    c.arg(&replay).arg(format!("nbd://{}", s.nbd)).arg(&trace).args(["--qd", "1"]);
+    run_ok(c, None);
+    let st = status_json(&f);
+    let policy = st["policy"].as_str().unwrap().to_string();
+    assert!(policy.contains("seqcut") && policy.contains("nhit"), "{policy}");
+    let slots = st["ssd_segments"].as_u64().unwrap();
+
+    let mut c = Command::new(BIN);
+    c.args(["sim", "--format", "ssdsim", "--page", "128KiB", "--mode", "read-only", "--json"])
+        .arg("-t")
+        .arg(&trace)
+        .args(["--cache", &format!("{}KiB", slots * 128), "--policy", &policy]);
+    let sim: Value = serde_json::from_str(run_ok(c, None).lines().next().unwrap()).unwrap();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"));
+    let (hits, misses, fills) = (n(&sim, "read_hits"), n(&sim, "misses"), n(&sim, "cache_writes"));
+    println!("sim: {hits} hits, {misses} misses, {fills} fills, {} bypasses", misses - fills);
+    assert!(misses > fills && fills > 0 && hits > 0, "the trace exercises every outcome");
+    assert_eq!((n(&st, "read_hits"), n(&st, "read_misses"), n(&st, "filled")), (hits, misses, fills));
+    let req = |outcome: &str| {
+        let r = st["requests"].as_array().unwrap().iter().find(|r| r["op"] == "read" && r["outcome"] == outcome);
+        n(r.unwrap(), "count")
+    };
+    // One segment per request: a request is a bypass where sim declined its page.
+    assert_eq!((req("hit"), req("miss"), req("bypass")), (hits, fills, misses - fills));
+    assert_eq!(s.stop(), 0);
+}
