@@ -555,9 +555,59 @@ fn server_command(a: &ControlArgs, cmd: &str) -> Result<Value> {
     }
 }
 
+/// `ssdcache flush`: the server writes every dirty segment back while this
+/// shows its progress (from `status`, on stderr when it is a terminal).
+/// Ctrl-C (SIGINT) asks the server to stop at its next segment: what was
+/// written back stays written back, and both devices are synced.
 pub fn flush(a: ControlArgs) -> Result<()> {
-    let v = server_command(&a, "flush")?;
-    println!("written back: {} segment(s); both devices synced", v["written_back"]);
+    let path = control_path(&a.cache, &a.control);
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        // SIGINT no longer ends us: it stops the server's flush, whose
+        // answer then ends us. tokio's handler, on a thread of its own.
+        let (interrupted, path) = (interrupted.clone(), path.clone());
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                while tokio::signal::ctrl_c().await.is_ok() {
+                    interrupted.store(true, std::sync::atomic::Ordering::Relaxed);
+                    eprintln!("ssdcache flush: interrupted, asking the server to stop after the current segment");
+                    let _ = control::request(&path, "flush-stop", Duration::from_secs(5));
+                }
+            })
+        });
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("writing back {pos}/{len} segment(s) {wide_bar} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let v = std::thread::scope(|sc| {
+        let job = sc.spawn(|| server_command(&a, "flush"));
+        while !job.is_finished() {
+            std::thread::sleep(Duration::from_millis(200));
+            if let Ok(Reply::Ok(s)) = control::request(&path, "status", Duration::from_secs(2)) {
+                let f = &s["status"]["flush"];
+                if let (Some(done), Some(total)) = (f["written_back"].as_u64(), f["total"].as_u64()) {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                }
+            }
+        }
+        job.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the flush client thread panicked")))
+    })?;
+    bar.finish_and_clear();
+    if v["interrupted"] == true {
+        println!(
+            "interrupted: written back {} of {} segment(s) (synced; the rest stay dirty)",
+            v["written_back"], v["total"]
+        );
+    } else {
+        println!("written back: {} segment(s); both devices synced", v["written_back"]);
+    }
     Ok(())
 }
 
@@ -666,6 +716,7 @@ fn print_live_status(cache: &Path, v: &Value) {
     );
     print_requests(s);
     println!("metadata     version {}, {} procedure(s) completed", u("version"), u("procedures"));
+    print_cleaner(s, seg);
     if s["mode"] == "write-back" {
         let last = &s["last_report"];
         let what = if last.is_null() {
@@ -721,6 +772,40 @@ fn print_requests(s: &Value) {
         conns["open"].as_u64().unwrap_or(0),
         conns["accepted"].as_u64().unwrap_or(0),
         conns["refused"].as_u64().unwrap_or(0)
+    );
+}
+
+/// The background cleaner's and a running flush's lines of `status`.
+fn print_cleaner(s: &Value, seg: u64) {
+    let f = &s["flush"];
+    if let (Some(done), Some(total)) = (f["written_back"].as_u64(), f["total"].as_u64()) {
+        println!("flush        RUNNING: {done} of {total} segment(s) written back");
+    }
+    let c = &s["cleaner"];
+    if c.is_null() {
+        return;
+    }
+    let mut bounds = Vec::new();
+    if let Some(m) = c["max_dirty"].as_f64() {
+        bounds.push(format!("max dirty {:.1} %", 100.0 * m));
+    }
+    if let Some(a) = c["dirty_age"].as_f64() {
+        bounds.push(format!("dirty age {a} s"));
+    }
+    bounds.push(match c["clean_rate"].as_u64() {
+        Some(r) => format!("at most {}/s", format_bytes(r)),
+        None => "unlimited rate".into(),
+    });
+    let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    let oldest = c["oldest_dirty_age"].as_f64().map_or("nothing dirty".into(), |a| format!("oldest dirty {a:.1} s"));
+    println!(
+        "cleaner      {} ({}); cleaned {} segment(s) ({}): {} above max dirty, {} too old; {oldest}",
+        c["activity"].as_str().unwrap_or("?"),
+        bounds.join(", "),
+        n("cleaned_too_many") + n("cleaned_too_old"),
+        format_bytes((n("cleaned_too_many") + n("cleaned_too_old")) * seg),
+        n("cleaned_too_many"),
+        n("cleaned_too_old"),
     );
 }
 

@@ -125,6 +125,17 @@ pub enum CleanOne {
     Stopped,
 }
 
+/// What a flush (`ssdcache flush`) did, or is doing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FlushProgress {
+    /// Slots written back so far, of those dirty when it started.
+    pub written_back: u64,
+    pub total: u64,
+    /// Stopped early by [`CacheMap::stop_write_back`] (what was written back
+    /// stays written back, and synced).
+    pub interrupted: bool,
+}
+
 /// Byte and request counts of the data path since open (atomics: read them
 /// any time).
 #[derive(Debug, Default)]
@@ -182,6 +193,8 @@ pub struct MapStatus {
     pub dirty_bytes: u64,
     /// The last durable metadata version.
     pub version: u32,
+    /// A flush (`ssdcache flush`) running now: how far it is.
+    pub flush: Option<FlushProgress>,
     /// Caching-and-eviction procedures completed (ever).
     pub procedures: u64,
     /// A procedure is running (writes go to both devices).
@@ -300,6 +313,10 @@ pub struct CacheMap<S, H, M> {
     /// Set by [`CacheMap::interrupt`]: a running procedure stops at its next
     /// slot boundary.
     interrupted: AtomicBool,
+    /// A flush runs; its progress; asked to stop.
+    flushing: AtomicBool,
+    flush: Mutex<Option<FlushProgress>>,
+    flush_stop: AtomicBool,
     /// A procedure is running.
     in_procedure: AtomicBool,
     /// Cache-device errors that make the cache degraded.
@@ -358,6 +375,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             admin: Mutex::new(()),
             counters: MapCounters::default(),
             interrupted: Default::default(),
+            flushing: Default::default(),
+            flush: Default::default(),
+            flush_stop: Default::default(),
             in_procedure: Default::default(),
             error_limit: AtomicU64::new(DEFAULT_ERROR_LIMIT),
             degraded,
@@ -449,6 +469,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             dirty: st.dirty.iter().filter(|d| **d).count() as u64,
             dirty_bytes: st.dirty.iter().filter(|d| **d).count() as u64 * self.seg,
             version,
+            flush: lock(&self.flush).filter(|_| self.flushing.load(Relaxed)),
             procedures: st.meta.procedures,
             in_procedure: self.in_procedure.load(Relaxed),
             ssd_errors: c.ssd_errors.load(Relaxed),
@@ -909,13 +930,46 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         self.hdd.sync()
     }
 
-    /// Writes every dirty slot back now (`ssdcache flush`); requests go on.
-    /// Returns how many slots were dirty.
-    pub fn write_back(&self) -> io::Result<u64> {
+    /// Writes every dirty slot back now (`ssdcache flush`) and syncs both
+    /// devices; requests go on (and may dirty slots again). Its progress is
+    /// in [`status`](Self::status) while it runs; [`stop_write_back`]
+    /// (Self::stop_write_back) ends it at the next slot, synced.
+    pub fn write_back(&self) -> io::Result<FlushProgress> {
         let _admin = lock(&self.admin);
-        let before = self.counters.written_back.load(Relaxed);
-        self.write_back_dirty()?;
-        Ok(self.counters.written_back.load(Relaxed) - before)
+        self.flush_stop.store(false, Relaxed);
+        let todo = self.dirty_slots()?;
+        let mut p = FlushProgress { total: todo.len() as u64, ..Default::default() };
+        *lock(&self.flush) = Some(p);
+        self.flushing.store(true, Relaxed);
+        let mut buf = vec![0u8; self.seg as usize];
+        let copy = || -> io::Result<()> {
+            for (s, h) in todo {
+                if self.flush_stop.load(Relaxed) {
+                    p.interrupted = true;
+                    log::warn!("flush stopped on request after {} of {} segment(s)", p.written_back, p.total);
+                    break;
+                }
+                let _held = self.locks.lock([h]);
+                // Only admin operations move slots, and they are serialised
+                // with us; the cleaner (also admin) cannot have cleaned it, but
+                // a write may have dirtied it again: written back either way.
+                self.write_back_slot(s, h, &mut buf)?;
+                p.written_back += 1;
+                *lock(&self.flush) = Some(p);
+            }
+            Ok(())
+        };
+        let r = copy().and_then(|()| self.ssd.sync()).and_then(|()| self.hdd.sync());
+        self.flushing.store(false, Relaxed);
+        *lock(&self.flush) = Some(p);
+        r.map(|()| p)
+    }
+
+    /// Asks a running [`write_back`](Self::write_back) to stop at its next
+    /// slot; returns whether one was running.
+    pub fn stop_write_back(&self) -> bool {
+        self.flush_stop.store(true, Relaxed);
+        self.flushing.load(Relaxed)
     }
 
     /// Evicts whatever `slot` holds and caches HDD segment `h` there: the

@@ -47,7 +47,7 @@ use ssdcache::trace::Op;
 use ssdcache::policy::tiered::cleaner::CleanerConfig;
 
 use super::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch};
-use super::datapath::{CacheMap, MapStatus, Tally};
+use super::datapath::{CacheMap, FlushProgress, MapStatus, Tally};
 use super::decide::Decider;
 use super::device::BlockDevice;
 use super::mode::CacheMode;
@@ -442,14 +442,20 @@ where
         self.shared.maintain()
     }
 
+    /// Makes a running flush ([`write_back`](Self::write_back)) stop at its
+    /// next segment; returns whether one was running.
+    pub fn stop_write_back(&self) -> bool {
+        self.shared.map.stop_write_back()
+    }
+
     /// Makes a running procedure stop at its next safe point (shutdown).
     pub fn interrupt_maintenance(&self) {
         self.shared.map.interrupt();
     }
 
     /// Writes every dirty segment back and syncs both devices now
-    /// (`ssdcache flush`); returns how many segments were written back.
-    pub fn write_back(&self) -> io::Result<u64> {
+    /// (`ssdcache flush`); returns how far it got.
+    pub fn write_back(&self) -> io::Result<FlushProgress> {
         let t0 = Instant::now();
         let r = self.shared.map.write_back();
         self.shared.procedures.record(Procedure::WriteBack, r.is_ok(), t0.elapsed());
