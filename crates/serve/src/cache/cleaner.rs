@@ -19,12 +19,13 @@
 //! [`CacheMap::clean_one`] writes the slot back under the admin mutex and the
 //! segment's lock, with the procedure's code. After [`BATCH`] segments, or
 //! when nothing more is due, it syncs the backing device. With nothing due
-//! it looks again every [`POLL`]. A failed write-back (the slot stays dirty)
+//! it looks again every [`POLL`], or at once when a write takes the dirty
+//! share over `max_dirty` ([`Nudge`]). A failed write-back (the slot stays dirty)
 //! makes it back off, 1 s doubling to 30 s; a degraded cache is left to the
 //! engine's settling.
 
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ssdcache::policy::tiered::cleaner::{Cleaner, CleanerConfig, CleanerStats};
@@ -44,15 +45,40 @@ pub const BATCH: u32 = 16;
 pub const POLL: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// Wakes the idle cleaner thread early: a write took the dirty share over
+/// `max_dirty` (or the engine stops).
+#[derive(Debug, Default)]
+pub struct Nudge {
+    nudged: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Nudge {
+    pub fn nudge(&self) {
+        *lock(&self.nudged) = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits until nudged or `d` passed; clears the nudge.
+    fn wait(&self, d: Duration) {
+        let g = lock(&self.nudged);
+        let (mut g, _) = self.cv.wait_timeout_while(g, d, |n| !*n).unwrap_or_else(|e| e.into_inner());
+        *g = false;
+    }
+}
+
 /// The [`Cleaner`] as the map's watch, on the engine's wall clock.
 pub struct CleanerWatch {
     pub cleaner: Cleaner,
     clock: Instant,
+    slots: usize,
+    nudge: Arc<Nudge>,
 }
 
 impl CleanerWatch {
-    pub fn new(cfg: CleanerConfig, clock: Instant) -> Self {
-        CleanerWatch { cleaner: Cleaner::new(cfg), clock }
+    /// For a cache of `slots` slots; `nudge` wakes the thread.
+    pub fn new(cfg: CleanerConfig, clock: Instant, slots: usize, nudge: Arc<Nudge>) -> Self {
+        CleanerWatch { cleaner: Cleaner::new(cfg), clock, slots, nudge }
     }
 
     fn now(&self) -> Nanos {
@@ -64,6 +90,9 @@ impl DirtyWatch for CleanerWatch {
     fn dirtied(&mut self, slot: u32) {
         let now = self.now();
         self.cleaner.dirtied(slot, now);
+        if self.cleaner.config().max_dirty.is_some_and(|m| self.cleaner.dirty() as f64 > m * self.slots as f64) {
+            self.nudge.nudge();
+        }
     }
     fn cleaned(&mut self, slot: u32) {
         self.cleaner.cleaned(slot);
@@ -164,6 +193,8 @@ pub struct Hooks<'a> {
     /// The engine's stop flag and the condition variable that announces it.
     pub stop: &'a Mutex<bool>,
     pub wake: &'a Condvar,
+    /// Wakes the idle thread (see [`CleanerWatch`]); the engine nudges it at stop too.
+    pub nudge: &'a Nudge,
 }
 
 impl Hooks<'_> {
@@ -211,7 +242,8 @@ pub fn run<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
                 (Some(age), Some((t, now))) => Duration::from_nanos((t + age).saturating_sub(now)).min(POLL),
                 _ => POLL,
             };
-            if hooks.sleep(wait.max(Duration::from_millis(1))) {
+            hooks.nudge.wait(wait.max(Duration::from_millis(1)));
+            if *lock(hooks.stop) {
                 break;
             }
             continue;

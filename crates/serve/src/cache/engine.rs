@@ -187,6 +187,7 @@ struct Shared<S, H, M> {
     /// Requests being served now (the cleaner yields to them).
     in_flight: AtomicU64,
     cleaner: CleanerState,
+    nudge: Arc<cleaner::Nudge>,
     /// What the metrics and `status` show of requests and procedures.
     requests: RequestCounters,
     procedures: ProcedureCounters,
@@ -347,6 +348,7 @@ where
             hint_fills: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             cleaner: CleanerState::default(),
+            nudge: Default::default(),
             requests: RequestCounters::default(),
             procedures: ProcedureCounters::default(),
             stop: Mutex::new(false),
@@ -362,13 +364,16 @@ where
 
     /// Sets the map's watch and starts the cleaner thread.
     fn start_cleaner(&self, cfg: CleanerConfig) {
-        self.shared.map.set_watch(Box::new(CleanerWatch::new(cfg, self.shared.opened)));
+        let slots = self.shared.map.with_meta(|m| m.map.len());
+        let nudge = self.shared.nudge.clone();
+        self.shared.map.set_watch(Box::new(CleanerWatch::new(cfg, self.shared.opened, slots, nudge)));
         let shared = Arc::clone(&self.shared);
         let handle = std::thread::Builder::new()
             .name("ssdcache-cleaner".into())
             .spawn(move || {
                 let quiet = |gap| shared.quiet_for(gap);
-                let hooks = cleaner::Hooks { quiet_for: &quiet, stop: &shared.stop, wake: &shared.wake };
+                let hooks =
+                    cleaner::Hooks { quiet_for: &quiet, stop: &shared.stop, wake: &shared.wake, nudge: &shared.nudge };
                 cleaner::run(&shared.map, &shared.cleaner, &hooks);
             })
             .expect("spawn the cleaner thread");
@@ -508,6 +513,7 @@ where
     fn stop_ticker(&self) {
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
+        self.shared.nudge.nudge();
         for t in [&self.ticker, &self.cleaner] {
             if let Some(h) = lock(t).take() {
                 let _ = h.join();
@@ -557,6 +563,7 @@ impl<S, H, M> Drop for CachedBackend<S, H, M> {
         // next start recovers. Only the thread is stopped.
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
+        self.shared.nudge.nudge();
         for t in [&mut self.ticker, &mut self.cleaner] {
             if let Some(h) = t.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
                 let _ = h.join();
