@@ -1341,7 +1341,7 @@ mod tests {
         write(c, model, metas, rng, tag)?;
         if env.cleaner {
             clean_oldest(c)?;
-            if *tag % 2 == 0 {
+            if tag.is_multiple_of(2) {
                 c.sync_backing()?;
             }
             assert_watch_in_step(c);
@@ -1553,7 +1553,7 @@ mod tests {
                                 Err(_) => return, // the power cut
                                 Ok(CleanOne::Cleaned { .. }) => {
                                     cleaned += 1;
-                                    if cleaned % 2 == 0 && c.sync_backing().is_err() {
+                                    if cleaned.is_multiple_of(2) && c.sync_backing().is_err() {
                                         return;
                                     }
                                 }
