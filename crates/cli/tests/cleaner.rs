@@ -125,3 +125,89 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
     assert_eq!(n(&st, "dirty"), n(&sim, "drain_writes"), "dirty at the end (sim drains them)");
     assert_eq!(n(&st, "dirty"), bound);
 }
+
+/// `ssdcache flush` shows its progress in `status` and stops cleanly on
+/// SIGINT: what was written back stays written back (and is no longer
+/// dirty), the rest stays dirty. BACKING is made slow (the benchmark's HDD
+/// model) so that the flush is still running when the signal comes.
+#[test]
+fn flush_shows_progress_and_stops_cleanly_on_sigint() {
+    let py = "/usr/bin/python3";
+    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
+    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("backing.img"));
+    std::fs::File::create(&backing).unwrap().set_len(64 << 20).unwrap();
+    let mut c = Command::new(BIN);
+    c.args(["create", "--size", "32MiB", "--segment", "128KiB"]).arg(&cache).arg(&backing);
+    run_ok(c);
+    let err = dir.path().join("serve.err");
+    let mut server = Command::new(BIN)
+        .arg("serve")
+        .arg(&cache)
+        .arg(&backing)
+        .args(["--listen", "127.0.0.1:0", "--backing-model", "hdd(model=rpm7200,scale=1)", "-v"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let line = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("listening on "));
+    std::thread::spawn(move || lines.for_each(drop));
+    let Some(line) = line else {
+        let _ = server.kill();
+        panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
+    };
+    let nbd: SocketAddr = line["listening on ".len()..].parse().unwrap();
+    let write = format!(
+        "import nbd\nh = nbd.NBD()\nh.connect_uri('nbd://{nbd}')\n\
+         for s in range(200): h.pwrite(bytes([s % 251 + 1]) * 4096, s * 131072)\nh.flush()\nh.shutdown()\n"
+    );
+    let mut c = Command::new(py);
+    c.args(["-c", &write]);
+    run_ok(c);
+    let mut c = Command::new(BIN);
+    c.arg("maintain").arg(&cache);
+    run_ok(c); // caches the 200 segments
+    let mut c = Command::new(py);
+    c.args(["-c", &write]);
+    run_ok(c); // now dirty
+    let status = || -> Value {
+        let mut c = Command::new(BIN);
+        c.arg("status").arg(&cache).arg("--json");
+        serde_json::from_str::<Value>(&run_ok(c)).unwrap()["status"].clone()
+    };
+    assert_eq!(status()["dirty"], 200);
+
+    let mut flush = Command::new(BIN).arg("flush").arg(&cache).stdout(Stdio::piped()).spawn().unwrap();
+    let t = std::time::Instant::now();
+    let progress = loop {
+        let f = status()["flush"].clone();
+        if f["written_back"].as_u64().is_some_and(|n| n > 0) {
+            break f;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "no flush progress in status");
+        assert!(flush.try_wait().unwrap().is_none(), "the flush ended before any progress was seen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(progress["total"], 200);
+    let _ = Command::new("kill").args(["-INT", &flush.id().to_string()]).status();
+    let out = flush.wait_with_output().unwrap();
+    assert!(out.status.success(), "flush exited {:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let done: u64 = text
+        .strip_prefix("interrupted: written back ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not an interrupted flush: {text:?}"));
+    assert!(done < 200 && done >= progress["written_back"].as_u64().unwrap(), "{text}");
+    let st = status();
+    assert_eq!(st["dirty"].as_u64().unwrap(), 200 - done, "written back is no longer dirty, the rest is");
+    assert!(st["flush"].is_null(), "no flush runs any more");
+    // A flush to the end afterwards writes back the rest.
+    let mut c = Command::new(BIN);
+    c.arg("flush").arg(&cache);
+    assert_eq!(run_ok(c).trim(), format!("written back: {} segment(s); both devices synced", 200 - done));
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    assert!(server.wait().unwrap().success());
+}
