@@ -1,6 +1,7 @@
 //! The control protocol of `ssdcache serve`, with no I/O inside (like
-//! `nbd/handshake.rs`): the client sends one line, `status`, `flush` or
-//! `maintain`; the server answers one line of JSON, `{"ok":true,...}` with the
+//! `nbd/handshake.rs`): the client sends one line, `status`, `flush`,
+//! `flush-stop` (stops a running flush at its next segment: Ctrl-C of
+//! `ssdcache flush`) or `maintain`; the server answers one line of JSON, `{"ok":true,...}` with the
 //! command's result, or `{"ok":false,"error":"..."}`, and closes. Fed bytes,
 //! tested here; [`super::socket`] moves them.
 
