@@ -231,6 +231,8 @@ class Workload:
                     self.maint_meta = None
                 if b"maintenance failed" in ln or b"panicked" in ln:
                     self.maint_failed = ln.decode(errors="replace")
+                if b"maintenance failed" in ln:
+                    self.maint_lines += 1  # answered (--allow-errors goes on)
 
     def maint_pending(self):
         return self.st["maint_requested"] > self.maint_lines
