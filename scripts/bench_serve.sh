@@ -21,7 +21,12 @@
 # (means over the rounds) and the IOPS ratio ssdcache/nbdkit (goal: >= 0.9).
 # BENCH_A_PLAIN=1 adds a third server, the serve_file example (the same NBD
 # server with no cache), to tell the server's share of the cost from the
-# cache's. About 2.7 min (4 min with BENCH_A_PLAIN=1).
+# cache's. Then (BENCH_A_TLS=1, the default; 0 skips it) the same table with
+# TLS: ssdcache restarted on the same warm cache with `--tls require`, nbdkit
+# with `--tls=require`, the same certificates (scripts/lib/make_test_certs.sh),
+# fio through libnbd's nbds:// URIs (the CA in $HOME/.pki/libnbd, HOME set to
+# a temporary directory), no client certificate. About 5.5 min
+# (2.7 min with BENCH_A_TLS=0, 1.3 min more with BENCH_A_PLAIN=1).
 #
 # Part (b), paper 000's headline: a slow backing disk (crates/serve/src/cache/
 # slow.rs: the simulator's HDD model; default BENCH_B_MODEL =
@@ -192,11 +197,64 @@ p = side["lat_ns"]["percentile"]
 print(f"{side['iops']:.1f} {p['50.000000'] / 1000:.1f} {p['99.000000'] / 1000:.1f}")
 EOF
   }
-  "$BIN" status "$d/cache.img" --json >"$d/status0.json"
-  local rows=$d/rows.txt rw qd r i k who line
   local servers=(ss kit) uris=("$ss_uri" "$kit_uri")
   if [ -n "$plain_uri" ]; then servers+=(plain) uris+=("$plain_uri"); fi
+  fio_table "$d/rows.txt"
+  step "(a) results: ssdcache hit path vs nbdkit file (means of $rounds run(s) of ${runtime} s each)"
+  print_table "$d/rows.txt"
+  if [ -n "$plain_uri" ]; then echo "no-cache: the same NBD server without the cache (serve_file example on a copy)"; fi
+  stop_ssdcache
+  if [ -n "$plain_uri" ]; then kill -TERM "$PLAIN_PID" 2>/dev/null || true; wait "$PLAIN_PID" 2>/dev/null || true; PLAIN_PID=; fi
+  kill -TERM "$NBDKIT_PID" 2>/dev/null || true
+  wait "$NBDKIT_PID" 2>/dev/null || true
+  NBDKIT_PID=
+
+  if [ "${BENCH_A_TLS:-1}" = 1 ]; then
+    step "(a) TLS: ssdcache --tls require vs nbdkit --tls=require, the same certificates (no client certificate)"
+    "$ROOT/scripts/lib/make_test_certs.sh" "$d/certs"
+    # fio's nbd engine refuses file names in URIs (tls-certificates=): libnbd
+    # then reads its default directory, $HOME/.pki/libnbd.
+    mkdir -p "$d/home/.pki"
+    cp -r "$d/certs/client" "$d/home/.pki/libnbd"
+    local home=$HOME
+    export HOME=$d/home
+    # The same cache, restarted: a clean stop keeps it warm (every read still a hit).
+    start_ssdcache a-tls "$d/cache.img" "$d/backing.img" --tls require \
+      --tls-cert "$d/certs/server-cert.pem" --tls-key "$d/certs/server-key.pem"
+    local ss_tls=nbds://localhost:${ADDR##*:}/disk
+    port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    nbdkit -f -i 127.0.0.1 -p "$port" --tls=require --tls-certificates="$d/certs" file "$d/nbdkit.img" \
+      2>"$WORK/nbdkit.err" &
+    NBDKIT_PID=$!
+    local kit_tls=nbds://localhost:$port/
+    for _ in $(seq 100); do
+      nbdinfo --size "$kit_tls" >/dev/null 2>&1 && break
+      kill -0 "$NBDKIT_PID" 2>/dev/null || { cat "$WORK/nbdkit.err"; die "nbdkit (TLS) exited at start"; }
+      sleep 0.05
+    done
+    nbdinfo "$ss_tls" | grep -q 'with TLS' || die "(a) ssdcache does not speak TLS"
+    nbdinfo "$kit_tls" | grep -q 'with TLS' || die "(a) nbdkit does not speak TLS"
+    servers=(ss kit) uris=("$ss_tls" "$kit_tls") plain_uri=
+    fio_table "$d/rows-tls.txt"
+    step "(a) results with TLS: ssdcache hit path vs nbdkit file, both --tls require (means of $rounds run(s) of ${runtime} s each)"
+    print_table "$d/rows-tls.txt"
+    stop_ssdcache
+    kill -TERM "$NBDKIT_PID" 2>/dev/null || true
+    wait "$NBDKIT_PID" 2>/dev/null || true
+    NBDKIT_PID=
+    export HOME=$home
+  fi
+  rm -rf "$d"
+}
+
+# fio_table ROWS: every row (random read and write, QD 1, 8, 32) against the
+# servers named in `servers` at `uris` (part (a)'s variables), ROUNDS times,
+# alternating the order; the means go to ROWS. The cache must answer all of
+# it from the cache (`status` before and after).
+fio_table() {
+  local rows=$1 rw qd r i k who line
   local n=${#servers[@]}
+  "$BIN" status "$d/cache.img" --json >"$d/status0.json"
   : >"$rows"
   for rw in randread randwrite; do
     for qd in 1 8 32; do
@@ -228,8 +286,11 @@ print(f"   during fio: {d['read_hits']} read hits, {d['read_misses']} read misse
 if d["read_misses"] or d["write_misses"] or d["hdd_read"] or d["hdd_written"]:
     sys.exit("   FAIL: some requests went to the backing file")
 EOF
+}
 
-  step "(a) results: ssdcache hit path vs nbdkit file (means of $rounds run(s) of ${runtime} s each)"
+# print_table ROWS: the table of fio_table's means and the ssdcache/nbdkit ratios.
+print_table() {
+  local rows=$1
   echo "IOPS; p50/p99 = total latency (submission to completion) in us; ratio = ssdcache IOPS / nbdkit IOPS"
   printf '%-9s %3s | %9s %8s %8s | %9s %8s %8s | %6s' rw QD "ssdcache" "p50" "p99" "nbdkit" "p50" "p99" "ratio"
   if [ -n "$plain_uri" ]; then printf ' | %9s %8s %8s' "no-cache" "p50" "p99"; fi
@@ -237,13 +298,6 @@ EOF
   awk '{r = $6 > 0 ? $3 / $6 : 0; printf "%-9s %3s | %9.0f %8.1f %8.1f | %9.0f %8.1f %8.1f | %6.2f", $1, $2, $3, $4, $5, $6, $7, $8, r
         if (NF >= 11) printf " | %9.0f %8.1f %8.1f", $9, $10, $11
         print (r < 0.9 ? "  (below 0.9)" : "")}' "$rows"
-  if [ -n "$plain_uri" ]; then echo "no-cache: the same NBD server without the cache (serve_file example on a copy)"; fi
-  stop_ssdcache
-  if [ -n "$plain_uri" ]; then kill -TERM "$PLAIN_PID" 2>/dev/null || true; wait "$PLAIN_PID" 2>/dev/null || true; PLAIN_PID=; fi
-  kill -TERM "$NBDKIT_PID" 2>/dev/null || true
-  wait "$NBDKIT_PID" 2>/dev/null || true
-  NBDKIT_PID=
-  rm -rf "$d"
 }
 
 # ---------------------------------------------------------------- part (b)

@@ -34,7 +34,7 @@ SRC = Path(__file__).resolve().parent.parent / "crates" / "core" / "src"
 # Bottom (0) to top. A file may import files of its own layer or of lower ones; the
 # first pattern a file matches gives its layer (paths relative to crates/core/src).
 LAYERS = [
-    (0, "vocabulary", ["lib.rs", "units.rs", "key.rs", "spec.rs", "list.rs"]),
+    (0, "vocabulary", ["lib.rs", "units.rs", "key.rs", "spec.rs", "list.rs", "heap.rs"]),
     (1, "trace", ["trace/*"]),
     (1, "device", ["device/*"]),
     (2, "metrics", ["metrics.rs"]),

@@ -15,6 +15,7 @@
 # structured replies and metadata contexts, and requests answered with simple
 # replies or structured chunks, block status included), and cache_meta for the
 # cache's superblock and metadata parsers.
+# nbd_tls_handshake: the negotiation with TLS required, nothing answered before STARTTLS.
 #
 # Why cargo-fuzz on the stable toolchain: only stable Rust exists on these
 # machines and no nightly can be fetched. cargo-fuzz itself builds on stable; it
@@ -39,7 +40,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-20}
 shift || true
-ALL=(spc msr blkparse vscsi tencent systor csv oracle ascii keys keys_u32be binary auto nbd_handshake nbd_request cache_meta)
+ALL=(spc msr blkparse vscsi tencent systor csv oracle ascii keys keys_u32be binary auto nbd_handshake nbd_tls_handshake nbd_request cache_meta)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 

@@ -41,11 +41,12 @@ cargo build --release --locked -p ssdcache-cli
 step "lints (cargo clippy --all-targets -D warnings)"
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 
-step "system tools the Rust tests run (promtool, qemu-io, python3-libnbd: crates/cli/tests/metrics.rs)"
-if ! command -v promtool >/dev/null || ! command -v qemu-io >/dev/null || ! /usr/bin/python3 -c 'import nbd' 2>/dev/null; then
+step "system tools the Rust tests run (promtool, qemu-io, python3-libnbd: crates/cli/tests/metrics.rs; openssl, nbdinfo, nbdcopy, qemu-img: crates/cli/tests/serve_tls.rs)"
+if ! command -v promtool >/dev/null || ! command -v qemu-io >/dev/null || ! /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+  ! command -v openssl >/dev/null || ! command -v nbdinfo >/dev/null || ! command -v nbdcopy >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  apt-get install -y -q prometheus qemu-utils python3-libnbd >/dev/null
+  apt-get install -y -q prometheus qemu-utils python3-libnbd openssl libnbd-bin >/dev/null
 fi
 promtool --version 2>&1 | sed -n 1p
 

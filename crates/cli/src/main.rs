@@ -10,6 +10,7 @@ mod progress;
 mod run;
 mod serve_cmd;
 mod serve_limits;
+mod serve_net;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
@@ -50,7 +51,8 @@ enum Command {
     Create(serve_cmd::CreateArgs),
     /// Serve a backing file through its SSD cache over NBD (SIGTERM/SIGINT: write back and stop
     /// cleanly; SIGUSR1: run the caching-and-eviction procedure now).
-    Serve(serve_cmd::ServeArgs),
+    // Boxed: its many flags make it far larger than the other commands.
+    Serve(Box<serve_cmd::ServeArgs>),
     /// Check a cache's superblock and metadata copies, checksums, clean/update bits; exit 1 if it
     /// cannot start.
     Check(serve_cmd::CheckArgs),
@@ -90,7 +92,7 @@ fn main() {
         Command::Trace { command } => trace_cmd::run(command),
         Command::Plot(args) => plot::run(args),
         Command::Create(args) => serve_cmd::create(args),
-        Command::Serve(args) => serve_cmd::serve(args),
+        Command::Serve(args) => serve_cmd::serve(*args),
         Command::Check(args) => serve_cmd::check(args),
         Command::Drain(args) => serve_cmd::drain(args),
         Command::Status(args) => serve_cmd::status(args),

@@ -65,9 +65,8 @@ pub struct ServeArgs {
     cache: PathBuf,
     /// The backing file it was created for.
     backing: PathBuf,
-    /// Address to listen on (port 0 picks a free one; `listening on ADDR` tells which).
-    #[arg(long, default_value = "127.0.0.1:10809")]
-    listen: SocketAddr,
+    #[command(flatten)]
+    net: crate::serve_net::NetArgs,
     /// Export name (the empty default name also selects it).
     #[arg(long, default_value = "")]
     export: String,
@@ -318,7 +317,9 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     };
     let (inject_cache, inject_backing) =
         (plan("--inject-cache", &a.inject_cache)?, plan("--inject-backing", &a.inject_backing)?);
-    let server = a.limits.server_config()?;
+    let mut server = a.limits.server_config()?;
+    let (listen, tls) = a.net.resolve()?;
+    server.tls = tls;
     let metrics = a.metrics.as_deref().map(metrics_addr).transpose()?;
     let seq_cutoff = a
         .seq_cutoff
@@ -347,7 +348,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let cfg = DaemonConfig {
         cache: a.cache,
         backing: a.backing,
-        listen: a.listen,
+        listen,
         export: a.export,
         period,
         idle,

@@ -315,7 +315,7 @@ fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
 
     // status --json carries the same numbers, request by request, bucket by bucket.
     let reqs = st["requests"].as_array().unwrap();
-    assert_eq!(reqs.len(), 16, "every (op, outcome) pair");
+    assert_eq!(reqs.len(), 20, "every (op, outcome) pair: 3 data ops x 4, 4 others x 2");
     for r in reqs {
         let (op, outcome) = (r["op"].as_str().unwrap(), r["outcome"].as_str().unwrap());
         assert_eq!(r["count"].as_u64().unwrap(), req(op, outcome, "s_total"), "{op} {outcome}");

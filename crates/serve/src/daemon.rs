@@ -25,6 +25,7 @@ use crate::cache::{files, BlockDevice, EngineConfig, FileDevice, StartOptions};
 use crate::control::protocol::Served;
 use crate::control::socket as control;
 use crate::metrics::{exposition, http, snapshot::Source};
+use crate::server::{ListenAddr, Listener};
 use crate::{Backend, Export, Server, ServerConfig};
 
 /// Everything a daemon runs with.
@@ -33,8 +34,8 @@ pub struct DaemonConfig {
     /// The cache file and its backing store.
     pub cache: PathBuf,
     pub backing: PathBuf,
-    /// Where NBD clients connect, and the export's name.
-    pub listen: SocketAddr,
+    /// Where NBD clients connect (TCP or a Unix socket), and the export's name.
+    pub listen: ListenAddr,
     pub export: String,
     /// The caching-and-eviction procedure's period, and the idle time it waits for.
     pub period: Duration,
@@ -44,7 +45,7 @@ pub struct DaemonConfig {
     pub start: StartOptions,
     /// The control socket's path.
     pub control: PathBuf,
-    /// The NBD server's limits.
+    /// The NBD server's limits and TLS.
     pub server: ServerConfig,
     /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
     pub metrics: Option<SocketAddr>,
@@ -95,11 +96,11 @@ pub fn signal_events() -> std::io::Result<mpsc::UnboundedReceiver<Event>> {
 pub async fn run(
     cfg: DaemonConfig,
     mut events: mpsc::UnboundedReceiver<Event>,
-    ready: impl FnOnce(SocketAddr),
+    ready: impl FnOnce(ListenAddr),
 ) -> Result<()> {
     control::check_path(&cfg.control)?;
-    let listener =
-        tokio::net::TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    // A Unix socket is removed with the listener, on every exit path.
+    let listener = Listener::bind(&cfg.listen).await?;
     let metrics_listener = match cfg.metrics {
         None => None,
         Some(addr) => {
@@ -181,7 +182,7 @@ pub async fn run(
             }
         };
         let handle = server.start(listener)?;
-        ready(handle.local_addr());
+        ready(handle.listen_addr().clone());
         eprintln!("ssdcache serve: control socket {}", cfg.control.display());
         while let Some(Event::Maintain) = events.recv().await {
             // Not awaited here: a stop must be heard while it runs.

@@ -33,6 +33,12 @@
 //! idle for [`ServerConfig::idle_timeout`]; else the new one is refused.
 //! An idle connection is not otherwise closed (clients keep them).
 //!
+//! TLS (`tls.rs`, [`ServerConfig::tls`]): `NBD_OPT_STARTTLS` upgrades the
+//! negotiation to a rustls session (offered, or required before any other
+//! option); in transmission an async pump carries the session to the worker
+//! threads through a socket pair. Listening on TCP or a Unix socket
+//! (`socket.rs`).
+//!
 //! A connection that breaks the protocol (bad magic, a WRITE payload larger
 //! than the maximum block size, bad handshake) is closed; the others carry
 //! on.
@@ -50,19 +56,19 @@
 
 use crate::backend::Backend;
 use crate::nbd::consts::*;
-use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress};
+use crate::nbd::handshake::{ExportInfo, HandshakeError, Negotiation, Progress, TlsMode};
 use crate::nbd::request::ExportParams;
 use crate::nbd::structured::Session;
 use conn::{Activity, Negotiated};
 use limits::{lock, Budget, Pool};
+use socket::{Accepted, Peer, Stream};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -70,6 +76,11 @@ use tokio_util::task::TaskTracker;
 
 mod conn;
 mod limits;
+pub mod socket;
+pub mod tls;
+
+pub use socket::{ListenAddr, Listener};
+pub use tls::{TlsError, TlsSettings};
 
 /// One export: a name clients ask for and the backend behind it.
 #[derive(Clone)]
@@ -150,6 +161,8 @@ pub struct ServerConfig {
     pub stall_timeout: Duration,
     /// On shutdown, time connections get to finish in-flight requests. Default 30 s.
     pub drain_timeout: Duration,
+    /// TLS offered or required (`NBD_OPT_STARTTLS`); `None`: clear text only.
+    pub tls: Option<TlsSettings>,
 }
 
 impl Default for ServerConfig {
@@ -165,6 +178,7 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(60),
             stall_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
+            tls: None,
         }
     }
 }
@@ -257,7 +271,7 @@ struct Table {
 }
 
 struct Entry {
-    peer: SocketAddr,
+    peer: Peer,
     accepted: Instant,
     /// Set once negotiated.
     activity: Option<Arc<Activity>>,
@@ -311,7 +325,7 @@ struct Shared {
 impl Shared {
     /// Admits a new connection, closing another if the server is full
     /// (see the module docs); `None` if it is refused.
-    fn admit(self: &Arc<Self>, peer: SocketAddr) -> Option<Registered> {
+    fn admit(self: &Arc<Self>, peer: &Peer) -> Option<Registered> {
         let mut t = lock(&self.table);
         if t.entries.len() >= self.config.max_connections {
             let idle_ms = self.config.idle_timeout.as_millis() as u64;
@@ -328,7 +342,8 @@ impl Shared {
         let id = t.next_id;
         t.next_id += 1;
         let kick = CancellationToken::new();
-        t.entries.insert(id, Entry { peer, accepted: Instant::now(), activity: None, kick: kick.clone() });
+        t.entries
+            .insert(id, Entry { peer: peer.clone(), accepted: Instant::now(), activity: None, kick: kick.clone() });
         Some(Registered { shared: self.clone(), id, kick })
     }
 
@@ -463,8 +478,9 @@ impl Server {
         StatsHandle(self.shared.clone())
     }
 
-    /// Starts serving on `listener` (call from inside a tokio runtime).
-    pub fn start(self, listener: TcpListener) -> io::Result<ServerHandle> {
+    /// Starts serving on `listener`, TCP or Unix (call from inside a tokio runtime).
+    pub fn start(self, listener: impl Into<Listener>) -> io::Result<ServerHandle> {
+        let listener = listener.into();
         let addr = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let task = tokio::spawn(run(self.shared.clone(), listener, stop_rx));
@@ -483,7 +499,7 @@ fn truncate(s: &str, max: usize) -> String {
 /// A running server. Dropping the handle stops the server as
 /// [`shutdown`](Self::shutdown) would, without waiting for it.
 pub struct ServerHandle {
-    addr: SocketAddr,
+    addr: ListenAddr,
     stop: Arc<watch::Sender<bool>>,
     task: JoinHandle<Result<ShutdownReport, ServerError>>,
     shared: Arc<Shared>,
@@ -500,9 +516,18 @@ impl StopTrigger {
 }
 
 impl ServerHandle {
-    /// The address the server listens on.
+    /// The TCP address the server listens on (`0.0.0.0:0` for a Unix
+    /// socket: see [`listen_addr`](Self::listen_addr)).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        match &self.addr {
+            ListenAddr::Tcp(a) => *a,
+            ListenAddr::Unix(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+        }
+    }
+
+    /// Where the server listens, TCP or Unix.
+    pub fn listen_addr(&self) -> &ListenAddr {
+        &self.addr
     }
 
     /// Connections, buffered bytes and worker threads now.
@@ -534,7 +559,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 
 async fn run(
     shared: Arc<Shared>,
-    listener: TcpListener,
+    listener: Listener,
     mut stop: watch::Receiver<bool>,
 ) -> Result<ShutdownReport, ServerError> {
     let tracker = TaskTracker::new();
@@ -545,7 +570,7 @@ async fn run(
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((sock, peer)) => {
-                    let Some(reg) = shared.admit(peer) else { continue };
+                    let Some(reg) = shared.admit(&peer) else { continue };
                     shared.connections.fetch_add(1, Ordering::Relaxed);
                     conns.spawn(connection(shared.clone(), sock, peer, stop.clone(), tracker.clone(), reg));
                 }
@@ -557,7 +582,7 @@ async fn run(
             },
         }
     }
-    drop(listener);
+    drop(listener); // a Unix socket file goes with it
     log::info!("shutting down: draining {} connection(s)", conns.len());
     let deadline = tokio::time::sleep(shared.config.drain_timeout);
     tokio::pin!(deadline);
@@ -613,20 +638,20 @@ enum ConnError {
 
 async fn connection(
     shared: Arc<Shared>,
-    mut sock: TcpStream,
-    peer: SocketAddr,
+    sock: Accepted,
+    peer: Peer,
     mut stop: watch::Receiver<bool>,
     tracker: TaskTracker,
     reg: Registered,
 ) {
-    let _ = sock.set_nodelay(true);
+    sock.set_nodelay();
     let negotiated = tokio::select! {
-        r = tokio::time::timeout(shared.config.handshake_timeout, negotiate(&mut sock, &shared.infos)) => r,
+        r = tokio::time::timeout(shared.config.handshake_timeout, negotiate(sock, &shared)) => r,
         _ = stopped(&mut stop) => return,
         _ = reg.kick.cancelled() => return,
     };
-    let (export, session) = match negotiated {
-        Ok(Ok(Some(i))) => i,
+    let (export, session, transport) = match negotiated {
+        Ok(Ok(Some(n))) => n,
         Ok(Ok(None)) => {
             log::debug!("{peer}: client aborted the negotiation");
             return;
@@ -640,7 +665,28 @@ async fn connection(
             return;
         }
     };
-    log::debug!("{peer}: serving export {:?}", shared.exports[export].name);
+    let (sock, pump) = match transport {
+        Transport::Plain(s) => (s.into_std(), None),
+        Transport::Tls(s) => match std::os::unix::net::UnixStream::pair() {
+            Ok((ours, theirs)) => {
+                let theirs = theirs.set_nonblocking(true).and_then(|()| tokio::net::UnixStream::from_std(theirs));
+                match theirs {
+                    Ok(theirs) => (Ok(Stream::Unix(ours)), Some(tls::pump(s, theirs))),
+                    Err(e) => (Err(e), None),
+                }
+            }
+            Err(e) => (Err(e), None),
+        },
+    };
+    let sock = match sock {
+        Ok(s) => s,
+        Err(e) => {
+            log::warn!("{peer}: cannot set the connection up: {e}");
+            return;
+        }
+    };
+    let over = if pump.is_some() { " over TLS" } else { "" };
+    log::debug!("{peer}: serving export {:?}{over}", shared.exports[export].name);
     let activity = Arc::new(Activity::new(shared.global.now_ms()));
     if let Some(e) = lock(&shared.table).entries.get_mut(&reg.id) {
         e.activity = Some(activity.clone());
@@ -655,34 +701,88 @@ async fn connection(
         activity,
         kick: reg.kick.clone(),
     };
-    conn::transmission(n, &shared.config, shared.global.clone(), stop, tracker).await;
+    let serve = conn::transmission(n, &shared.config, shared.global.clone(), stop, tracker);
+    match pump {
+        None => serve.await,
+        Some(pump) => {
+            tokio::pin!(serve, pump);
+            tokio::select! {
+                // Done: the pump sends what is left, but a client that reads
+                // nothing does not hold the connection for ever.
+                _ = &mut serve => {
+                    let _ = tokio::time::timeout(shared.config.stall_timeout, pump).await;
+                }
+                // The client is gone: the threads see EOF (or EPIPE) and finish.
+                _ = &mut pump => serve.await,
+            }
+        }
+    }
     drop(reg);
 }
 
-/// Runs the negotiation; `Some((export, what was negotiated))` to enter
-/// transmission, `None` on abort.
-async fn negotiate(sock: &mut TcpStream, infos: &[ExportInfo]) -> Result<Option<(usize, Session)>, ConnError> {
-    let mut n = Negotiation::new(infos);
+/// The socket a negotiation ends on.
+enum Transport {
+    Plain(Accepted),
+    // Boxed: a TLS session is over a kilobyte, and moves a few times.
+    Tls(Box<tokio_rustls::server::TlsStream<Accepted>>),
+}
+
+/// Runs the negotiation, upgrading to TLS when the client asks for it;
+/// `Some((export, what was negotiated, socket))` to enter transmission,
+/// `None` on abort.
+async fn negotiate(mut sock: Accepted, shared: &Shared) -> Result<Option<(usize, Session, Transport)>, ConnError> {
+    let tls = shared.config.tls.as_ref();
+    let mut n = Negotiation::with_tls(&shared.infos, tls.map_or(TlsMode::Off, |t| t.mode));
+    match exchange(&mut sock, &mut n).await? {
+        Step::Abort => Ok(None),
+        Step::Transmit(i) => Ok(Some((i, n.session(), Transport::Plain(sock)))),
+        Step::StartTls => {
+            // Negotiation::with_tls(Off) never accepts STARTTLS.
+            let Some(tls) = tls else { return Err(io::Error::other("STARTTLS accepted without TLS settings").into()) };
+            let mut s = tls.acceptor.accept(sock).await.map_err(|e| io::Error::new(e.kind(), format!("TLS: {e}")))?;
+            n.tls_started();
+            match exchange(&mut s, &mut n).await? {
+                Step::Abort => Ok(None),
+                Step::Transmit(i) => Ok(Some((i, n.session(), Transport::Tls(Box::new(s))))),
+                Step::StartTls => Err(io::Error::other("a second STARTTLS was accepted").into()),
+            }
+        }
+    }
+}
+
+enum Step {
+    Abort,
+    Transmit(usize),
+    StartTls,
+}
+
+/// Feeds the negotiation from `sock` until it ends or asks for TLS.
+async fn exchange<S>(sock: &mut S, n: &mut Negotiation<'_>) -> Result<Step, ConnError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut buf = Vec::new();
     loop {
         if !n.output().is_empty() {
             sock.write_all(n.output()).await?;
+            sock.flush().await?; // a TLS stream holds what it was given until flushed
             n.clear_output();
         }
         // need() is at most MAX_OPTION_DATA, checked by the parser
         buf.resize(n.need(), 0);
         sock.read_exact(&mut buf).await?;
-        match n.feed(&buf)? {
-            Progress::Continue => {}
-            Progress::Abort => {
-                sock.write_all(n.output()).await?;
-                let _ = sock.shutdown().await;
-                return Ok(None);
-            }
-            Progress::Transmit { export } => {
-                sock.write_all(n.output()).await?;
-                return Ok(Some((export, n.session())));
-            }
+        let step = match n.feed(&buf)? {
+            Progress::Continue => continue,
+            Progress::Abort => Step::Abort,
+            Progress::Transmit { export } => Step::Transmit(export),
+            Progress::StartTls => Step::StartTls,
+        };
+        sock.write_all(n.output()).await?;
+        sock.flush().await?;
+        n.clear_output();
+        if matches!(step, Step::Abort) {
+            let _ = sock.shutdown().await;
         }
+        return Ok(step);
     }
 }

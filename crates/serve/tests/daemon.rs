@@ -54,6 +54,7 @@ async fn runs_answers_its_control_socket_and_stops_clean() {
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
     let daemon = tokio::spawn(daemon::run(cfg, rx, move |a| addr_tx.send(a).unwrap()));
     let addr = addr_rx.await.expect("the daemon listens");
+    let ssdcache_serve::server::ListenAddr::Tcp(addr) = addr else { panic!("{addr} is not TCP") };
     assert_ne!(addr.port(), 0);
     assert!(!clean(&cache), "running: not clean");
     let status = {
@@ -106,6 +107,7 @@ async fn read_only_daemon_refuses_writes() {
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
     let daemon = tokio::spawn(daemon::run(cfg, rx, move |a| addr_tx.send(a).unwrap()));
     let addr = addr_rx.await.expect("the daemon listens");
+    let ssdcache_serve::server::ListenAddr::Tcp(addr) = addr else { panic!("{addr} is not TCP") };
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut g = [0u8; 18];
     s.read_exact(&mut g).await.unwrap();

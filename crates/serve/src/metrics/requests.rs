@@ -211,7 +211,7 @@ mod tests {
         c.record(Op::Flush, Outcome::Ok, 0, Duration::from_micros(100));
         let s = c.snapshot();
         // read and write and write_zeroes: 4 outcomes; trim and flush: 2.
-        assert_eq!(s.len(), 3 * 4 + 2 * 2);
+        assert_eq!(s.len(), 3 * 4 + 4 * 2);
         let get = |op, outcome| s.iter().find(|r| r.op == op && r.outcome == outcome).unwrap();
         let rh = get("read", "hit");
         assert_eq!((rh.count, rh.bytes, rh.latency.count), (2, 8192, 2));

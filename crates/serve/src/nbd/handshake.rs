@@ -10,8 +10,9 @@
 //! `NBD_INFO_EXPORT`, `NBD_INFO_BLOCK_SIZE`, and `NBD_INFO_NAME` /
 //! `NBD_INFO_DESCRIPTION` when asked), `STRUCTURED_REPLY`, and
 //! `LIST_META_CONTEXT` / `SET_META_CONTEXT` with the one context
-//! `base:allocation` (see [`super::meta_context`]); everything else,
-//! `STARTTLS` included, gets `NBD_REP_ERR_UNSUP`. What was negotiated for
+//! `base:allocation` (see [`super::meta_context`]); `STARTTLS` when built
+//! [`with_tls`](Negotiation::with_tls) (see [`TlsMode`]); everything else
+//! (`STARTTLS` too without TLS) gets `NBD_REP_ERR_UNSUP`. What was negotiated for
 //! the transmission phase is [`Negotiation::session`].
 //!
 //! Metadata contexts, as the spec has them: both options need structured
@@ -21,6 +22,10 @@
 //! on the export the last `SET` named. Transmission flags add `SEND_DF`
 //! once structured replies are on (reads are one chunk, so DF always holds)
 //! and never before (the spec forbids it).
+//!
+//! TLS stays I/O-free too: `STARTTLS` is answered with an ACK and
+//! [`Progress::StartTls`]; the caller runs the TLS handshake on its socket,
+//! calls [`Negotiation::tls_started`] and goes on feeding the decrypted bytes.
 //!
 //! Choices where the spec leaves room:
 //! - A client that does not set `NBD_FLAG_C_FIXED_NEWSTYLE` is still answered
@@ -71,6 +76,25 @@ pub enum HandshakeError {
     WrongLength { want: usize, got: usize },
     #[error("negotiation already finished")]
     Finished,
+    #[error("NBD_OPT_EXPORT_NAME before NBD_OPT_STARTTLS on a server that requires TLS")]
+    TlsRequired,
+    #[error("fed bytes while the TLS handshake should run")]
+    AwaitingTls,
+}
+
+/// Whether the server offers TLS (`NBD_OPT_STARTTLS`), and whether it must
+/// come first (the spec's "FORCEDTLS" mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    /// `NBD_OPT_STARTTLS` is unsupported (`NBD_REP_ERR_UNSUP`).
+    #[default]
+    Off,
+    /// Offered; clients may also negotiate and transmit in clear text.
+    On,
+    /// Before the upgrade every option but `STARTTLS` and `ABORT` gets
+    /// `NBD_REP_ERR_TLS_REQD` (so `LIST` shows nothing), and
+    /// `NBD_OPT_EXPORT_NAME`, which cannot be refused, ends the connection.
+    Require,
 }
 
 /// Result of one [`Negotiation::feed`].
@@ -83,6 +107,10 @@ pub enum Progress {
     /// Negotiation done: write out the output and enter transmission on the
     /// export with this index.
     Transmit { export: usize },
+    /// The client sent `NBD_OPT_STARTTLS` and it was accepted: write out the
+    /// output (the ACK), run the TLS handshake as the server, then call
+    /// [`Negotiation::tls_started`] and go on over the TLS session.
+    StartTls,
 }
 
 /// A parsed option header.
@@ -234,7 +262,12 @@ pub fn greeting() -> [u8; GREETING_LEN] {
 enum State {
     ClientFlags,
     OptionHeader,
-    OptionData { opt: u32, len: u32 },
+    OptionData {
+        opt: u32,
+        len: u32,
+    },
+    /// STARTTLS was acknowledged: nothing is read until the upgrade.
+    AwaitingTls,
     Done,
 }
 
@@ -244,6 +277,9 @@ pub struct Negotiation<'e> {
     exports: &'e [ExportInfo],
     state: State,
     no_zeroes: bool,
+    tls: TlsMode,
+    /// The TLS session is up (options now arrive decrypted).
+    tls_active: bool,
     out: Vec<u8>,
     /// `NBD_OPT_STRUCTURED_REPLY` was acknowledged.
     structured: bool,
@@ -257,17 +293,44 @@ pub struct Negotiation<'e> {
 impl<'e> Negotiation<'e> {
     /// Starts a negotiation; the greeting is already in [`output`](Self::output).
     pub fn new(exports: &'e [ExportInfo]) -> Self {
+        Self::with_tls(exports, TlsMode::Off)
+    }
+
+    /// Starts a negotiation that offers (or requires) `NBD_OPT_STARTTLS`.
+    pub fn with_tls(exports: &'e [ExportInfo], tls: TlsMode) -> Self {
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(&greeting());
         Negotiation {
             exports,
             state: State::ClientFlags,
             no_zeroes: false,
+            tls,
+            tls_active: false,
             out,
             structured: false,
             contexts: None,
             session: Session::default(),
         }
+    }
+
+    /// The TLS handshake after [`Progress::StartTls`] succeeded: options are
+    /// read again, now over TLS. Nothing an option negotiated in clear text
+    /// survives this (the spec, and nbdkit's CVE-2021-3716): structured
+    /// replies and the metadata context selection are forgotten. The client
+    /// flags are not an option and stay.
+    pub fn tls_started(&mut self) {
+        if self.state == State::AwaitingTls {
+            self.tls_active = true;
+            self.state = State::OptionHeader;
+            self.structured = false;
+            self.contexts = None;
+            self.session = Session::default();
+        }
+    }
+
+    /// Whether the options are now read over TLS.
+    pub fn tls_active(&self) -> bool {
+        self.tls_active
     }
 
     /// Bytes to read before the next [`feed`](Self::feed); 0 once finished.
@@ -277,7 +340,7 @@ impl<'e> Negotiation<'e> {
             State::ClientFlags => 4,
             State::OptionHeader => OPTION_HEADER_LEN,
             State::OptionData { len, .. } => len as usize,
-            State::Done => 0,
+            State::AwaitingTls | State::Done => 0,
         }
     }
 
@@ -369,6 +432,9 @@ impl<'e> Negotiation<'e> {
         if self.state == State::Done {
             return Err(HandshakeError::Finished);
         }
+        if self.state == State::AwaitingTls {
+            return Err(HandshakeError::AwaitingTls);
+        }
         if data.len() != want {
             return Err(HandshakeError::WrongLength { want, got: data.len() });
         }
@@ -389,6 +455,7 @@ impl<'e> Negotiation<'e> {
                 }
             }
             State::OptionData { opt, .. } => self.option(opt, data),
+            State::AwaitingTls => Err(HandshakeError::AwaitingTls),
             State::Done => Err(HandshakeError::Finished),
         }
     }
@@ -403,8 +470,44 @@ impl<'e> Negotiation<'e> {
         exact
     }
 
+    /// `STARTTLS`, and every option while TLS is required and not yet up;
+    /// `None` for the options answered as without TLS.
+    fn tls_option(&mut self, opt: u32, data: &[u8]) -> Option<Result<Progress, HandshakeError>> {
+        if self.tls == TlsMode::Off {
+            return None; // STARTTLS too: NBD_REP_ERR_UNSUP, as before TLS existed
+        }
+        let gated = self.tls == TlsMode::Require && !self.tls_active;
+        match opt {
+            OPT_STARTTLS if !data.is_empty() => {
+                put_option_reply(&mut self.out, opt, REP_ERR_INVALID, &[b"NBD_OPT_STARTTLS takes no data"]);
+            }
+            OPT_STARTTLS if self.tls_active => {
+                put_option_reply(&mut self.out, opt, REP_ERR_INVALID, &[b"TLS is already negotiated"]);
+            }
+            OPT_STARTTLS => {
+                put_option_reply(&mut self.out, opt, REP_ACK, &[]);
+                self.state = State::AwaitingTls;
+                return Some(Ok(Progress::StartTls));
+            }
+            OPT_ABORT => return None,
+            OPT_EXPORT_NAME if gated => {
+                // It has no error reply: the only refusal is to hang up.
+                self.state = State::Done;
+                return Some(Err(HandshakeError::TlsRequired));
+            }
+            _ if gated => {
+                put_option_reply(&mut self.out, opt, REP_ERR_TLS_REQD, &[b"TLS required: send NBD_OPT_STARTTLS first"]);
+            }
+            _ => return None,
+        }
+        Some(Ok(Progress::Continue))
+    }
+
     fn option(&mut self, opt: u32, data: &[u8]) -> Result<Progress, HandshakeError> {
         self.state = State::OptionHeader;
+        if let Some(p) = self.tls_option(opt, data) {
+            return p;
+        }
         let parsed = match parse_option(opt, data) {
             Ok(p) => p,
             Err(InvalidOption(msg)) => {
@@ -833,6 +936,110 @@ mod tests {
         let ex = exports();
         let mut n = Negotiation::new(&ex);
         assert_eq!(n.feed(&[0; 5]), Err(HandshakeError::WrongLength { want: 4, got: 5 }));
+    }
+
+    fn tls_started_with(ex: &[ExportInfo], mode: TlsMode) -> Negotiation<'_> {
+        let mut n = Negotiation::with_tls(ex, mode);
+        n.clear_output();
+        assert_eq!(n.feed(&FLAG_C_FIXED_NEWSTYLE.to_be_bytes()), Ok(Progress::Continue));
+        n
+    }
+
+    /// Runs STARTTLS to the upgrade.
+    fn upgrade(n: &mut Negotiation) {
+        assert_eq!(run_option(n, OPT_STARTTLS, b""), Ok(Progress::StartTls));
+        assert_eq!(replies(n.output()), vec![OptionReply { opt: OPT_STARTTLS, reply: REP_ACK, data: b"" }]);
+        n.clear_output();
+        // nothing is read in clear text until the TLS session is up
+        assert_eq!(n.need(), 0);
+        assert_eq!(n.feed(&opt_header(OPT_LIST, 0)), Err(HandshakeError::AwaitingTls));
+        assert!(!n.tls_active());
+        n.tls_started();
+        assert!(n.tls_active());
+        assert_eq!(n.need(), OPTION_HEADER_LEN);
+    }
+
+    #[test]
+    fn tls_required_refuses_every_option_but_starttls_and_abort() {
+        let ex = exports();
+        let mut n = tls_started_with(&ex, TlsMode::Require);
+        for (opt, data) in [
+            (OPT_LIST, vec![]),
+            (OPT_GO, info_data(b"disk", &[])),
+            (OPT_INFO, info_data(b"disk", &[])),
+            (OPT_STRUCTURED_REPLY, vec![]),
+            (0xdead, b"zz".to_vec()),
+            (OPT_GO, b"\0".to_vec()), // malformed: still TLS_REQD, nothing parsed
+        ] {
+            assert_eq!(run_option(&mut n, opt, &data), Ok(Progress::Continue));
+            let r = replies(n.output());
+            assert_eq!(r.len(), 1, "option {opt}: {r:?}");
+            assert_eq!((r[0].opt, r[0].reply), (opt, REP_ERR_TLS_REQD));
+            n.clear_output();
+        }
+        // no export name leaks before the upgrade
+        assert_eq!(run_option(&mut n, OPT_STARTTLS, b"x"), Ok(Progress::Continue));
+        assert_eq!(replies(n.output())[0].reply, REP_ERR_INVALID);
+        n.clear_output();
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_LIST, b""), Ok(Progress::Continue));
+        assert_eq!(replies(n.output())[0].reply, REP_SERVER);
+        n.clear_output();
+        assert_eq!(run_option(&mut n, OPT_STARTTLS, b""), Ok(Progress::Continue));
+        assert_eq!(replies(n.output())[0].reply, REP_ERR_INVALID);
+        n.clear_output();
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+
+        // EXPORT_NAME cannot be refused with a reply: the connection ends
+        let mut n = tls_started_with(&ex, TlsMode::Require);
+        assert_eq!(run_option(&mut n, OPT_EXPORT_NAME, b"disk"), Err(HandshakeError::TlsRequired));
+        assert!(n.output().is_empty());
+        assert_eq!(n.need(), 0);
+        // ... but works over TLS
+        let mut n = tls_started_with(&ex, TlsMode::Require);
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_EXPORT_NAME, b"two"), Ok(Progress::Transmit { export: 1 }));
+        // ABORT is answered in clear text
+        let mut n = tls_started_with(&ex, TlsMode::Require);
+        assert_eq!(run_option(&mut n, OPT_ABORT, b""), Ok(Progress::Abort));
+        assert_eq!(replies(n.output())[0].reply, REP_ACK);
+    }
+
+    #[test]
+    fn tls_on_allows_clear_text_and_the_upgrade() {
+        let ex = exports();
+        let mut n = tls_started_with(&ex, TlsMode::On);
+        assert_eq!(run_option(&mut n, OPT_LIST, b""), Ok(Progress::Continue));
+        assert_eq!(replies(n.output()).len(), 3);
+        n.clear_output();
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"two", &[])), Ok(Progress::Transmit { export: 1 }));
+        let mut n = tls_started_with(&ex, TlsMode::On);
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert!(!n.tls_active());
+        // structured replies and a context chosen in clear text are forgotten at the upgrade
+        let mut n = tls_started_with(&ex, TlsMode::On);
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        let d = meta_data(b"disk", &[b"base:allocation"]);
+        assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
+        n.clear_output();
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(export_flags(n.output()) & FLAG_SEND_DF, 0);
+        assert_eq!(n.session(), Session::default());
+        // ... and negotiated again over TLS, they count
+        let mut n = tls_started_with(&ex, TlsMode::Require);
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(n.session(), Session { structured: true, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) });
+        // off: STARTTLS is unsupported, and tls_started does nothing
+        let mut n = tls_started_with(&ex, TlsMode::Off);
+        assert_eq!(run_option(&mut n, OPT_STARTTLS, b""), Ok(Progress::Continue));
+        assert_eq!(replies(n.output())[0].reply, REP_ERR_UNSUP);
+        n.tls_started();
+        assert!(!n.tls_active());
     }
 
     fn meta_data(name: &[u8], queries: &[&[u8]]) -> Vec<u8> {

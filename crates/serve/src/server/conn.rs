@@ -48,13 +48,14 @@
 //! every backend call before `Backend::shutdown`.
 
 use super::limits::{lock, Budget};
+use super::socket::{Peer, Stream};
 use super::{stopped, Global, ServerConfig};
 use crate::backend::Backend;
 use crate::nbd::consts::*;
 use crate::nbd::request::{self, Command, Decision, ExportParams};
 use crate::nbd::structured::Session;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::Shutdown;
 use std::os::unix::io::AsRawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -256,9 +257,10 @@ pub(super) struct Conn {
     /// The connection's number (whose waits for budget and threads are whose).
     id: u64,
     /// The socket (blocking, with send and receive timeouts of one slice):
-    /// requests are read and replies written here.
-    sock: TcpStream,
-    peer: SocketAddr,
+    /// requests are read and replies written here. TCP, Unix, or the
+    /// threads' end of a TLS session's socket pair (`tls.rs`).
+    sock: Stream,
+    peer: Peer,
     backend: Arc<dyn Backend>,
     params: ExportParams,
     /// Structured replies and metadata contexts the client negotiated.
@@ -758,7 +760,7 @@ fn turn(conn: Arc<Conn>, buf: &mut Vec<u8>, _token: TaskTrackerToken) {
 
 /// Whether the socket has something to read (data, EOF or an error), without
 /// blocking: `WouldBlock` if not.
-fn peek(sock: &TcpStream) -> io::Result<()> {
+fn peek(sock: &Stream) -> io::Result<()> {
     let mut b = 0u8;
     // SAFETY: a one-byte buffer valid for the call.
     let r = unsafe { libc::recv(sock.as_raw_fd(), (&mut b as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
@@ -782,8 +784,8 @@ impl Drop for AbortOnDrop {
 
 /// A negotiated connection, handed to [`transmission`].
 pub(super) struct Negotiated {
-    pub sock: tokio::net::TcpStream,
-    pub peer: SocketAddr,
+    pub sock: Stream,
+    pub peer: Peer,
     pub id: u64,
     pub backend: Arc<dyn Backend>,
     pub params: ExportParams,
@@ -801,18 +803,12 @@ pub(super) async fn transmission(
     mut stop: watch::Receiver<bool>,
     tracker: TaskTracker,
 ) {
-    let peer = n.peer;
+    let peer = n.peer.clone();
     // Threads use the socket in blocking mode, each call bounded by one
     // slice. While the connection is parked, a duplicate is registered with
     // the runtime to learn when there is something to read; only then, so
     // that requests arriving while a thread reads do not wake the runtime too.
-    let socks = n.sock.into_std().and_then(|s| {
-        s.set_nonblocking(false)?;
-        s.set_read_timeout(Some(SLICE))?;
-        s.set_write_timeout(Some(SLICE))?;
-        let dup = s.try_clone()?;
-        Ok((s, dup))
-    });
+    let socks = n.sock.set_blocking_slices(SLICE).and_then(|()| Ok((n.sock.try_clone()?, n.sock)));
     let (sock, dup) = match socks {
         Ok(s) => s,
         Err(e) => {
@@ -824,7 +820,7 @@ pub(super) async fn transmission(
     let conn = Arc::new(Conn {
         id: n.id,
         sock,
-        peer,
+        peer: n.peer,
         backend: n.backend,
         params: n.params.for_session(&n.session),
         session: n.session,

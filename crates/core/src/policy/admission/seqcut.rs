@@ -4,8 +4,10 @@
 //!
 //! Streams are followed at page level, as bcache follows them per task: up to
 //! `streams` recent streams, each the next page it expects and its length so
-//! far; an access to a stream's next page extends it, any other access starts
-//! a new stream in place of the least recently extended one. A page is not
+//! far; an access to a stream's next page extends it, one to its last page
+//! again keeps it (requests smaller than a page, or than a segment in
+//! `serve`, come several to a page), any other access starts a new stream in
+//! place of the least recently used one. A page is not
 //! cached when its stream, counting the page, is longer than `cutoff`. Hits
 //! still hit: the layer decides what enters, not what stays. (bcache decides
 //! per request, counting the request's whole size; at page level the first
@@ -39,9 +41,13 @@ impl SeqCut {
     fn follow(&mut self, key: u64) -> u64 {
         self.clock += 1;
         let now = self.clock;
-        if let Some(s) = self.streams.iter_mut().find(|s| s.next == key) {
-            s.next = key.wrapping_add(1);
-            s.pages += 1;
+        if let Some(s) = self.streams.iter_mut().find(|s| s.next == key || s.next == key.wrapping_add(1)) {
+            // (its next page extends it; its last page again, as a stream of
+            // requests smaller than a page or a segment sends, keeps it as it is)
+            if s.next == key {
+                s.next = key.wrapping_add(1);
+                s.pages += 1;
+            }
             s.last_used = now;
             return s.pages;
         }
@@ -103,6 +109,15 @@ mod tests {
         let mut by = SeqCut::new(4, 16);
         let got = admitted(&mut by, &[100, 101, 102, 103, 104, 105, 7, 106]);
         assert_eq!(got, [true, true, true, true, false, false, true, false]);
+    }
+
+    #[test]
+    fn requests_smaller_than_a_page_keep_their_stream() {
+        // several accesses to each page of a stream: counted once a page, and
+        // they do not push the stream out of a table of 2
+        let mut by = SeqCut::new(3, 2);
+        let got = admitted(&mut by, &[100, 100, 100, 101, 101, 102, 102, 102, 103, 103, 104]);
+        assert_eq!(got, [true, true, true, true, true, true, true, true, false, false, false]);
     }
 
     #[test]

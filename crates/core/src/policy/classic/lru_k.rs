@@ -26,11 +26,12 @@
 //! both variants are the same algorithm.
 //!
 //! Memory per tracked page: a 16-byte arena node, `8·k + 24` bytes of history
-//! and times in side arrays, a B-tree entry (about 32 bytes) for the eviction
-//! order, and the arena's hash index.
+//! and times in side arrays, 8 bytes of indexed heap for the eviction order,
+//! and the arena's hash index.
 
 use std::collections::BTreeSet;
 
+use crate::heap::IndexedHeap;
 use crate::list::{reserve_for, upfront, Arena};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
@@ -53,8 +54,9 @@ pub struct LruK {
     /// `hist[i·k + j]`: time of the page's (j+1)-th most recent uncorrelated
     /// reference, 0 if unknown.
     hist: Vec<u64>,
-    /// Residents by (K-th reference time, tie, key): first = next victim.
-    order: BTreeSet<(u64, u64, u64)>,
+    /// Residents by (K-th reference time, tie): least = next victim. Ties
+    /// are access times, unique among residents, so the order is total.
+    order: IndexedHeap<(u64, u64)>,
     /// Ghost histories by (last reference, key).
     ghosts: BTreeSet<(u64, u64)>,
     k: usize,
@@ -73,7 +75,7 @@ impl LruK {
             arena: Arena::with_capacity(capacity),
             meta: upfront(capacity),
             hist: upfront(capacity * k),
-            order: BTreeSet::new(),
+            order: IndexedHeap::new(),
             ghosts: BTreeSet::new(),
             k: k.max(1),
             crp,
@@ -85,28 +87,39 @@ impl LruK {
         }
     }
 
-    fn entry(&self, idx: u32) -> (u64, u64, u64) {
-        (self.hist[idx as usize * self.k + self.k - 1], self.meta[idx as usize].tie, self.arena.key(idx))
+    /// `idx`'s place in the eviction order: (K-th reference time, tie).
+    fn priority(&self, idx: u32) -> (u64, u64) {
+        (self.hist[idx as usize * self.k + self.k - 1], self.meta[idx as usize].tie)
     }
 
     fn evict(&mut self, evicted: &mut Vec<u64>) {
-        let eligible = |e: &&(u64, u64, u64), me: &Self| {
-            let idx = me.arena.find(e.2).expect("ordered page is in the arena");
-            me.now - me.meta[idx as usize].last > me.crp
-        };
-        let victim = if self.crp == 0 { self.order.first().copied() } else { None }
-            .or_else(|| self.order.iter().find(|e| eligible(e, self)).copied())
-            .or_else(|| self.order.first().copied());
-        let Some(victim) = victim else { return };
-        self.order.remove(&victim);
-        self.resident -= 1;
-        evicted.push(victim.2);
-        let idx = self.arena.find(victim.2).expect("victim is in the arena");
-        if self.rip == 0 {
-            self.arena.remove(idx);
+        let Some(first) = self.order.peek() else { return };
+        let victim = if self.crp == 0 {
+            first
         } else {
-            self.meta[idx as usize].ghost = true;
-            self.ghosts.insert((self.meta[idx as usize].last, victim.2));
+            // The least entry referenced more than `crp` accesses ago, else the least.
+            let mut passed = Vec::new();
+            let found = loop {
+                match self.order.pop() {
+                    Some(idx) if self.now - self.meta[idx as usize].last > self.crp => break Some(idx),
+                    Some(idx) => passed.push(idx),
+                    None => break None,
+                }
+            };
+            for idx in passed {
+                self.order.push(idx, self.priority(idx));
+            }
+            found.unwrap_or(first)
+        };
+        self.order.remove(victim); // (a no-op for one popped above)
+        self.resident -= 1;
+        let key = self.arena.key(victim);
+        evicted.push(key);
+        if self.rip == 0 {
+            self.arena.remove(victim);
+        } else {
+            self.meta[victim as usize].ghost = true;
+            self.ghosts.insert((self.meta[victim as usize].last, key));
         }
     }
 
@@ -124,7 +137,9 @@ impl LruK {
 
     /// Resident keys, next victim first (for tests).
     pub fn order(&self) -> Vec<u64> {
-        self.order.iter().map(|e| e.2).collect()
+        let mut entries: Vec<_> = self.order.iter().collect();
+        entries.sort_unstable();
+        entries.into_iter().map(|(_, idx)| self.arena.key(idx)).collect()
     }
 }
 
@@ -136,8 +151,6 @@ impl Replacement for LruK {
         if self.meta[idx as usize].ghost {
             return false;
         }
-        let entry = self.entry(idx);
-        self.order.remove(&entry);
         let (i, k, now) = (idx as usize, self.k, self.now);
         let m = self.meta[i];
         if now - m.last > self.crp {
@@ -153,8 +166,7 @@ impl Replacement for LruK {
         if !self.fifo_ties {
             self.meta[i].tie = now;
         }
-        let entry = self.entry(idx);
-        self.order.insert(entry);
+        self.order.update(idx, self.priority(idx));
         true
     }
 
@@ -193,8 +205,7 @@ impl Replacement for LruK {
             }
         };
         self.meta[idx as usize] = Meta { last: now, tie: now, ghost: false };
-        let entry = self.entry(idx);
-        self.order.insert(entry);
+        self.order.push(idx, self.priority(idx));
         self.resident += 1;
         if self.rip > 0 {
             self.purge();
@@ -210,8 +221,7 @@ impl Replacement for LruK {
             self.arena.remove(idx);
             return false;
         }
-        let entry = self.entry(idx);
-        self.order.remove(&entry);
+        self.order.remove(idx);
         self.arena.remove(idx);
         self.resident -= 1;
         true
@@ -318,11 +328,11 @@ mod tests {
         let trace = [1, 1, 2, 2, 3, 1];
         let mut l = LruK::new(2, 2, 0, 100, false);
         run_keys(&mut l, &trace);
-        assert_eq!(l.entry(l.arena.find(1).unwrap()).0, 2);
+        assert_eq!(l.priority(l.arena.find(1).unwrap()).0, 2);
         assert_eq!(l.ghosts(), 1);
         let mut l = LruK::new(2, 2, 0, 0, false);
         run_keys(&mut l, &trace);
-        assert_eq!((l.entry(l.arena.find(1).unwrap()).0, l.ghosts()), (0, 0));
+        assert_eq!((l.priority(l.arena.find(1).unwrap()).0, l.ghosts()), (0, 0));
         // rip bounds the ghosts kept.
         let mut l = LruK::new(1, 2, 0, 3, false);
         run_keys(&mut l, &(0..50).collect::<Vec<u64>>());
