@@ -143,6 +143,7 @@ class Conn:
         self.h.connect_uri(uri)
         self.idx = idx
         self.inflight = {}  # cookie -> op
+        self.sent = {}  # cookie -> monotonic time sent (--latency-log)
         self.dead = False
 
 
@@ -182,7 +183,10 @@ class Workload:
             writes_sent=0, writes_acked=0, fua_acked=0, flushes_sent=0, flushes_acked=0,
             reads_checked=0, multi_block_writes=0, maint_requested=0, maint_done=0, newly_cached=0,
             writebacks_started=0, writebacks_done=0, errors_after_stop=0, unsent_sabotaged=0,
+            request_errors=0, maint_failures=0, writeback_failures=0,
         )  # fmt: skip
+        # --latency-log: "unix_time latency_s op" per completed request
+        self.lat_log = open(a.latency_log, "a") if getattr(a, "latency_log", None) else None
         self.flush_times = []
         self.maint_times = []
         self.maint_pending_since = None
@@ -227,6 +231,8 @@ class Workload:
                     self.maint_meta = None
                 if b"maintenance failed" in ln or b"panicked" in ln:
                     self.maint_failed = ln.decode(errors="replace")
+                if b"maintenance failed" in ln:
+                    self.maint_lines += 1  # answered (--allow-errors goes on)
 
     def maint_pending(self):
         return self.st["maint_requested"] > self.maint_lines
@@ -265,6 +271,8 @@ class Workload:
         if self.wb_proc.returncode == 0:
             self.st["writebacks_done"] += 1
             self.wb_times.append(time.monotonic() - self.wb_started)
+        elif self.a.allow_errors and not self.stopping:
+            self.st["writeback_failures"] += 1
         elif not self.stopping:
             die(f"trial {self.a.trial}: `ssdcache flush` failed (exit {self.wb_proc.returncode}): {out}")
         self.wb_proc = None
@@ -326,6 +334,7 @@ class Workload:
         flags = self.nbd.CMD_FLAG_FUA if fua else 0
         cookie = c.h.aio_pwrite(buf, blocks[0] * BLOCK, flags=flags)
         c.inflight[cookie] = ("w", blocks, gen, fua, buf)
+        c.sent[cookie] = time.monotonic()
         if self.a.sabotage == "early-durable":
             # Checker self-test: journal the write durable when it is sent, not
             # when a flush reply covers it.
@@ -336,6 +345,7 @@ class Workload:
         mark = self.journal.flush_sent()
         cookie = c.h.aio_flush()
         c.inflight[cookie] = ("f", mark, time.monotonic())
+        c.sent[cookie] = time.monotonic()
         self.st["flushes_sent"] += 1
         return cookie
 
@@ -348,6 +358,7 @@ class Workload:
         buf = self.nbd.Buffer(BLOCK)
         cookie = c.h.aio_pread(buf, b * BLOCK)
         c.inflight[cookie] = ("r", b, buf)
+        c.sent[cookie] = time.monotonic()
         return True
 
     def top_up(self):
@@ -367,15 +378,24 @@ class Workload:
     def complete(self, c, cookie):
         self.last_progress = time.monotonic()
         op = c.inflight.pop(cookie)
+        sent = c.sent.pop(cookie, None)
+        if self.lat_log is not None and sent is not None:
+            self.lat_log.write(f"{time.time():.3f} {time.monotonic() - sent:.6f} {op[0]}\n")
         try:
             ok = c.h.aio_command_completed(cookie)
             if not ok:
                 die(f"trial {self.a.trial}: libnbd reported command {cookie} completed, then still in flight")
         except self.nbd.Error as e:
             ok = False
-            if not (self.stopping or c.h.aio_is_dead() or c.h.aio_is_closed()):
+            if self.stopping or c.h.aio_is_dead() or c.h.aio_is_closed():
+                self.st["errors_after_stop"] += 1
+            elif self.a.allow_errors:
+                # Injected device errors (soak): a failed write may or may not
+                # have landed (the journal has it as sent), a failed flush
+                # makes nothing durable, a failed read checks nothing.
+                self.st["request_errors"] += 1
+            else:
                 die(f"trial {self.a.trial}: the server failed a {op[0]!r} request while running normally: {e}")
-            self.st["errors_after_stop"] += 1
         kind = op[0]
         if kind == "w":
             _, blocks, gen, fua, _ = op
@@ -566,7 +586,10 @@ class Workload:
         while True:
             now = time.monotonic() - self.t0
             self.poll_err()
-            if self.maint_failed:
+            if self.maint_failed and a.allow_errors and "panicked" not in self.maint_failed:
+                self.st["maint_failures"] += 1
+                self.maint_failed = None
+            elif self.maint_failed:
                 die(f"trial {a.trial}: server: {self.maint_failed}")
             if not self.stopping:
                 if maint_at and now >= maint_at[0] and not self.maint_pending():
@@ -803,6 +826,9 @@ def cmd_summary(a):
         "blocks_recovered_from_ssd": tot(exp, "from_ssd"),
         "torn_blocks": tot(verifies, "torn"),
         "acked_unflushed_lost": tot(verifies, "unflushed_lost"),
+        "request_errors": tot(runs, "request_errors"),
+        "procedure_failures": tot(runs, "maint_failures"),
+        "flush_command_failures": tot(runs, "writeback_failures"),
     }
     for k, v in out.items():
         print(f"   {k}: {v}")
@@ -850,6 +876,11 @@ def main():
     q.add_argument("--fua-fraction", type=float, default=0.08)
     q.add_argument("--flush-fraction", type=float, default=0.02)
     q.add_argument("--sabotage", choices=["lose-write", "early-durable"], help="checker self-test: break the journal on purpose")
+    q.add_argument(
+        "--allow-errors", action="store_true",
+        help="soak with injected device errors: failed requests, procedures and `ssdcache flush` runs are counted, not fatal",
+    )
+    q.add_argument("--latency-log", help="append `unix_time latency_s op` per completed request to this file")
     q = sub.add_parser("verify")
     src = q.add_mutually_exclusive_group(required=True)
     src.add_argument("--uri")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Replay a block trace through NBD, day by day, as fast as the server allows.
 
-    replay_nbd.py URI TRACE [--qd 8] [--days 0-4] [--between CMD] [--status CMD] [--json]
+    replay_nbd.py URI TRACE [--qd 8] [--days 0-4] [--between CMD] [--status CMD] [--settle CMD] [--json]
 
 TRACE is SSDsim/MQSim text, one request a line:
     time_ns dev lba_sectors size_sectors op      (op: 1 = read, 0 = write)
@@ -23,7 +23,9 @@ runs after every day, before --between, and again after --between; its output,
 parsed as JSON if it is, is kept as "status" and "status_after_between" in
 the --json records (not printed in the table). --json prints one JSON object
 per day instead of the table (keys as in the table, "between_s" for the
-command's time).
+command's time). With --settle CMD, requests go one at a time and CMD runs
+after each until it exits 0 (e.g. until the server's background cleaner has
+caught up: `sim` cleans between requests, so the replay then matches it).
 
 Needs Debian's python3-libnbd (/usr/bin/python3) and nothing else.
 """
@@ -91,8 +93,18 @@ def load(path, wanted):
     return by_day
 
 
-def replay_day(h, reqs, qd, size, pattern):
-    """Issues reqs with up to qd in flight; returns the day's numbers."""
+def settle(cmd):
+    """Runs cmd until it exits 0 (every 2 ms, at most 20 s)."""
+    t = time.perf_counter()
+    while subprocess.run(cmd, shell=True).returncode != 0:
+        if time.perf_counter() - t > 20:
+            die(f"--settle command still failing after 20 s: {cmd}")
+        time.sleep(0.002)
+
+
+def replay_day(h, reqs, qd, size, pattern, settle_cmd=None):
+    """Issues reqs with up to qd in flight; returns the day's numbers. With
+    settle_cmd, one at a time, each followed by settle(settle_cmd)."""
     lat = []
     inflight = 0
     err = []
@@ -132,6 +144,8 @@ def replay_day(h, reqs, qd, size, pattern):
             inflight += 1
             i += 1
         h.poll(-1)
+        if settle_cmd and not inflight:
+            settle(settle_cmd)
     secs = time.perf_counter() - t0
     if err:
         die(f"{len(err)} request(s) failed, first with errno {err[0]} ({os.strerror(err[0])})")
@@ -170,6 +184,11 @@ def main():
     ap.add_argument("--days", help="days to replay: N, A-B or a list (default: all)")
     ap.add_argument("--between", help="shell command run after each day but the last (timed apart)")
     ap.add_argument("--status", help="shell command run after each day (and after --between); output kept in --json")
+    ap.add_argument(
+        "--settle",
+        help="shell command run after every request until it exits 0 (forces --qd 1; e.g. wait for the "
+        "server's background cleaner to catch up, so a replay matches `sim`, which cleans between requests)",
+    )
     ap.add_argument("--label", default="", help="prefix for every output line")
     ap.add_argument("--json", action="store_true", help="one JSON object per day")
     a = ap.parse_args()
@@ -193,7 +212,7 @@ def main():
         print(f"{a.label}{'day':>4} {'requests':>8} {'reads':>6} {'writes':>6} {'MB':>8} {'seconds':>8} "
               f"{'MB/s':>7} {'IOPS':>7} {'mean ms':>8} {'p99 ms':>7}")
     for k, day in enumerate(days):
-        r = replay_day(h, by_day[day], a.qd, size, pattern)
+        r = replay_day(h, by_day[day], 1 if a.settle else a.qd, size, pattern, a.settle)
         r["day"] = day
         if a.status:
             r["status"] = run_status(a.status, day)

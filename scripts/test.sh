@@ -67,6 +67,7 @@ SERVE_PROFILE=release scripts/test_faults.sh
 
 step "whole-system integrity: kill -9, then one damaged superblock or metadata copy, per trial"
 SERVE_PROFILE=release scripts/test_integrity.sh
+INTEGRITY_TRIALS=8 INTEGRITY_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test_integrity.sh
 
 step "the crash tests' oracle (scripts/crashlib: the journal and the sector records, unit tests)"
 python3 -m pytest -q scripts/crashlib
@@ -74,6 +75,8 @@ python3 -m pytest -q scripts/crashlib
 step "kill -9 crash trials under a verifying client (write-back, then write-through)"
 CRASH_STRICT=1 SERVE_PROFILE=release scripts/test_crash.sh
 CRASH_STRICT=1 CRASH_MODE=write-through CRASH_TRIALS=6 SERVE_PROFILE=release scripts/test_crash.sh
+# the background cleaner running all along (5% of 127 slots: 6 dirty at most; none older than 1 s)
+CRASH_STRICT=1 CRASH_TRIALS=10 CRASH_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test_crash.sh
 
 step "python package (pip install .)"
 # maturin builds crates/py with the workspace's release profile, reusing the simulator

@@ -10,6 +10,15 @@
 #                  and named in every FAIL; timing makes a rerun similar, not equal)
 #   SERVE_PROFILE  debug (default) | release
 #   CRASH_MODE     the cache's `create --mode` (default write-back)
+#   CRASH_SERVE_ARGS  extra `serve` flags, e.g. "--max-dirty 5% --dirty-age 1s" (the
+#                  background cleaner running all along)
+#   CRASH_MINUTES  a time budget instead: trials run until it is spent (CRASH_TRIALS
+#                  then only caps them), then one last SIGTERM trial
+#   CRASH_ALLOW_ERRORS=1  for injected device errors (CRASH_SERVE_ARGS="--inject-cache
+#                  ..."): failed requests, procedures and flushes are counted, not
+#                  fatal, and the server may log ERROR (never a panic); nothing
+#                  acknowledged-and-flushed may be lost all the same
+#   CRASH_LATENCY_LOG  the client appends `unix_time latency_s op` per request here
 #   CRASH_STRICT=1 an acknowledged but unflushed write lost by kill -9 is a FAIL
 #                  too (a killed process loses nothing the kernel already has, so
 #                  with this server that would mean recovery dropped data);
@@ -68,7 +77,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 source scripts/lib/common.sh
-TRIALS=${CRASH_TRIALS:-25}
+# Extra `serve` flags (e.g. the background cleaner: --max-dirty 5% --dirty-age 1s).
+read -r -a SERVE_EXTRA <<<"${CRASH_SERVE_ARGS:-}"
+MINUTES=${CRASH_MINUTES:-}
+TRIALS=${CRASH_TRIALS:-$([ -n "$MINUTES" ] && echo 1000000 || echo 25)}
+ALLOW_ERRORS=${CRASH_ALLOW_ERRORS:-0}
+CLIENT_EXTRA=()
+[ "$ALLOW_ERRORS" = 1 ] && CLIENT_EXTRA+=(--allow-errors)
+[ -n "${CRASH_LATENCY_LOG:-}" ] && CLIENT_EXTRA+=(--latency-log "$CRASH_LATENCY_LOG")
 SEED=${CRASH_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 SABOTAGE=${CRASH_SABOTAGE:-}
 STRICT=${CRASH_STRICT:-0}
@@ -77,6 +93,7 @@ die() { echo "FAIL: $* (CRASH_SEED=$SEED)" >&2; exit 1; }
 PY=/usr/bin/python3
 CLIENT=$ROOT/scripts/crash_client.py
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || die "CRASH_TRIALS must be a positive integer"
+[[ -z $MINUTES || $MINUTES =~ ^[1-9][0-9]*$ ]] || die "CRASH_MINUTES must be a positive integer"
 [[ $SEED =~ ^[0-9]+$ ]] || die "CRASH_SEED must be a non-negative integer"
 case "$SABOTAGE" in "" | lose-write | early-durable | corrupt-ssd | corrupt-backing) ;; *) die "CRASH_SABOTAGE: unknown $SABOTAGE" ;; esac
 "$PY" -c 'import nbd' 2>/dev/null || die "$PY has no nbd module: run scripts/test_nbd.sh once (it installs python3-libnbd)"
@@ -84,7 +101,7 @@ case "$SABOTAGE" in "" | lose-write | early-durable | corrupt-ssd | corrupt-back
 step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}
 build_ssdcache "$PROFILE"
-echo "seed $SEED, $TRIALS trials, $CACHE_MODE cache, $PROFILE build${SABOTAGE:+, SABOTAGE=$SABOTAGE}"
+echo "seed $SEED, ${MINUTES:+$MINUTES minute(s) of trials (at most )}$TRIALS trials, $CACHE_MODE cache, $PROFILE build${SABOTAGE:+, SABOTAGE=$SABOTAGE}${CRASH_SERVE_ARGS:+, serve $CRASH_SERVE_ARGS}"
 
 WORK=$(mktemp -d)
 SERVER_PID= WRAP_PID=
@@ -106,13 +123,15 @@ ERR=
 start() { # starts the server; $1: the start kind its stderr must report
   RUN=$((RUN + 1))
   ERR=$WORK/server$RUN.err
-  spawn_wrapped "$WORK/server$RUN.out" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v
+  spawn_wrapped "$WORK/server$RUN.out" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v "${SERVE_EXTRA[@]}"
   wait_listening "$SERVER_PID" "$WORK/server$RUN.out" "$ERR" "server (run $RUN)"
   STARTED=$(grep -o 'started .*' "$ERR" || true)
   grep -Eq "started .*\($1;" "$ERR" || { cat "$ERR"; die "restart $RUN: expected a $1 start, the server says: $STARTED"; }
 }
-server_log_ok() { # no panic, no error logged
-  if grep -Eq 'panicked|ERROR|maintenance failed|did not drain' "$ERR"; then
+server_log_ok() { # no panic, no error logged (with CRASH_ALLOW_ERRORS=1: no panic)
+  local bad='panicked|ERROR|maintenance failed|did not drain'
+  [ "$ALLOW_ERRORS" = 1 ] && bad='panicked|did not drain'
+  if grep -Eq "$bad" "$ERR"; then
     cat "$ERR"
     die "trial $1: the server logged a panic or an error"
   fi
@@ -142,9 +161,13 @@ step "trials"
 start Clean
 RANDOM=$SEED
 KILLS=0 INTERRUPTED=0 UNCLEAN=0 WARM=0 TERMS=0 SABOTAGED=
+DEADLINE=$(($(date +%s) + ${MINUTES:-0} * 60))
 for t in $(seq "$TRIALS"); do
   r=$((RANDOM % 100))
-  if [ "$t" -eq "$TRIALS" ] && [ "$TRIALS" -ge 2 ]; then
+  LAST=0
+  [ "$t" -eq "$TRIALS" ] && LAST=1
+  [ -n "$MINUTES" ] && [ "$(date +%s)" -ge "$DEADLINE" ] && LAST=1
+  if [ "$LAST" = 1 ] && [ "$t" -ge 2 ]; then
     MODE=term
   elif [ $r -lt 8 ]; then
     MODE=term
@@ -174,7 +197,7 @@ for t in $(seq "$TRIALS"); do
   "$PY" "$CLIENT" run --uri "$URI" --state "$STATE" --journal "$JOURNAL" --stats "$STATS" \
     --trial "$t" --seed "$CSEED" --server-pid "$SERVER_PID" --server-err "$ERR" --segment $SEG \
     --duration "$DUR" --kill "$MODE" --maint "$MAINT" --writebacks "$WB" --bin "$BIN" --cache "$CACHE" \
-    --meta-range "$META_RANGE" "${EXTRA[@]}" ||
+    --meta-range "$META_RANGE" "${EXTRA[@]}" "${CLIENT_EXTRA[@]}" ||
     die "trial $t: the client failed (see above)"
   wait_server
   server_log_ok "$t"
@@ -215,6 +238,7 @@ for t in $(seq "$TRIALS"); do
   "$PY" "$CLIENT" verify --uri "$URI" --state "$STATE" --journal "$JOURNAL" --stats "$STATS" \
     --trial "$t" --segment $SEG --pre "$WORK/pre.img" --update-state "${VFLAGS[@]}" ||
     die "trial $t: verification after the restart (see above)"
+  [ "$LAST" = 1 ] && [ -n "$MINUTES" ] && break
 done
 
 step "final clean stop: BACKING must equal the last verified image"
@@ -233,6 +257,7 @@ fi
 
 step "summary (seed $SEED)"
 "$PY" "$CLIENT" summary --stats "$STATS" --json "$WORK/summary.json"
+echo "   cache_device_errors_logged: $(cat "$WORK"/server*.err | grep -c 'cache device error' || true)"
 echo "   kills -9: $KILLS (check said: $UNCLEAN not clean, $INTERRUPTED interrupted during caching and eviction); SIGTERM trials: $TERMS"
 FROM_SSD=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["blocks_recovered_from_ssd"])' "$WORK/summary.json")
 # A test that never finds data on the SSD only would prove nothing about recovery.
@@ -243,4 +268,4 @@ echo "   seconds: $(elapsed)"
 if [ -n "$SABOTAGE" ]; then
   die "CRASH_SABOTAGE=$SABOTAGE: the checker did not catch the sabotage"
 fi
-step "all $TRIALS trials passed"
+step "all $t trials passed"

@@ -10,6 +10,7 @@
 #                       random; printed, and named in every FAIL; timing makes a
 #                       rerun similar, not equal)
 #   SERVE_PROFILE       debug (default) | release
+#   INTEGRITY_SERVE_ARGS  extra `serve` flags (e.g. the background cleaner's)
 #   INTEGRITY_STRICT=1  an acknowledged but unflushed write lost is a FAIL too
 #                       (otherwise counted, as in test_crash.sh)
 #   INTEGRITY_SABOTAGE  self-test: corrupt-two (see below)
@@ -83,6 +84,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 source scripts/lib/common.sh
+# Extra `serve` flags (e.g. the background cleaner: --max-dirty 5% --dirty-age 1s).
+read -r -a SERVE_EXTRA <<<"${INTEGRITY_SERVE_ARGS:-}"
 TRIALS=${INTEGRITY_TRIALS:-20}
 SEED=${INTEGRITY_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 SABOTAGE=${INTEGRITY_SABOTAGE:-}
@@ -140,7 +143,7 @@ ERR=
 start_server() {
   RUN=$((RUN + 1))
   ERR=$WORK/server$RUN.err OUT=$WORK/server$RUN.out
-  spawn_wrapped "$OUT" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v
+  spawn_wrapped "$OUT" "$ERR" "$BIN" serve "$CACHE" "$BACKING" --listen 127.0.0.1:0 --export disk -v "${SERVE_EXTRA[@]}"
   local i
   for i in $(seq 1500); do # 30 s: a start may write back the whole SSD
     if grep -q '^listening on ' "$OUT" 2>/dev/null; then

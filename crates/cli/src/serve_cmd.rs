@@ -10,7 +10,8 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
-use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
+use ssdcache::policy::tiered::cleaner::CleanerConfig;
+use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns, parse_ratio};
 use ssdcache_serve::cache::files;
 use ssdcache_serve::cache::inject::FaultPlan;
 use ssdcache_serve::cache::model_device::ModelDevice;
@@ -85,6 +86,17 @@ pub struct ServeArgs {
     /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
     #[arg(long, default_value = "lru")]
     policy: String,
+    /// Write-back only: above this share of dirty slots (e.g. 20%), a background cleaner writes the
+    /// oldest dirty segments back until the share is met (docs/serve.md, "Bounded dirty data").
+    #[arg(long, value_name = "SHARE")]
+    max_dirty: Option<String>,
+    /// Write-back only: no segment stays dirty longer than this (e.g. 10min); the cleaner writes it back.
+    #[arg(long, value_name = "DURATION")]
+    dirty_age: Option<String>,
+    /// Write-back only: the cleaner writes back at most this many bytes per second (e.g. 50MB;
+    /// whole segments). Default: unlimited.
+    #[arg(long, value_name = "BYTES")]
+    clean_rate: Option<String>,
     /// Write-through, write-around and read-only caches: a sequential stream longer than this
     /// (e.g. 4MiB; followed segment by segment) bypasses the cache (bcache's sequential_cutoff).
     #[arg(long, value_name = "SIZE")]
@@ -239,6 +251,45 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
     Ok(Duration::from_nanos(ns))
 }
 
+/// The cleaner's bounds from `--max-dirty`, `--dirty-age`, `--clean-rate`
+/// (as the simulator's `pwc(max_dirty=…,dirty_age=…,clean_rate=…)`, except
+/// that a zero age is refused rather than meaning "no bound").
+fn cleaner_config(a: &ServeArgs) -> Result<CleanerConfig> {
+    let max_dirty = a
+        .max_dirty
+        .as_deref()
+        .map(|t| parse_ratio(t).map_err(|e| anyhow::anyhow!("--max-dirty: {e}")))
+        .transpose()?
+        .filter(|&m| m < 1.0);
+    let dirty_age = a.dirty_age.as_deref().map(|t| duration("--dirty-age", t)).transpose()?;
+    let rate = match a.clean_rate.as_deref() {
+        None | Some("unlimited") => None,
+        Some(t) => Some(parse_bytes(t).map_err(|e| anyhow::anyhow!("--clean-rate: {e}"))?),
+    };
+    if rate.is_some() && max_dirty.is_none() && dirty_age.is_none() {
+        bail!("--clean-rate limits the cleaner, which runs only with --max-dirty or --dirty-age");
+    }
+    Ok(CleanerConfig { max_dirty, dirty_age: dirty_age.map(|d| d.as_nanos() as u64), rate })
+}
+
+/// Refuses cleaner flags for a cache that is not write-back (read from its superblock).
+fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
+    if !cfg.is_active() && a.clean_rate.is_none() && a.max_dirty.is_none() {
+        return Ok(());
+    }
+    let Ok(dev) = FileDevice::open(&a.cache) else {
+        return Ok(()); // opening the cache reports it
+    };
+    match Superblock::read_either(&dev).map(|r| r.sb) {
+        Ok(sb) if sb.mode != CacheMode::WriteBack => bail!(
+            "--max-dirty/--dirty-age/--clean-rate: {} is a {} cache, which never holds dirty data              (only write-back caches have a cleaner)",
+            a.cache.display(),
+            sb.mode.name()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// `--metrics HOST:PORT` (a name is resolved once, here).
 fn metrics_addr(text: &str) -> Result<SocketAddr> {
     use std::net::ToSocketAddrs;
@@ -249,6 +300,8 @@ fn metrics_addr(text: &str) -> Result<SocketAddr> {
 
 pub fn serve(a: ServeArgs) -> Result<()> {
     let period = duration("--period", &a.period)?;
+    let cleaner = cleaner_config(&a)?;
+    check_cleaner_mode(&a, &cleaner)?;
     let idle = a.idle.as_deref().map(|t| duration("--idle", t)).transpose()?;
     if a.export.len() > MAX_STRING_LEN {
         bail!("--export: a name of {} bytes (the NBD limit is {MAX_STRING_LEN})", a.export.len());
@@ -277,8 +330,13 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         bail!("--promote-after must be at least 1");
     }
     let control = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
-    let engine =
-        EngineConfig { policy: a.policy, error_limit: a.max_cache_errors, seq_cutoff, promote_after: a.promote_after };
+    let engine = EngineConfig {
+        policy: a.policy,
+        error_limit: a.max_cache_errors,
+        seq_cutoff,
+        promote_after: a.promote_after,
+        cleaner,
+    };
     if seq_cutoff.is_some() || a.promote_after.is_some() {
         // Refused before the start procedure runs (a start that fails after
         // it leaves the cache marked unclean); the engine checks again.
@@ -498,9 +556,59 @@ fn server_command(a: &ControlArgs, cmd: &str) -> Result<Value> {
     }
 }
 
+/// `ssdcache flush`: the server writes every dirty segment back while this
+/// shows its progress (from `status`, on stderr when it is a terminal).
+/// Ctrl-C (SIGINT) asks the server to stop at its next segment: what was
+/// written back stays written back, and both devices are synced.
 pub fn flush(a: ControlArgs) -> Result<()> {
-    let v = server_command(&a, "flush")?;
-    println!("written back: {} segment(s); both devices synced", v["written_back"]);
+    let path = control_path(&a.cache, &a.control);
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        // SIGINT no longer ends us: it stops the server's flush, whose
+        // answer then ends us. tokio's handler, on a thread of its own.
+        let (interrupted, path) = (interrupted.clone(), path.clone());
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                while tokio::signal::ctrl_c().await.is_ok() {
+                    interrupted.store(true, std::sync::atomic::Ordering::Relaxed);
+                    eprintln!("ssdcache flush: interrupted, asking the server to stop after the current segment");
+                    let _ = control::request(&path, "flush-stop", Duration::from_secs(5));
+                }
+            })
+        });
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("writing back {pos}/{len} segment(s) {wide_bar} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let v = std::thread::scope(|sc| {
+        let job = sc.spawn(|| server_command(&a, "flush"));
+        while !job.is_finished() {
+            std::thread::sleep(Duration::from_millis(200));
+            if let Ok(Reply::Ok(s)) = control::request(&path, "status", Duration::from_secs(2)) {
+                let f = &s["status"]["flush"];
+                if let (Some(done), Some(total)) = (f["written_back"].as_u64(), f["total"].as_u64()) {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                }
+            }
+        }
+        job.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the flush client thread panicked")))
+    })?;
+    bar.finish_and_clear();
+    if v["interrupted"] == true {
+        println!(
+            "interrupted: written back {} of {} segment(s) (synced; the rest stay dirty)",
+            v["written_back"], v["total"]
+        );
+    } else {
+        println!("written back: {} segment(s); both devices synced", v["written_back"]);
+    }
     Ok(())
 }
 
@@ -609,6 +717,7 @@ fn print_live_status(cache: &Path, v: &Value) {
     );
     print_requests(s);
     println!("metadata     version {}, {} procedure(s) completed", u("version"), u("procedures"));
+    print_cleaner(s, seg);
     if s["mode"] == "write-back" {
         let last = &s["last_report"];
         let what = if last.is_null() {
@@ -664,6 +773,40 @@ fn print_requests(s: &Value) {
         conns["open"].as_u64().unwrap_or(0),
         conns["accepted"].as_u64().unwrap_or(0),
         conns["refused"].as_u64().unwrap_or(0)
+    );
+}
+
+/// The background cleaner's and a running flush's lines of `status`.
+fn print_cleaner(s: &Value, seg: u64) {
+    let f = &s["flush"];
+    if let (Some(done), Some(total)) = (f["written_back"].as_u64(), f["total"].as_u64()) {
+        println!("flush        RUNNING: {done} of {total} segment(s) written back");
+    }
+    let c = &s["cleaner"];
+    if c.is_null() {
+        return;
+    }
+    let mut bounds = Vec::new();
+    if let Some(m) = c["max_dirty"].as_f64() {
+        bounds.push(format!("max dirty {:.1} %", 100.0 * m));
+    }
+    if let Some(a) = c["dirty_age"].as_f64() {
+        bounds.push(format!("dirty age {a} s"));
+    }
+    bounds.push(match c["clean_rate"].as_u64() {
+        Some(r) => format!("at most {}/s", format_bytes(r)),
+        None => "unlimited rate".into(),
+    });
+    let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    let oldest = c["oldest_dirty_age"].as_f64().map_or("nothing dirty".into(), |a| format!("oldest dirty {a:.1} s"));
+    println!(
+        "cleaner      {} ({}); cleaned {} segment(s) ({}): {} above max dirty, {} too old; {oldest}",
+        c["activity"].as_str().unwrap_or("?"),
+        bounds.join(", "),
+        n("cleaned_too_many") + n("cleaned_too_old"),
+        format_bytes((n("cleaned_too_many") + n("cleaned_too_old")) * seg),
+        n("cleaned_too_many"),
+        n("cleaned_too_old"),
     );
 }
 

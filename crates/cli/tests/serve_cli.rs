@@ -309,3 +309,38 @@ fn bad_limit_flags_are_one_line_errors() {
     let (code, err, _) = run(cli(&["status", "--timeout", "0s"], &[&f.cache]), Duration::from_secs(20));
     assert_one_line_error(code, &err, &["--timeout must be positive"]);
 }
+
+#[test]
+fn bad_cleaner_flags_are_one_line_errors() {
+    let f = Fixture::new();
+    for (flags, want) in [
+        (&["--max-dirty", "150%"][..], "--max-dirty"),
+        (&["--max-dirty", "lots"][..], "--max-dirty"),
+        (&["--dirty-age", "0s"][..], "--dirty-age must be positive"),
+        (&["--dirty-age", "soon"][..], "--dirty-age"),
+        (&["--max-dirty", "10%", "--clean-rate", "0"][..], "--clean-rate"),
+        (&["--max-dirty", "10%", "--clean-rate", "fast"][..], "--clean-rate"),
+        (
+            &["--clean-rate", "50MB"][..],
+            "--clean-rate limits the cleaner, which runs only with --max-dirty or --dirty-age",
+        ),
+    ] {
+        let (code, err, _) = run(f.serve_cmd(flags), Duration::from_secs(20));
+        assert_one_line_error(code, &err, &[want]);
+    }
+    // Another mode has no dirty data: refused, naming the cache and its mode.
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, backing) = (dir.path().join("wt.img"), dir.path().join("wt-backing.img"));
+    std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
+    let out = Command::new(BIN)
+        .args(["create", "--size", "2MiB", "--segment", "128KiB", "--mode", "write-through"])
+        .arg(&cache)
+        .arg(&backing)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut c = Command::new(BIN);
+    c.arg("serve").arg(&cache).arg(&backing).args(["--listen", "127.0.0.1:0", "--dirty-age", "10min"]);
+    let (code, err, _) = run(c, Duration::from_secs(20));
+    assert_one_line_error(code, &err, &["write-through cache, which never holds dirty data", "wt.img"]);
+}

@@ -53,6 +53,20 @@
 //! Saves are serialised by their own mutex; procedures, write-backs and
 //! shutdown by another ("admin").
 //!
+//! **The background cleaner** (write-back; beyond the paper, see
+//! `cache::cleaner`). A [`DirtyWatch`] set with [`CacheMap::set_watch`] is
+//! told, under the map's mutex, of every slot that goes clean → dirty and
+//! of every write-back that cleans one (whoever does it), so the dirty
+//! bitmap stays the one source of truth and the watch never disagrees with
+//! it. [`CacheMap::clean_one`] writes back the slot the watch picks, holding
+//! the admin mutex (no slot moves meanwhile) and the segment's lock (no
+//! write to it meanwhile), with the procedure's own [`write_back_slot`]: the
+//! slot is marked clean only after its bytes reached the backing device, and
+//! a write after that marks it dirty again. The cleaner syncs the backing
+//! device after each batch ([`CacheMap::sync_backing`]); until then a
+//! crash loses nothing either, since dirty state is never saved and an
+//! unclean start copies every mapped slot back (Fig. 5 line 47).
+//!
 //! **What a write-through map persists.** Its slots change at every miss, so
 //! a map saved while it runs would be stale after a crash, and the unclean
 //! start (rule 3) would copy stale slots over the HDD. It therefore saves an
@@ -65,6 +79,7 @@
 //! copy; the clean save at shutdown holds every segment lock, so it comes
 //! after every acknowledged write's invalidation.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -88,6 +103,37 @@ pub enum WriteMode {
     Through,
     /// To the HDD only; a cached copy is dropped (invalidated). Never dirty.
     Invalidate,
+}
+
+/// Told of every change of a slot's dirty state, under the map's mutex (the
+/// background cleaner's bookkeeping; see the module doc).
+pub trait DirtyWatch: Any + Send {
+    /// Slot `slot` went from clean to dirty.
+    fn dirtied(&mut self, slot: u32);
+    /// Slot `slot`'s data was written to the backing device (not yet synced).
+    fn cleaned(&mut self, slot: u32);
+}
+
+/// What [`CacheMap::clean_one`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CleanOne {
+    /// The watch picked nothing (nothing due, or its rate says wait).
+    Nothing,
+    /// Slot `slot`, caching segment `segment`, was written back.
+    Cleaned { slot: u32, segment: u64 },
+    /// Shut down or degraded (degraded: `settle_degraded` writes back).
+    Stopped,
+}
+
+/// What a flush (`ssdcache flush`) did, or is doing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FlushProgress {
+    /// Slots written back so far, of those dirty when it started.
+    pub written_back: u64,
+    pub total: u64,
+    /// Stopped early by [`CacheMap::stop_write_back`] (what was written back
+    /// stays written back, and synced).
+    pub interrupted: bool,
 }
 
 /// Byte and request counts of the data path since open (atomics: read them
@@ -142,10 +188,13 @@ pub struct MapStatus {
     pub written_back: u64,
     /// Slots holding a segment.
     pub cached: u64,
-    /// Dirty slots.
+    /// Dirty slots, and their bytes (whole segments).
     pub dirty: u64,
+    pub dirty_bytes: u64,
     /// The last durable metadata version.
     pub version: u32,
+    /// A flush (`ssdcache flush`) running now: how far it is.
+    pub flush: Option<FlushProgress>,
     /// Caching-and-eviction procedures completed (ever).
     pub procedures: u64,
     /// A procedure is running (writes go to both devices).
@@ -208,6 +257,26 @@ struct State {
     /// (a failed write whose unmapping could not be saved): read from the
     /// HDD, and writes to them fail, until a save unmaps them.
     poisoned: Vec<bool>,
+    /// Told of every change of `dirty` (the background cleaner).
+    watch: Option<Box<dyn DirtyWatch>>,
+}
+
+impl State {
+    fn set_dirty(&mut self, s: u32) {
+        if !std::mem::replace(&mut self.dirty[s as usize], true) {
+            if let Some(w) = &mut self.watch {
+                w.dirtied(s);
+            }
+        }
+    }
+
+    fn set_clean(&mut self, s: u32) {
+        if std::mem::replace(&mut self.dirty[s as usize], false) {
+            if let Some(w) = &mut self.watch {
+                w.cleaned(s);
+            }
+        }
+    }
 }
 
 struct Saves<M> {
@@ -244,6 +313,10 @@ pub struct CacheMap<S, H, M> {
     /// Set by [`CacheMap::interrupt`]: a running procedure stops at its next
     /// slot boundary.
     interrupted: AtomicBool,
+    /// A flush runs; its progress; asked to stop.
+    flushing: AtomicBool,
+    flush: Mutex<Option<FlushProgress>>,
+    flush_stop: AtomicBool,
     /// A procedure is running.
     in_procedure: AtomicBool,
     /// Cache-device errors that make the cache degraded.
@@ -288,7 +361,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let through = mode != WriteMode::Back || meta.degraded;
         let degraded = AtomicBool::new(meta.degraded);
         let poisoned = vec![false; meta.map.len()];
-        let state = State { meta: meta.clone(), rev, dirty, through, closed: false, poisoned };
+        let state = State { meta: meta.clone(), rev, dirty, through, closed: false, poisoned, watch: None };
         let saves = Saves { store, saved: meta, saving: None };
         let map = CacheMap {
             ssd,
@@ -302,6 +375,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             admin: Mutex::new(()),
             counters: MapCounters::default(),
             interrupted: Default::default(),
+            flushing: Default::default(),
+            flush: Default::default(),
+            flush_stop: Default::default(),
             in_procedure: Default::default(),
             error_limit: AtomicU64::new(DEFAULT_ERROR_LIMIT),
             degraded,
@@ -391,7 +467,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             written_back: c.written_back.load(Relaxed),
             cached: st.rev.len() as u64,
             dirty: st.dirty.iter().filter(|d| **d).count() as u64,
+            dirty_bytes: st.dirty.iter().filter(|d| **d).count() as u64 * self.seg,
             version,
+            flush: lock(&self.flush).filter(|_| self.flushing.load(Relaxed)),
             procedures: st.meta.procedures,
             in_procedure: self.in_procedure.load(Relaxed),
             ssd_errors: c.ssd_errors.load(Relaxed),
@@ -645,7 +723,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                     st.meta.map[s as usize] = None;
                     p.slot = None;
                 } else if let (Some(s), false) = (p.slot, through) {
-                    st.dirty[s as usize] = true;
+                    st.set_dirty(s);
                 }
             }
             through
@@ -707,8 +785,11 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         }
         // Saved first, unmapped in memory after: until the save is durable a
         // crash would copy the stale slot back, so nothing may be
-        // acknowledged on the HDD alone.
-        let saved = self.save(|m| m.map[s as usize] = None);
+        // acknowledged on the HDD alone. The HDD is synced before: the slot
+        // may be clean by a write-back (cleaner, flush) not yet synced, and
+        // once unmapped no unclean start copies it back.
+        let saved =
+            self.hdd.sync().map_err(|e| self.hdd_failed(e)).and_then(|()| self.save(|m| m.map[s as usize] = None));
         let mut st = lock(&self.state);
         match saved {
             Ok(()) => {
@@ -765,9 +846,74 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     fn write_back_slot(&self, s: u32, h: u64, buf: &mut [u8]) -> io::Result<()> {
         self.ssd.read_at(buf, s as u64 * self.seg).inspect_err(|e| self.ssd_failed(e))?;
         self.hdd.write_at(buf, h * self.seg).map_err(|e| self.hdd_failed(e))?;
-        lock(&self.state).dirty[s as usize] = false;
+        // Only now, with the bytes on the backing device (a crash before its
+        // sync loses nothing: dirty state is never saved, see the module doc).
+        lock(&self.state).set_clean(s);
         self.counters.written_back.fetch_add(1, Relaxed);
         Ok(())
+    }
+
+    /// Sets the watch told of every dirty-state change, first told of the
+    /// slots dirty now.
+    pub fn set_watch(&self, mut w: Box<dyn DirtyWatch>) {
+        let mut st = lock(&self.state);
+        for (s, _) in st.dirty.iter().enumerate().filter(|(_, d)| **d) {
+            w.dirtied(s as u32);
+        }
+        st.watch = Some(w);
+    }
+
+    /// Runs `f` on the watch (downcast to `W`) under the map's mutex;
+    /// `None` without a watch of that type.
+    pub fn with_watch<W: DirtyWatch, T>(&self, f: impl FnOnce(&mut W) -> T) -> Option<T> {
+        let mut st = lock(&self.state);
+        let w: &mut dyn Any = st.watch.as_deref_mut()?;
+        w.downcast_mut::<W>().map(f)
+    }
+
+    /// The background cleaner's step: under the admin mutex, `pick` (run on
+    /// the watch under the map's mutex) names a dirty slot, which is
+    /// written back under its segment's lock by the procedure's own code.
+    /// A failed write-back leaves the slot dirty. Not synced: see
+    /// [`sync_backing`](Self::sync_backing).
+    pub fn clean_one<W: DirtyWatch>(
+        &self,
+        pick: impl FnOnce(&mut W) -> Option<u32>,
+        buf: &mut [u8],
+    ) -> io::Result<CleanOne> {
+        let _admin = lock(&self.admin);
+        if self.is_degraded() {
+            return Ok(CleanOne::Stopped);
+        }
+        let (slot, h) = {
+            let mut st = lock(&self.state);
+            if st.closed {
+                return Ok(CleanOne::Stopped);
+            }
+            let w: Option<&mut dyn Any> = st.watch.as_deref_mut().map(|w| w as &mut dyn Any);
+            let Some(slot) = w.and_then(|w| w.downcast_mut::<W>()).and_then(pick) else {
+                return Ok(CleanOne::Nothing);
+            };
+            if !st.dirty[slot as usize] {
+                // Cannot happen (the watch hears of every change); heal it.
+                log::warn!("cleaner picked slot {slot}, which is clean");
+                if let Some(w) = &mut st.watch {
+                    w.cleaned(slot);
+                }
+                return Ok(CleanOne::Nothing);
+            }
+            (slot, st.meta.map[slot as usize].expect("a dirty slot caches a segment"))
+        };
+        // Holding admin: slots do not move, and only writes (which only
+        // dirty) run on `h` until we hold it.
+        let _held = self.locks.lock([h]);
+        self.write_back_slot(slot, h, buf)?;
+        Ok(CleanOne::Cleaned { slot, segment: h })
+    }
+
+    /// Syncs the backing device (after a batch of [`clean_one`](Self::clean_one)).
+    pub fn sync_backing(&self) -> io::Result<()> {
+        self.hdd.sync().map_err(|e| self.hdd_failed(e))
     }
 
     /// Copies every dirty slot to its HDD segment (under that segment's
@@ -784,13 +930,46 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         self.hdd.sync()
     }
 
-    /// Writes every dirty slot back now (`ssdcache flush`); requests go on.
-    /// Returns how many slots were dirty.
-    pub fn write_back(&self) -> io::Result<u64> {
+    /// Writes every dirty slot back now (`ssdcache flush`) and syncs both
+    /// devices; requests go on (and may dirty slots again). Its progress is
+    /// in [`status`](Self::status) while it runs; [`stop_write_back`]
+    /// (Self::stop_write_back) ends it at the next slot, synced.
+    pub fn write_back(&self) -> io::Result<FlushProgress> {
         let _admin = lock(&self.admin);
-        let before = self.counters.written_back.load(Relaxed);
-        self.write_back_dirty()?;
-        Ok(self.counters.written_back.load(Relaxed) - before)
+        self.flush_stop.store(false, Relaxed);
+        let todo = self.dirty_slots()?;
+        let mut p = FlushProgress { total: todo.len() as u64, ..Default::default() };
+        *lock(&self.flush) = Some(p);
+        self.flushing.store(true, Relaxed);
+        let mut buf = vec![0u8; self.seg as usize];
+        let copy = || -> io::Result<()> {
+            for (s, h) in todo {
+                if self.flush_stop.load(Relaxed) {
+                    p.interrupted = true;
+                    log::warn!("flush stopped on request after {} of {} segment(s)", p.written_back, p.total);
+                    break;
+                }
+                let _held = self.locks.lock([h]);
+                // Only admin operations move slots, and they are serialised
+                // with us; the cleaner (also admin) cannot have cleaned it, but
+                // a write may have dirtied it again: written back either way.
+                self.write_back_slot(s, h, &mut buf)?;
+                p.written_back += 1;
+                *lock(&self.flush) = Some(p);
+            }
+            Ok(())
+        };
+        let r = copy().and_then(|()| self.ssd.sync()).and_then(|()| self.hdd.sync());
+        self.flushing.store(false, Relaxed);
+        *lock(&self.flush) = Some(p);
+        r.map(|()| p)
+    }
+
+    /// Asks a running [`write_back`](Self::write_back) to stop at its next
+    /// slot; returns whether one was running.
+    pub fn stop_write_back(&self) -> bool {
+        self.flush_stop.store(true, Relaxed);
+        self.flushing.load(Relaxed)
     }
 
     /// Evicts whatever `slot` holds and caches HDD segment `h` there: the
@@ -1011,6 +1190,40 @@ mod tests {
         dom: std::sync::Arc<PowerDomain>,
         ssd: FaultyDevice,
         hdd: FaultyDevice,
+        /// The workload runs a cleaner step after every write.
+        cleaner: bool,
+    }
+
+    /// A cleaner's watch that finds every dirty slot due at once (as
+    /// `--max-dirty 0%` does), oldest dirtied first.
+    #[derive(Default)]
+    struct AllDue(std::collections::VecDeque<u32>);
+
+    impl DirtyWatch for AllDue {
+        fn dirtied(&mut self, slot: u32) {
+            assert!(!self.0.contains(&slot), "slot {slot} dirtied twice without a clean between");
+            self.0.push_back(slot);
+        }
+        fn cleaned(&mut self, slot: u32) {
+            let before = self.0.len();
+            self.0.retain(|&s| s != slot);
+            assert_eq!(self.0.len() + 1, before, "slot {slot} cleaned but not dirty");
+        }
+    }
+
+    /// The cleaner's step: the oldest dirty slot written back.
+    fn clean_oldest(c: &Cache) -> io::Result<CleanOne> {
+        let mut buf = vec![0u8; SEG as usize];
+        c.clean_one(|w: &mut AllDue| w.0.front().copied(), &mut buf)
+    }
+
+    /// The watch agrees with the dirty bitmap.
+    fn assert_watch_in_step<S: BlockDevice, H: BlockDevice, M: BlockDevice>(c: &CacheMap<S, H, M>) {
+        let mut known: Vec<u32> = c.with_watch(|w: &mut AllDue| w.0.iter().copied().collect()).unwrap();
+        known.sort_unstable();
+        let st = lock(&c.state);
+        let dirty: Vec<u32> = (0..SSD_SEGS).filter(|&s| st.dirty[s as usize]).collect();
+        assert_eq!(known, dirty, "the cleaner's watch and the dirty bitmap disagree");
     }
 
     impl Env {
@@ -1027,7 +1240,7 @@ mod tests {
             let dom = PowerDomain::new(seed, mode);
             let ssd = dom.attach(ssd);
             let hdd = dom.attach(hdd);
-            Env { dom, ssd, hdd }
+            Env { dom, ssd, hdd, cleaner: false }
         }
 
         fn store(&self) -> MetaStore<FaultyDevice> {
@@ -1035,7 +1248,16 @@ mod tests {
         }
 
         fn open(&self) -> Result<(Cache, Started), RecoverError> {
-            CacheMap::open(self.ssd.clone(), self.hdd.clone(), self.store(), false)
+            let (c, st) = CacheMap::open(self.ssd.clone(), self.hdd.clone(), self.store(), false)?;
+            if self.cleaner {
+                c.set_watch(Box::<AllDue>::default());
+            }
+            Ok((c, st))
+        }
+
+        fn with_cleaner(mut self) -> Env {
+            self.cleaner = true;
+            self
         }
     }
 
@@ -1106,6 +1328,27 @@ mod tests {
         }
     }
 
+    /// A write; with a cleaner, then the cleaner's step (and a sync of the
+    /// backing device every other write), so cuts land in its write-backs.
+    fn step(
+        env: &Env,
+        c: &Cache,
+        model: &mut Model,
+        metas: &mut Metas,
+        rng: &mut StdRng,
+        tag: &mut u8,
+    ) -> io::Result<()> {
+        write(c, model, metas, rng, tag)?;
+        if env.cleaner {
+            clean_oldest(c)?;
+            if tag.is_multiple_of(2) {
+                c.sync_backing()?;
+            }
+            assert_watch_in_step(c);
+        }
+        Ok(())
+    }
+
     fn write(c: &Cache, model: &mut Model, metas: &mut Metas, rng: &mut StdRng, tag: &mut u8) -> io::Result<()> {
         // Blocks concentrate on the first 12 segments so that cached ones are hit.
         let block = rng.gen_range(0..(12 * SEG / BLOCK));
@@ -1126,14 +1369,14 @@ mod tests {
         metas.after(&c);
         for round in 0..3 {
             for _ in 0..5 {
-                write(&c, model, metas, &mut rng, &mut tag)?;
+                step(env, &c, model, metas, &mut rng, &mut tag)?;
             }
             c.flush()?;
             model.commit();
             // Unflushed writes just before the procedure: its write-back
             // (line 4) must not lose the flushed data under them.
             for _ in 0..2 {
-                write(&c, model, metas, &mut rng, &mut tag)?;
+                step(env, &c, model, metas, &mut rng, &mut tag)?;
             }
             // A plan: 3 slots get 3 uncached segments (round-robin slots,
             // like the evict clock).
@@ -1150,12 +1393,12 @@ mod tests {
             metas.after(&c);
             r?;
             for _ in 0..4 {
-                write(&c, model, metas, &mut rng, &mut tag)?;
+                step(env, &c, model, metas, &mut rng, &mut tag)?;
             }
             c.flush()?;
             model.commit();
         }
-        write(&c, model, metas, &mut rng, &mut tag)?;
+        step(env, &c, model, metas, &mut rng, &mut tag)?;
         let saved = c.saved().clone();
         let mut shadow = c.meta().clone();
         shadow.version = shadow.version.wrapping_add(1);
@@ -1174,11 +1417,11 @@ mod tests {
         assert_eq!(st.kind, StartKind::Clean);
         metas.after(&c);
         for _ in 0..3 {
-            write(&c, model, metas, &mut rng, &mut tag)?;
+            step(env, &c, model, metas, &mut rng, &mut tag)?;
         }
         c.flush()?;
         model.commit();
-        write(&c, model, metas, &mut rng, &mut tag)?;
+        step(env, &c, model, metas, &mut rng, &mut tag)?;
         Ok(())
     }
 
@@ -1202,7 +1445,13 @@ mod tests {
     /// Runs the workload cut at every write point, checks each recovery, and
     /// (with `nested`) also cuts the first recovery at each of its writes.
     fn cut_everywhere(seed: u64, mode: CutMode, nested: bool) -> (u64, u64) {
-        let env = Env::new(seed, mode);
+        cut_everywhere_with(seed, mode, nested, false)
+    }
+
+    /// [`cut_everywhere`], with a cleaner step after every write if `cleaner`.
+    fn cut_everywhere_with(seed: u64, mode: CutMode, nested: bool, cleaner: bool) -> (u64, u64) {
+        let with = |e: Env| if cleaner { e.with_cleaner() } else { e };
+        let env = with(Env::new(seed, mode));
         let (mut model, mut metas) = (Model::new(), Metas::default());
         workload(&env, &mut model, &mut metas, seed).unwrap();
         let total = env.dom.writes();
@@ -1210,7 +1459,7 @@ mod tests {
         let mut kinds = HashMap::new();
         for k in 0..total {
             let ctx = format!("seed {seed} {mode:?} cut at write {k}/{total}");
-            let env = Env::new(seed ^ k.wrapping_mul(0x9E37), mode);
+            let env = with(Env::new(seed ^ k.wrapping_mul(0x9E37), mode));
             env.dom.schedule_power_cut(Some(k));
             let (mut model, mut metas) = (Model::new(), Metas::default());
             let r = workload(&env, &mut model, &mut metas, seed);
@@ -1253,8 +1502,17 @@ mod tests {
     /// never), then the cache is recovered and every block checked against
     /// its writer. Returns the write points the run had.
     fn concurrent_run(seed: u64, cut: Option<u64>) -> u64 {
+        concurrent_run_with(seed, cut, false)
+    }
+
+    /// [`concurrent_run`]; with `cleaner`, a cleaner thread writes back
+    /// every dirty slot as soon as it can, racing the writers on their
+    /// segments and the procedures.
+    fn concurrent_run_with(seed: u64, cut: Option<u64>, cleaner: bool) -> u64 {
         const WRITERS: u64 = 3;
         let env = Env::new(seed, CutMode::DropUnsynced);
+        let env = if cleaner { env.with_cleaner() } else { env };
+        let writing = AtomicU64::new(WRITERS);
         env.dom.schedule_power_cut(cut);
         let writers: Vec<Mutex<Writer>> = (0..WRITERS).map(|_| Mutex::new(Writer::default())).collect();
         if let Ok((c, _)) = env.open() {
@@ -1262,8 +1520,9 @@ mod tests {
             let _ = c.caching_and_eviction(&[(0, 0), (1, 3), (2, 6), (3, 9)]);
             std::thread::scope(|sc| {
                 for (t, w) in writers.iter().enumerate() {
-                    let c = &c;
+                    let (c, writing) = (&c, &writing);
                     sc.spawn(move || {
+                        let _done = Done(writing);
                         let mut rng = StdRng::seed_from_u64(seed * 31 + t as u64);
                         for i in 0..40u32 {
                             let block = rng.gen_range(0..(12 * SEG / BLOCK) / WRITERS) * WRITERS + t as u64;
@@ -1285,6 +1544,24 @@ mod tests {
                         }
                     });
                 }
+                if cleaner {
+                    let (c, writing) = (&c, &writing);
+                    sc.spawn(move || {
+                        let mut cleaned = 0u32;
+                        while writing.load(Relaxed) > 0 {
+                            match clean_oldest(c) {
+                                Err(_) => return, // the power cut
+                                Ok(CleanOne::Cleaned { .. }) => {
+                                    cleaned += 1;
+                                    if cleaned.is_multiple_of(2) && c.sync_backing().is_err() {
+                                        return;
+                                    }
+                                }
+                                Ok(_) => std::thread::yield_now(),
+                            }
+                        }
+                    });
+                }
                 // The procedure, again and again, with plans moving slots
                 // between the writers' segments.
                 let mut rng = StdRng::seed_from_u64(seed);
@@ -1300,6 +1577,9 @@ mod tests {
                     }
                 }
             });
+            if cleaner && cut.is_none() {
+                assert_watch_in_step(&c);
+            }
         }
         let writes = env.dom.writes();
         // Interleavings differ from run to run: a cut past this run's end
@@ -1325,6 +1605,140 @@ mod tests {
             }
         }
         writes
+    }
+
+    /// Counts a writer thread out when it ends, however it ends.
+    struct Done<'a>(&'a AtomicU64);
+
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Relaxed);
+        }
+    }
+
+    #[test]
+    fn concurrent_writers_and_the_cleaner_during_procedures_survive_power_cuts() {
+        let mut cuts = 0;
+        for seed in 0..16u64 {
+            let total = concurrent_run_with(seed, None, true);
+            let mut rng = StdRng::seed_from_u64(seed ^ 0xC1EA);
+            for _ in 0..8 {
+                concurrent_run_with(seed, Some(rng.gen_range(0..total)), true);
+                cuts += 1;
+            }
+        }
+        println!("{cuts} cuts of concurrent runs with the cleaner");
+    }
+
+    #[test]
+    fn power_cut_at_every_write_point_with_the_cleaner_active() {
+        for (seed, mode) in [(21, CutMode::DropUnsynced), (22, CutMode::Reorder)] {
+            let (cuts, nested) = cut_everywhere_with(seed, mode, seed == 21, true);
+            assert!(cuts > 50 && (seed != 21 || nested > 0));
+        }
+    }
+
+    #[test]
+    fn the_cleaner_writes_back_only_dirty_slots_and_a_later_write_dirties_again() {
+        let env = Env::new(3, CutMode::DropUnsynced).with_cleaner();
+        let (c, _) = env.open().unwrap();
+        c.caching_and_eviction(&[(0, 0), (1, 1)]).unwrap();
+        assert_eq!(clean_oldest(&c).unwrap(), CleanOne::Nothing, "nothing dirty");
+        c.write(&[7; 100], SEG + 10).unwrap();
+        c.write(&[8; 100], 10).unwrap();
+        assert_eq!(c.status().dirty, 2);
+        let hdd_byte = |at: u64| {
+            let mut b = [0u8];
+            env.hdd.read_at(&mut b, at).unwrap();
+            b[0]
+        };
+        assert_ne!(hdd_byte(SEG + 10), 7, "write-back: the HDD has not seen it");
+        // Oldest dirtied first: segment 1 (slot 1).
+        assert_eq!(clean_oldest(&c).unwrap(), CleanOne::Cleaned { slot: 1, segment: 1 });
+        assert_eq!(hdd_byte(SEG + 10), 7);
+        assert_eq!(c.status().dirty, 1);
+        c.write(&[9; 1], SEG).unwrap();
+        assert_watch_in_step(&c);
+        assert_eq!(clean_oldest(&c).unwrap(), CleanOne::Cleaned { slot: 0, segment: 0 });
+        assert_eq!(clean_oldest(&c).unwrap(), CleanOne::Cleaned { slot: 1, segment: 1 });
+        assert_eq!((hdd_byte(10), hdd_byte(SEG)), (8, 9));
+        assert_eq!(c.status().dirty, 0);
+        assert_eq!(c.status().written_back, 3);
+        c.shutdown().unwrap();
+        assert_eq!(clean_oldest(&c).unwrap(), CleanOne::Stopped);
+    }
+
+    /// An SSD whose whole-segment reads (the write-back's) stop after
+    /// reading, at a gate the test opens.
+    struct GatedSsd {
+        dev: MemDevice,
+        gate: Mutex<(bool, bool)>, // (a reader waits, open)
+        changed: std::sync::Condvar,
+    }
+
+    impl BlockDevice for GatedSsd {
+        fn len(&self) -> u64 {
+            self.dev.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.dev.read_at(buf, offset)?;
+            if buf.len() == SEG as usize {
+                let mut g = lock(&self.gate);
+                g.0 = true;
+                self.changed.notify_all();
+                while !g.1 {
+                    g = self.changed.wait(g).unwrap();
+                }
+            }
+            Ok(())
+        }
+        fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+            self.dev.write_at(data, offset)
+        }
+        fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_write_racing_the_cleaner_on_its_segment_ends_dirty_or_on_the_backing_device() {
+        let hdd = std::sync::Arc::new(MemDevice::new((LOGICAL + region_len(&geom())) as usize));
+        MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap().format().unwrap();
+        let ssd = std::sync::Arc::new(GatedSsd {
+            dev: MemDevice::new((SEG * SSD_SEGS as u64) as usize),
+            gate: Mutex::new((false, true)),
+            changed: Default::default(),
+        });
+        let store = MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap();
+        let (c, _) = CacheMap::open(ssd.clone(), hdd.clone(), store, false).unwrap();
+        c.set_watch(Box::<AllDue>::default());
+        c.caching_and_eviction(&[(0, 2)]).unwrap();
+        c.write(&[1; 64], 2 * SEG).unwrap();
+        lock(&ssd.gate).1 = false;
+        std::thread::scope(|sc| {
+            let cleaner = sc.spawn(|| {
+                let mut buf = vec![0u8; SEG as usize];
+                c.clean_one(|w: &mut AllDue| w.0.front().copied(), &mut buf).unwrap()
+            });
+            // The cleaner has read the slot and waits at the gate.
+            let mut g = lock(&ssd.gate);
+            while !g.0 {
+                g = ssd.changed.wait(g).unwrap();
+            }
+            drop(g);
+            let writer = sc.spawn(|| c.write(&[2; 64], 2 * SEG).unwrap());
+            // Give an unordered write the time to land under the cleaner.
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            lock(&ssd.gate).1 = true;
+            ssd.changed.notify_all();
+            assert_eq!(cleaner.join().unwrap(), CleanOne::Cleaned { slot: 0, segment: 2 });
+            writer.join().unwrap();
+        });
+        let mut b = [0u8; 64];
+        hdd.read_at(&mut b, 2 * SEG).unwrap();
+        let dirty = lock(&c.state).dirty[0];
+        assert!(dirty || b == [2; 64], "the racing write is neither dirty nor on the backing device");
+        assert_watch_in_step(&c);
     }
 
     #[test]

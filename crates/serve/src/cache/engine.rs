@@ -22,7 +22,10 @@
 //!   which runs while requests go on (writes go to both devices meanwhile).
 //!   It runs every `period`, optionally only once the device has been idle
 //!   for `idle` (paper 000 §4.1: once a day, in idle time), and on demand.
-//! - **Shutdown** ([`Backend::shutdown`]): stops the period thread, hands PWC's
+//! - **Cleaner** (write-back, `EngineConfig::cleaner`): a background thread
+//!   bounding dirty data ([`super::cleaner`]), yielding to the requests in
+//!   flight counted here.
+//! - **Shutdown** ([`Backend::shutdown`]): stops the period and cleaner threads, hands PWC's
 //!   frequencies to the map, then [`CacheMap::shutdown`]: every dirty segment
 //!   written back, metadata saved with the clean bit.
 //!
@@ -41,7 +44,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ssdcache::trace::Op;
 
-use super::datapath::{CacheMap, MapStatus, Tally};
+use ssdcache::policy::tiered::cleaner::CleanerConfig;
+
+use super::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch};
+use super::datapath::{CacheMap, FlushProgress, MapStatus, Tally};
 use super::decide::Decider;
 use super::device::BlockDevice;
 use super::mode::CacheMode;
@@ -59,6 +65,9 @@ pub struct EngineConfig {
     pub policy: String,
     /// Cache-device errors before the cache goes degraded.
     pub error_limit: u64,
+    /// The background cleaner's bounds (write-back only; the default: none,
+    /// no cleaner).
+    pub cleaner: CleanerConfig,
     /// Replacement modes: a sequential stream longer than this many bytes
     /// bypasses the cache (bcache's `sequential_cutoff`; the simulator's
     /// `seqcut` admitter, streams followed segment by segment).
@@ -76,6 +85,7 @@ impl Default for EngineConfig {
             error_limit: super::datapath::DEFAULT_ERROR_LIMIT,
             seq_cutoff: None,
             promote_after: None,
+            cleaner: CleanerConfig::default(),
         }
     }
 }
@@ -144,20 +154,9 @@ pub struct EngineStatus {
     pub requests: Vec<RequestSnapshot>,
     /// Runs and durations of the long procedures since open.
     pub procedure_runs: Vec<ProcedureSnapshot>,
-    /// The background cleaner's progress. Always `None`: the cleaner
-    /// (`--max-dirty`, issue 14) does not exist yet; when it does, it fills
-    /// this and `metrics::exposition` exports it.
-    pub cleaner: Option<CleanerProgress>,
-}
-
-/// The hook for the background cleaner's progress (see
-/// [`EngineStatus::cleaner`]); nothing produces it yet.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct CleanerProgress {
-    /// Dirty segments written back by the cleaner since open.
-    pub segments_cleaned: u64,
-    /// Bytes it wrote back since open.
-    pub bytes_cleaned: u64,
+    /// The background cleaner (`None`: none runs); `metrics::exposition`
+    /// exports it.
+    pub cleaner: Option<CleanerStatus>,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -185,11 +184,24 @@ struct Shared<S, H, M> {
     /// `NBD_CMD_CACHE` requests, and the segments they filled.
     hints: AtomicU64,
     hint_fills: AtomicU64,
+    /// Requests being served now (the cleaner yields to them).
+    in_flight: AtomicU64,
+    cleaner: CleanerState,
+    nudge: Arc<cleaner::Nudge>,
     /// What the metrics and `status` show of requests and procedures.
     requests: RequestCounters,
     procedures: ProcedureCounters,
     stop: Mutex<bool>,
     wake: Condvar,
+}
+
+/// Counts a request in flight while alive.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 /// What the decider made of a request.
@@ -207,7 +219,6 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
     /// Feeds a request to the decider and performs the fills it asks for,
     /// and (read-only mode) the invalidations.
     fn reference(&self, op: Op, offset: u64, len: u64) -> io::Result<Referenced> {
-        self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.map.len()) {
             return Ok(Default::default()); // the map reports the range error
         }
@@ -285,6 +296,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
     fn idle_for(&self) -> Duration {
         self.opened.elapsed().saturating_sub(Duration::from_nanos(self.last_request.load(Relaxed)))
     }
+
+    /// A request arrives (and counts as in flight until the guard drops).
+    fn arrive(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Relaxed);
+        self.last_request.store(self.opened.elapsed().as_nanos() as u64, Relaxed);
+        InFlight(&self.in_flight)
+    }
+
+    /// No request in flight, and none arrived for `gap`.
+    fn quiet_for(&self, gap: Duration) -> bool {
+        self.in_flight.load(Relaxed) == 0 && self.idle_for() >= gap
+    }
 }
 
 /// Paper 000's SSD cache as an NBD backend (see the module doc).
@@ -293,6 +316,7 @@ pub struct CachedBackend<S, H, M> {
     size: u64,
     mode: CacheMode,
     ticker: Mutex<Option<JoinHandle<()>>>,
+    cleaner: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl<S, H, M> CachedBackend<S, H, M>
@@ -302,9 +326,16 @@ where
     M: BlockDevice + 'static,
 {
     /// The engine over an opened map, its decider seeded from the map's
-    /// metadata. Fails only on a bad `config.policy`.
+    /// metadata; with `config.cleaner` bounds, its cleaner thread started.
+    /// Fails on a bad `config.policy`, or cleaner bounds outside write-back.
     pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
         let decider = Decider::new(mode, &config.policy_spec(mode)?, &map.meta())?;
+        if config.cleaner.is_active() && mode != CacheMode::WriteBack {
+            return Err(format!(
+                "a {} cache has no dirty data: the cleaner's bounds apply to write-back caches only",
+                mode.name()
+            ));
+        }
         map.set_error_limit(config.error_limit);
         let shared = Arc::new(Shared {
             map,
@@ -315,13 +346,38 @@ where
             last_request: AtomicU64::new(0),
             hints: AtomicU64::new(0),
             hint_fills: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            cleaner: CleanerState::default(),
+            nudge: Default::default(),
             requests: RequestCounters::default(),
             procedures: ProcedureCounters::default(),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
         let size = shared.map.len();
-        Ok(CachedBackend { shared, size, mode, ticker: Mutex::new(None) })
+        let backend = CachedBackend { shared, size, mode, ticker: Mutex::new(None), cleaner: Mutex::new(None) };
+        if config.cleaner.is_active() {
+            backend.start_cleaner(config.cleaner);
+        }
+        Ok(backend)
+    }
+
+    /// Sets the map's watch and starts the cleaner thread.
+    fn start_cleaner(&self, cfg: CleanerConfig) {
+        let slots = self.shared.map.with_meta(|m| m.map.len());
+        let nudge = self.shared.nudge.clone();
+        self.shared.map.set_watch(Box::new(CleanerWatch::new(cfg, self.shared.opened, slots, nudge)));
+        let shared = Arc::clone(&self.shared);
+        let handle = std::thread::Builder::new()
+            .name("ssdcache-cleaner".into())
+            .spawn(move || {
+                let quiet = |gap| shared.quiet_for(gap);
+                let hooks =
+                    cleaner::Hooks { quiet_for: &quiet, stop: &shared.stop, wake: &shared.wake, nudge: &shared.nudge };
+                cleaner::run(&shared.map, &shared.cleaner, &hooks);
+            })
+            .expect("spawn the cleaner thread");
+        *lock(&self.cleaner) = Some(handle);
     }
 
     /// Runs [`maintain`](Self::maintain) every `period` from a background
@@ -391,14 +447,20 @@ where
         self.shared.maintain()
     }
 
+    /// Makes a running flush ([`write_back`](Self::write_back)) stop at its
+    /// next segment; returns whether one was running.
+    pub fn stop_write_back(&self) -> bool {
+        self.shared.map.stop_write_back()
+    }
+
     /// Makes a running procedure stop at its next safe point (shutdown).
     pub fn interrupt_maintenance(&self) {
         self.shared.map.interrupt();
     }
 
     /// Writes every dirty segment back and syncs both devices now
-    /// (`ssdcache flush`); returns how many segments were written back.
-    pub fn write_back(&self) -> io::Result<u64> {
+    /// (`ssdcache flush`); returns how far it got.
+    pub fn write_back(&self) -> io::Result<FlushProgress> {
         let t0 = Instant::now();
         let r = self.shared.map.write_back();
         self.shared.procedures.record(Procedure::WriteBack, r.is_ok(), t0.elapsed());
@@ -434,7 +496,7 @@ where
             cache_hint_fills: self.shared.hint_fills.load(Relaxed),
             requests: self.shared.requests.snapshot(),
             procedure_runs: self.shared.procedures.snapshot(),
-            cleaner: None,
+            cleaner: cleaner::status(&self.shared.map, &self.shared.cleaner),
         }
     }
 
@@ -451,8 +513,11 @@ where
     fn stop_ticker(&self) {
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
-        if let Some(h) = lock(&self.ticker).take() {
-            let _ = h.join();
+        self.shared.nudge.nudge();
+        for t in [&self.ticker, &self.cleaner] {
+            if let Some(h) = lock(t).take() {
+                let _ = h.join();
+            }
         }
     }
 
@@ -474,6 +539,7 @@ where
     /// the policy declined to cache.
     fn counted(&self, op: RequestOp, bytes: u64, f: impl FnOnce() -> io::Result<(Tally, u32)>) -> io::Result<()> {
         let t0 = Instant::now();
+        let _busy = self.shared.arrive();
         // Decided as the request arrives: nothing new is cached from then on.
         let bypass = self.mode == CacheMode::Passthrough || self.shared.map.is_degraded();
         let r = f();
@@ -497,8 +563,11 @@ impl<S, H, M> Drop for CachedBackend<S, H, M> {
         // next start recovers. Only the thread is stopped.
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
-        if let Some(h) = self.ticker.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = h.join();
+        self.shared.nudge.nudge();
+        for t in [&mut self.ticker, &mut self.cleaner] {
+            if let Some(h) = t.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = h.join();
+            }
         }
     }
 }
@@ -1190,6 +1259,93 @@ mod tests {
         assert_eq!(e.mapping(), vec![None; 4]);
         assert_eq!(rig.hdd_seg(3)[..4], [7; 4]);
         assert_eq!(e.status().map.hdd_read, 4);
+    }
+
+    impl Rig {
+        /// A write-back cache with the cleaner's bounds `cleaner`.
+        fn open_cleaning(&self, cleaner: CleanerConfig) -> Engine {
+            let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
+            let (map, _) = CacheMap::open(self.ssd.clone(), self.hdd.clone(), store, false).unwrap();
+            let cfg = EngineConfig { cleaner, ..EngineConfig::default() };
+            CachedBackend::new(map, CacheMode::WriteBack, &cfg).unwrap()
+        }
+    }
+
+    /// Waits (up to 20 s, then fails) until `done`, running `meanwhile`.
+    fn wait_until(what: &str, mut done: impl FnMut() -> bool, mut meanwhile: impl FnMut()) {
+        let t = Instant::now();
+        while !done() {
+            assert!(t.elapsed() < Duration::from_secs(20), "{what} never happened");
+            meanwhile();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn above_max_dirty_the_cleaner_writes_back_even_while_requests_keep_coming() {
+        let rig = Rig::new();
+        let e = rig.open_cleaning(CleanerConfig { max_dirty: Some(0.25), ..Default::default() });
+        for h in 0..4 {
+            e.write_at(&[1; 8], h * SEG, false).unwrap();
+        }
+        e.maintain().unwrap(); // 0..4 cached
+                               // One dirty slot of 4 is the bound: not above it, nothing cleaned.
+        e.write_at(&[0xA0; 8], 0, false).unwrap();
+        // A second (and a third) is above it: the oldest go until one is left,
+        // while another segment is read without pause (it still cleans).
+        e.write_at(&[0xA1; 8], SEG, false).unwrap();
+        e.write_at(&[0xA2; 8], 2 * SEG, false).unwrap();
+        wait_until("cleaning down to max_dirty", || e.status().map.dirty == 1, || drop(read(&e, 20 * SEG, 512)));
+        assert_eq!(rig.hdd_seg(0)[..8], [0xA0; 8], "the oldest dirtied first");
+        assert_eq!(rig.hdd_seg(1)[..8], [0xA1; 8]);
+        assert_eq!(rig.hdd_seg(2)[..8], [1; 8], "the newest stays dirty");
+        let c = e.status().cleaner.unwrap();
+        assert_eq!((c.cleaned_too_many, c.cleaned_too_old, c.cleaned_bytes), (2, 0, 2 * SEG));
+        assert_eq!((c.max_dirty, c.dirty_age, c.clean_rate), (Some(0.25), None, None));
+        assert!(c.oldest_dirty_age.is_some());
+        assert_eq!(e.status().map.dirty_bytes, SEG);
+        e.shutdown().unwrap();
+        assert_eq!(e.status().cleaner.unwrap().activity, cleaner::Activity::Stopped);
+        assert_eq!(rig.hdd_seg(2)[..8], [0xA2; 8], "shutdown wrote back the rest");
+    }
+
+    #[test]
+    fn with_dirty_age_a_slot_is_written_back_once_old_enough() {
+        let rig = Rig::new();
+        let age = Duration::from_millis(300);
+        let e = rig.open_cleaning(CleanerConfig { dirty_age: Some(age.as_nanos() as u64), ..Default::default() });
+        e.write_at(&[1; 8], 3 * SEG, false).unwrap();
+        e.maintain().unwrap();
+        let t = Instant::now();
+        e.write_at(&[0xB3; 8], 3 * SEG, false).unwrap();
+        wait_until("cleaning of an old slot", || e.status().map.dirty == 0, || {});
+        assert!(t.elapsed() >= age, "written back before it was {age:?} old");
+        assert_eq!(rig.hdd_seg(3)[..8], [0xB3; 8]);
+        let c = e.status().cleaner.unwrap();
+        assert_eq!((c.cleaned_too_many, c.cleaned_too_old, c.oldest_dirty_age), (0, 1, None));
+        e.shutdown().unwrap();
+    }
+
+    #[test]
+    fn cleaner_bounds_are_refused_outside_write_back() {
+        let rig = Rig::new();
+        let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
+        let (map, _) = CacheMap::open_with(
+            rig.ssd.clone(),
+            rig.hdd.clone(),
+            store,
+            Default::default(),
+            CacheMode::WriteThrough.write_mode(),
+        )
+        .unwrap();
+        let cfg = EngineConfig {
+            cleaner: CleanerConfig { max_dirty: Some(0.1), ..Default::default() },
+            ..Default::default()
+        };
+        let err = CachedBackend::new(map, CacheMode::WriteThrough, &cfg).err().unwrap();
+        assert!(err.contains("write-back caches only"), "{err}");
+        // Without bounds there is no cleaner, and status says so.
+        assert!(rig.open().0.status().cleaner.is_none());
     }
 
     /// An SSD whose segment copies wait at a gate until the test opens it,

@@ -21,12 +21,15 @@
 //!   simulator's PWC or a classic replacement policy), `engine`
 //!   (`CachedBackend`, the NBD backend, with scheduled maintenance and
 //!   status), `files` (create and open a cache over files), `drain`
-//!   (offline write-back), `model_device` (the benchmark's slow HDD model).
+//!   (offline write-back), `model_device` (the benchmark's slow HDD model),
+//!   `cleaner` (the background cleaner bounding dirty data).
 //! - [`inject`]: device errors and short I/O on demand (tests, and the
 //!   hidden `serve --inject-*` flags); `faulty` (tests and feature
 //!   `testing`): devices sharing a power supply that can be cut at any
 //!   write, tearing it at sector granularity.
 
+#[cfg(feature = "engine")]
+pub mod cleaner;
 pub mod datapath;
 #[cfg(feature = "engine")]
 pub mod decide;

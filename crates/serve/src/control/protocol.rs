@@ -1,6 +1,7 @@
 //! The control protocol of `ssdcache serve`, with no I/O inside (like
-//! `nbd/handshake.rs`): the client sends one line, `status`, `flush` or
-//! `maintain`; the server answers one line of JSON, `{"ok":true,...}` with the
+//! `nbd/handshake.rs`): the client sends one line, `status`, `flush`,
+//! `flush-stop` (stops a running flush at its next segment: Ctrl-C of
+//! `ssdcache flush`) or `maintain`; the server answers one line of JSON, `{"ok":true,...}` with the
 //! command's result, or `{"ok":false,"error":"..."}`, and closes. Fed bytes,
 //! tested here; [`super::socket`] moves them.
 
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::cache::datapath::FlushProgress;
 use crate::cache::model_device::ModelDevice;
 use crate::cache::{FileCache, FileDevice, MaintainReport};
 use crate::metrics::snapshot::{Snapshot, Source};
@@ -22,6 +24,8 @@ pub enum Command {
     Flush,
     /// Run the caching-and-eviction procedure now.
     Maintain,
+    /// Stop a running `flush` at its next segment.
+    FlushStop,
 }
 
 impl Command {
@@ -31,9 +35,10 @@ impl Command {
             "status" => Ok(Command::Status),
             "flush" => Ok(Command::Flush),
             "maintain" => Ok(Command::Maintain),
+            "flush-stop" => Ok(Command::FlushStop),
             other => {
                 let shown: String = other.chars().take(40).collect();
-                Err(format!("unknown command `{shown}` (status, flush, maintain)"))
+                Err(format!("unknown command `{shown}` (status, flush, flush-stop, maintain)"))
             }
         }
     }
@@ -44,8 +49,10 @@ impl Command {
 pub trait Controlled {
     /// `status`: the same snapshot `/metrics` is rendered from.
     fn status(&self) -> Snapshot;
-    /// `flush`: how many segments were written back.
-    fn write_back(&self) -> io::Result<u64>;
+    /// `flush`: how far it got.
+    fn write_back(&self) -> io::Result<FlushProgress>;
+    /// `flush-stop`: stops a running flush at its next segment; whether one ran.
+    fn stop_write_back(&self) -> bool;
     /// `maintain`.
     fn maintain(&self) -> io::Result<MaintainReport>;
 }
@@ -61,8 +68,11 @@ impl Controlled for Served {
     fn status(&self) -> Snapshot {
         self.source.snapshot()
     }
-    fn write_back(&self) -> io::Result<u64> {
+    fn write_back(&self) -> io::Result<FlushProgress> {
         self.cache.write_back()
+    }
+    fn stop_write_back(&self) -> bool {
+        self.cache.stop_write_back()
     }
     fn maintain(&self) -> io::Result<MaintainReport> {
         self.cache.maintain()
@@ -100,12 +110,13 @@ pub fn answer(cmd: Result<Command, String>, engine: &dyn Controlled, model: Opti
             json!({"ok": true, "pid": std::process::id(), "status": status})
         }
         Ok(Command::Flush) => match engine.write_back() {
-            Ok(n) => {
-                log::info!("control: flush wrote back {n} segment(s)");
-                json!({"ok": true, "written_back": n})
+            Ok(p) => {
+                log::info!("control: flush wrote back {} of {} segment(s)", p.written_back, p.total);
+                json!({"ok": true, "written_back": p.written_back, "total": p.total, "interrupted": p.interrupted})
             }
             Err(e) => fail(e.to_string()),
         },
+        Ok(Command::FlushStop) => json!({"ok": true, "was_running": engine.stop_write_back()}),
         Ok(Command::Maintain) => match engine.maintain() {
             Ok(r) => json!({"ok": true, "report": r}),
             Err(e) => fail(e.to_string()),
@@ -162,11 +173,15 @@ mod tests {
             };
             Snapshot { engine, connections: Connections { open: 2, accepted: 5, ..Default::default() } }
         }
-        fn write_back(&self) -> io::Result<u64> {
+        fn write_back(&self) -> io::Result<FlushProgress> {
             if self.fail {
                 return Err(io::Error::other("backing device error"));
             }
-            Ok(self.flushes.fetch_add(1, Ordering::Relaxed) + 2)
+            let n = self.flushes.fetch_add(1, Ordering::Relaxed) + 2;
+            Ok(FlushProgress { written_back: n, total: n + 1, interrupted: true })
+        }
+        fn stop_write_back(&self) -> bool {
+            !self.fail
         }
         fn maintain(&self) -> io::Result<MaintainReport> {
             Ok(MaintainReport { plan: vec![(0, 5)], cached: 4, seconds: 0.25 })
@@ -189,7 +204,16 @@ mod tests {
             (v["status"]["connections"]["open"].as_u64(), v["status"]["connections"]["accepted"].as_u64()),
             (Some(2), Some(5))
         );
-        assert_eq!(round_trip(" flush ", &ok).unwrap()["written_back"], 2);
+        let f = round_trip(" flush ", &ok).unwrap();
+        assert_eq!(
+            (f["written_back"].as_u64(), f["total"].as_u64(), f["interrupted"].as_bool()),
+            (Some(2), Some(3), Some(true))
+        );
+        assert_eq!(round_trip("flush-stop", &ok).unwrap()["was_running"], true);
+        assert_eq!(
+            round_trip("flush-stop", &Fake { flushes: AtomicU64::new(0), fail: true }).unwrap()["was_running"],
+            false
+        );
         assert_eq!(round_trip("maintain", &ok).unwrap()["report"]["plan"], json!([[0, 5]]));
         let bad = Fake { flushes: AtomicU64::new(0), fail: true };
         assert_eq!(round_trip("flush", &bad).unwrap_err(), "backing device error");

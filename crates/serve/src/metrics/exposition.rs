@@ -285,16 +285,27 @@ fn encode_snapshot(s: &Snapshot, e: &mut DescriptorEncoder<'_>) -> Result<(), st
         "How long each run of a procedure took, completed or not.",
         st.procedure_runs.iter().map(|p| (vec![("procedure", p.procedure)], &p.duration)),
     )?;
-    // The background cleaner (issue 14) is not built yet: nothing is
-    // exported until it fills `st.cleaner`.
+    // The background cleaner (write-back with --max-dirty / --dirty-age).
     if let Some(c) = &st.cleaner {
         counters(
             e,
             "ssdcache_cleaner_segments",
-            "Dirty segments the background cleaner wrote back.",
-            one(c.segments_cleaned),
+            "Dirty segments the background cleaner wrote back, by why they were due.",
+            [(vec![("reason", "too_many")], c.cleaned_too_many), (vec![("reason", "too_old")], c.cleaned_too_old)],
         )?;
-        counters(e, "ssdcache_cleaner_bytes", "Bytes the background cleaner wrote back.", one(c.bytes_cleaned))?;
+        counters(e, "ssdcache_cleaner_bytes", "Bytes the background cleaner wrote back.", one(c.cleaned_bytes))?;
+        gauges(
+            e,
+            "ssdcache_cleaner_running",
+            "1 while the background cleaner has due segments (writing back, yielding, rate-limited or backing off).",
+            one(c.running as u8 as f64),
+        )?;
+        gauges(
+            e,
+            "ssdcache_oldest_dirty_seconds",
+            "How long the oldest dirty segment has been dirty (0 when none is).",
+            one(c.oldest_dirty_age.unwrap_or(0.0)),
+        )?;
     }
 
     // Connections.

@@ -144,6 +144,12 @@ impl Cleaner {
         None
     }
 
+    /// When the oldest dirty slot became dirty (for `ssdcache status`'s
+    /// oldest dirty age, and to know when the next one becomes due).
+    pub fn oldest_since(&mut self) -> Option<Nanos> {
+        self.oldest().map(|(t, _)| t)
+    }
+
     /// The slot due for cleaning at `now` in a cache of `slots` slots, if any,
     /// and why; nothing about the rate.
     pub fn due(&mut self, now: Nanos, slots: usize) -> Option<(u32, Due)> {
