@@ -282,7 +282,7 @@ fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
     };
     match Superblock::read_either(&dev).map(|r| r.sb) {
         Ok(sb) if sb.mode != CacheMode::WriteBack => bail!(
-            "--max-dirty/--dirty-age/--clean-rate: {} is a {} cache, which never holds dirty data              (only write-back caches have a cleaner)",
+            "--max-dirty/--dirty-age/--clean-rate: {} is a {} cache, which never holds dirty data (only write-back caches have a cleaner)",
             a.cache.display(),
             sb.mode.name()
         ),

@@ -19,7 +19,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
+mod common;
+use common::{make_cache, BIN};
 const SEG_SECTORS: u64 = 256; // 128 KiB
 
 fn run_ok(mut cmd: Command) -> String {
@@ -52,11 +53,8 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
     assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
     let dir = tempfile::tempdir().unwrap();
-    let (cache, backing, t) = (dir.path().join("cache.img"), dir.path().join("backing.img"), dir.path().join("t.txt"));
-    std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
-    let mut c = Command::new(BIN);
-    c.args(["create", "--size", "2MiB", "--segment", "128KiB"]).arg(&cache).arg(&backing);
-    run_ok(c);
+    let t = dir.path().join("t.txt");
+    let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB"]);
     trace(&t);
 
     let err = dir.path().join("serve.err");
@@ -136,11 +134,7 @@ fn flush_shows_progress_and_stops_cleanly_on_sigint() {
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
     assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
     let dir = tempfile::tempdir().unwrap();
-    let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("backing.img"));
-    std::fs::File::create(&backing).unwrap().set_len(64 << 20).unwrap();
-    let mut c = Command::new(BIN);
-    c.args(["create", "--size", "32MiB", "--segment", "128KiB"]).arg(&cache).arg(&backing);
-    run_ok(c);
+    let (cache, backing) = make_cache(dir.path(), 64 << 20, &["--size", "32MiB"]);
     let err = dir.path().join("serve.err");
     let mut server = Command::new(BIN)
         .arg("serve")

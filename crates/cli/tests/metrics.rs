@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
+mod common;
+use common::{make_cache, terminate, BIN};
 
 /// A 2 MiB cache (128 KiB segments) for a 4 MiB backing file.
 struct Fixture {
@@ -28,16 +29,7 @@ struct Fixture {
 impl Fixture {
     fn new(mode: &str) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let cache = dir.path().join("cache.img");
-        let backing = dir.path().join("backing.img");
-        std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
-        let out = Command::new(BIN)
-            .args(["create", "--size", "2MiB", "--segment", "128KiB", "--mode", mode])
-            .arg(&cache)
-            .arg(&backing)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB", "--mode", mode]);
         Fixture { dir, cache, backing }
     }
 
@@ -97,16 +89,7 @@ impl Server {
 
     /// SIGTERM; the exit status.
     fn stop(mut self) -> i32 {
-        let ok = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
-        assert!(ok.success());
-        let t = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.code().unwrap_or(-1);
-            }
-            assert!(t.elapsed() < Duration::from_secs(30), "the server did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        terminate(&mut self.child)
     }
 }
 

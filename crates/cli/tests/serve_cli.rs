@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
+mod common;
+use common::{make_cache, terminate, BIN};
 
 /// A 2 MiB write-back cache for a 4 MiB backing file in a temporary directory.
 struct Fixture {
@@ -23,16 +24,7 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let cache = dir.path().join("cache.img");
-        let backing = dir.path().join("backing.img");
-        std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
-        let out = Command::new(BIN)
-            .args(["create", "--size", "2MiB", "--segment", "128KiB"])
-            .arg(&cache)
-            .arg(&backing)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB"]);
         Fixture { dir, cache, backing }
     }
 
@@ -87,15 +79,7 @@ impl Server {
 
     /// SIGTERM; the exit status.
     fn stop(mut self) -> i32 {
-        self.signal("TERM");
-        let t = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.code().unwrap_or(-1);
-            }
-            assert!(t.elapsed() < Duration::from_secs(30), "the server did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        terminate(&mut self.child)
     }
 }
 
@@ -330,17 +314,10 @@ fn bad_cleaner_flags_are_one_line_errors() {
     }
     // Another mode has no dirty data: refused, naming the cache and its mode.
     let dir = tempfile::tempdir().unwrap();
-    let (cache, backing) = (dir.path().join("wt.img"), dir.path().join("wt-backing.img"));
-    std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
-    let out = Command::new(BIN)
-        .args(["create", "--size", "2MiB", "--segment", "128KiB", "--mode", "write-through"])
-        .arg(&cache)
-        .arg(&backing)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB", "--mode", "write-through"]);
     let mut c = Command::new(BIN);
     c.arg("serve").arg(&cache).arg(&backing).args(["--listen", "127.0.0.1:0", "--dirty-age", "10min"]);
     let (code, err, _) = run(c, Duration::from_secs(20));
-    assert_one_line_error(code, &err, &["write-through cache, which never holds dirty data", "wt.img"]);
+    let named = cache.display().to_string();
+    assert_one_line_error(code, &err, &["write-through cache, which never holds dirty data (only", &named]);
 }

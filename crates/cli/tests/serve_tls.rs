@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
+mod common;
+use common::{make_cache, terminate, BIN};
 
 fn tool(name: &str) -> Command {
     let found = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().unwrap();
@@ -55,16 +56,7 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let cache = dir.path().join("cache.img");
-        let backing = dir.path().join("backing.img");
-        std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
-        let out = Command::new(BIN)
-            .args(["create", "--size", "2MiB", "--segment", "128KiB"])
-            .arg(&cache)
-            .arg(&backing)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
+        let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB"]);
         let certs = dir.path().join("certs");
         tool("openssl");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/lib/make_test_certs.sh");
@@ -145,15 +137,7 @@ impl Server {
 
     /// SIGTERM; the exit status.
     fn stop(mut self) -> i32 {
-        Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
-        let t = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.code().unwrap_or(-1);
-            }
-            assert!(t.elapsed() < Duration::from_secs(30), "the server did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        terminate(&mut self.child)
     }
 }
 
