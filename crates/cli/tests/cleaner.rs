@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{make_cache, BIN};
+use common::{make_cache, spawn_listening, BIN};
 const SEG_SECTORS: u64 = 256; // 128 KiB
 
 fn run_ok(mut cmd: Command) -> String {
@@ -58,23 +58,10 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
     trace(&t);
 
     let err = dir.path().join("serve.err");
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .arg(&cache)
-        .arg(&backing)
-        .args(["--listen", "127.0.0.1:0", "--max-dirty", "25%"])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("listening on "));
-    std::thread::spawn(move || lines.for_each(drop));
-    let Some(line) = line else {
-        let _ = child.kill();
-        panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
-    };
-    let nbd: SocketAddr = line["listening on ".len()..].parse().unwrap();
+    let mut serve = Command::new(BIN);
+    serve.arg("serve").arg(&cache).arg(&backing).args(["--listen", "127.0.0.1:0", "--max-dirty", "25%"]);
+    let (mut child, addr) = spawn_listening(&mut serve, &err);
+    let nbd: SocketAddr = addr.parse().unwrap();
     let status = || -> Value {
         let mut c = Command::new(BIN);
         c.arg("status").arg(&cache).arg("--json");

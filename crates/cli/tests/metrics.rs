@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, terminate, BIN};
+use common::{make_cache, spawn_listening, terminate, BIN};
 
 /// A 2 MiB cache (128 KiB segments) for a 4 MiB backing file.
 struct Fixture {
@@ -515,21 +515,9 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
 
     let s = {
         let err = f.dir.path().join("serve.err");
-        let mut child = f
-            .serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"])
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("listening on "));
-        // Keep reading: the server's stdout stays open.
-        std::thread::spawn(move || lines.for_each(drop));
-        let Some(line) = line else {
-            let _ = child.kill();
-            panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
-        };
-        let nbd = line["listening on ".len()..].parse::<SocketAddr>().unwrap();
+        let (child, addr) =
+            spawn_listening(&mut f.serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"]), &err);
+        let nbd = addr.parse::<SocketAddr>().unwrap();
         Server { child, nbd, metrics: nbd }
     };
     let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/replay_nbd.py");
