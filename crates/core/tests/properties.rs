@@ -351,3 +351,72 @@ proptest! {
         }
     }
 }
+
+/// Requests over a few pages, mostly one-page reads (in runs, as a read-only
+/// stretch of a trace gives them), some longer or unaligned, some writes and trims.
+fn requests(unit: Unit) -> impl Strategy<Value = Vec<Request>> {
+    let page = match unit {
+        Unit::Pages => 1,
+        Unit::Bytes => 4096,
+    };
+    let one = (0u8..20, 0u64..24, 0u64..3).prop_map(move |(kind, p, extra)| {
+        let (op, addr, len) = match kind {
+            0..=13 => (Op::Read, p * page, page),
+            14 => (Op::Read, p * page + extra * 1000 * (page / 4096), page * (1 + extra)),
+            15 | 16 => (Op::Write, p * page, page * (1 + extra)),
+            17 => (Op::Write, p * page + 512 * (page / 4096), 100.max(page / 2)),
+            _ => (Op::Trim, p * page, page),
+        };
+        Request { time: 0, addr, len: len as u32, dev: 0, op }
+    });
+    prop::collection::vec(one, 1..300).prop_map(|mut reqs| {
+        for (i, r) in reqs.iter_mut().enumerate() {
+            r.time = i as u64 * 1000;
+        }
+        reqs
+    })
+}
+
+/// The counters of `reqs` through `spec`: `plain`, as `sim` runs them (one-page
+/// read runs through the policy's fast path), or with a series kept, which
+/// takes every request through the general path.
+fn counted(
+    spec: &str,
+    mode: Mode,
+    capacity: usize,
+    reqs: &[Request],
+    unit: Unit,
+    warmup: u64,
+    plain: bool,
+) -> Option<String> {
+    let (mut policy, _) = build(spec, &BuildCtx { capacity, mode, page_bytes: 4096 }).ok()?;
+    let mut reader = MemoryReader::new(reqs.to_vec().into(), unit);
+    let mut sim = Simulator::new(policy.as_mut(), SimConfig { page_bytes: 4096 }).with_warmup(warmup);
+    if !plain {
+        sim = sim.with_series(1_000_000_000);
+    }
+    Some(format!("{:?}", sim.run(&mut reader).unwrap()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    // The fast path for runs of one-page reads counts exactly what the general path does.
+    #[test]
+    fn read_runs_count_as_the_general_path_does(
+        pages in requests(Unit::Pages),
+        bytes in requests(Unit::Bytes),
+        capacity in 1usize..12,
+        warmup in 0u64..320,
+    ) {
+        for spec in specs() {
+            for (_, mode, _) in MODES {
+                for (reqs, unit) in [(&pages, Unit::Pages), (&bytes, Unit::Bytes)] {
+                    let fast = counted(&spec, *mode, capacity, reqs, unit, warmup, true);
+                    let general = counted(&spec, *mode, capacity, reqs, unit, warmup, false);
+                    prop_assert_eq!(fast, general, "{} {:?} capacity {} warm-up {}", spec, mode, capacity, warmup);
+                }
+            }
+        }
+    }
+}

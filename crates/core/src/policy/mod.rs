@@ -185,6 +185,37 @@ pub trait Policy: Send {
     fn needs_future(&self) -> bool {
         false
     }
+    /// Serves `reads`, in order, as [`access`](Policy::access) would serve each,
+    /// the first with [`Access::seq`] `seq`, and tallies what their effects
+    /// would have been. An optional fast path for runs that only count: it
+    /// skips the [`Effects`] list. Returns false, having done nothing, when
+    /// this policy has no such path (the default) or cannot take it now (a
+    /// dirty page might be evicted and need a write-back).
+    fn read_pages(&mut self, _reads: &[PageRead], _seq: u64, _tally: &mut ReadTally) -> bool {
+        false
+    }
+}
+
+/// A read request of one page, for [`Policy::read_pages`].
+#[derive(Clone, Copy, Debug)]
+pub struct PageRead {
+    pub key: u64,
+    pub time: Nanos,
+    /// The request's bytes in the page, counted as served on a hit.
+    pub bytes: u64,
+}
+
+/// What [`Policy::read_pages`] did. Each read either hit, or missed and was
+/// fetched from backing (and, if `fills` counts it, cached); no page was dirty,
+/// so every eviction was clean.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadTally {
+    pub hits: u64,
+    /// Sum of [`PageRead::bytes`] over the hits.
+    pub hit_bytes: u64,
+    /// Misses the policy cached.
+    pub fills: u64,
+    pub evictions: u64,
 }
 
 /// A page-replacement rule: which resident page leaves. Knows nothing of devices

@@ -1,7 +1,7 @@
 //! Write semantics shared by every page policy: dirty pages, write-back on
 //! eviction, each [`Mode`] (the modes themselves are part of the interface).
 
-use super::{Access, BuildCtx, Effects, Io, Mode, Policy, PolicyStats, Replacement};
+use super::{Access, BuildCtx, Effects, Io, Mode, PageRead, Policy, PolicyStats, ReadTally, Replacement, NEVER};
 use crate::trace::Op;
 use hashbrown::HashSet;
 
@@ -182,6 +182,35 @@ impl<R: Replacement> Policy for ModeCache<R> {
         if touches {
             self.repl.queued(a);
         }
+    }
+
+    /// [`read`](Self::read) without the effects list: while nothing is dirty, a
+    /// read's only effects are its fetch, its fill and clean evictions.
+    fn read_pages(&mut self, reads: &[PageRead], seq: u64, tally: &mut ReadTally) -> bool {
+        if !self.dirty.is_empty() {
+            return false;
+        }
+        let fills = self.mode != Mode::WriteOnly;
+        for (i, r) in reads.iter().enumerate() {
+            let a = Access {
+                time: r.time,
+                key: r.key,
+                op: Op::Read,
+                partial: false,
+                seq: seq + i as u64,
+                next_use: NEVER,
+                request_pages: 1,
+            };
+            if self.repl.touch(&a, false, &mut self.evicted) {
+                tally.hits += 1;
+                tally.hit_bytes += r.bytes;
+            } else if fills && self.repl.insert(&a, false, &mut self.evicted) {
+                tally.fills += 1;
+            }
+            tally.evictions += self.evicted.len() as u64;
+            self.evicted.clear();
+        }
+        true
     }
 
     fn drain(&mut self, fx: &mut Effects) {

@@ -3,7 +3,7 @@
 
 use crate::key::{page_key, PAGE_BITS};
 use crate::metrics::Counters;
-use crate::policy::{Access, Effects, Io, Policy, Tier, NEVER};
+use crate::policy::{Access, Effects, Io, PageRead, Policy, ReadTally, Tier, NEVER};
 use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
 use thiserror::Error;
 
@@ -143,6 +143,10 @@ pub struct Simulator<'p> {
     warmup_ends: u64,
     /// Next uses, for offline policies (Belady).
     future: Option<NextUses>,
+    /// Whether to try the policy's [`Policy::read_pages`] (until it declines once).
+    fast_reads: bool,
+    /// The pending run of one-page reads (kept to reuse its allocation).
+    reads: Vec<PageRead>,
     pub counters: Counters,
 }
 
@@ -162,6 +166,8 @@ impl<'p> Simulator<'p> {
             warmup: 0,
             warmup_ends: u64::MAX,
             future: None,
+            fast_reads: true,
+            reads: Vec::with_capacity(BATCH),
             counters: Counters::default(),
         }
     }
@@ -298,21 +304,95 @@ impl<'p> Simulator<'p> {
         // (the usual `sim`) gets one with the device, series, future and
         // maintenance paths compiled out.
         if self.plain() {
-            self.replay_with::<true>(requests, unit)?;
+            self.replay_plain(requests, unit)?;
         } else {
-            self.replay_with::<false>(requests, unit)?;
+            for r in requests {
+                let pr = page_range(r, unit, self.cfg.page_bytes).map_err(|fault| fault.error(r, self.requests))?;
+                self.serve::<false>(r, pr, unit);
+            }
         }
         self.check_after()
     }
 
-    /// The loop of [`replay`](Self::replay), `PLAIN` as for [`serve`](Self::serve).
-    #[inline(always)]
-    fn replay_with<const PLAIN: bool>(&mut self, requests: &[Request], unit: Unit) -> Result<(), SimError> {
-        for r in requests {
-            let pr = page_range(r, unit, self.cfg.page_bytes).map_err(|fault| fault.error(r, self.requests))?;
-            self.serve::<PLAIN>(r, pr, unit);
+    /// The loop of a [`plain`](Self::plain) run: runs of one-page read requests
+    /// go to the policy's [`Policy::read_pages`] in one call, the rest (and
+    /// everything, if the policy has no such path) one by one.
+    fn replay_plain(&mut self, requests: &[Request], unit: Unit) -> Result<(), SimError> {
+        let mut reads = std::mem::take(&mut self.reads);
+        // The pending run is requests[start..i], its pages in `reads`.
+        let mut start = 0;
+        for (i, r) in requests.iter().enumerate() {
+            let pr = match page_range(r, unit, self.cfg.page_bytes) {
+                Ok(pr) => pr,
+                Err(fault) => {
+                    self.read_run(&requests[start..i], &mut reads, unit);
+                    self.reads = reads;
+                    return Err(fault.error(r, self.requests));
+                }
+            };
+            // (the request that ends the warm-up goes the slow way, which ends it)
+            let fast = self.fast_reads
+                && r.op == Op::Read
+                && pr.count == 1
+                && self.requests + reads.len() as u64 != self.warmup_ends;
+            if fast {
+                let bytes = page_share(r, unit, &pr, 0, self.cfg.page_bytes);
+                reads.push(PageRead { key: pr.key(0), time: r.time, bytes });
+                continue;
+            }
+            self.read_run(&requests[start..i], &mut reads, unit);
+            start = i + 1;
+            self.serve::<true>(r, pr, unit);
         }
+        self.read_run(&requests[start..], &mut reads, unit);
+        self.reads = reads;
         Ok(())
+    }
+
+    /// Serves and counts `run`, one-page read requests whose pages are in
+    /// `reads`, as [`serve`](Self::serve) would: through the policy's fast path
+    /// if it takes it, else one by one. Empties `reads`.
+    fn read_run(&mut self, run: &[Request], reads: &mut Vec<PageRead>, unit: Unit) {
+        if reads.is_empty() {
+            return;
+        }
+        let mut t = ReadTally::default();
+        if !self.policy.read_pages(reads, self.seq, &mut t) {
+            // (no fast path: not asked again in this run)
+            self.fast_reads = false;
+            for r in run {
+                // (their ranges were checked when the run was gathered)
+                if let Ok(pr) = page_range(r, unit, self.cfg.page_bytes) {
+                    self.serve::<true>(r, pr, unit);
+                }
+            }
+            reads.clear();
+            return;
+        }
+        let n = reads.len() as u64;
+        let misses = n - t.hits;
+        let c = &mut self.counters;
+        c.requests += n;
+        c.read_requests += n;
+        c.read_bytes += match unit {
+            Unit::Pages => n * self.cfg.page_bytes,
+            Unit::Bytes => run.iter().map(|r| r.len as u64).sum::<u64>(),
+        };
+        c.request_hits += t.hits;
+        c.pages += n;
+        c.read_pages += n;
+        c.hits += t.hits;
+        c.read_hits += t.hits;
+        // (each miss is a one-page fetch, and a miss whose evictions were all clean)
+        c.backing_reads += misses;
+        c.read_overwrite_clean += misses;
+        c.cache_writes += t.fills;
+        c.evictions += t.evictions;
+        c.served_pages += t.hits;
+        c.served_bytes += t.hit_bytes;
+        self.requests += n;
+        self.seq += n;
+        reads.clear();
     }
 
     /// Whether this run is only a policy and counters: no devices, no series,

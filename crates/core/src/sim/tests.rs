@@ -326,3 +326,42 @@ fn align_pages_has_no_read_for_write_and_off_is_unchanged() {
         }
     }
 }
+
+/// A policy that passes everything on and records what its fast path answered.
+struct Recording {
+    inner: Box<dyn Policy>,
+    fast: Vec<(usize, bool)>,
+}
+
+impl Policy for Recording {
+    fn access(&mut self, a: &Access, fx: &mut Effects) {
+        self.inner.access(a, fx)
+    }
+    fn drain(&mut self, fx: &mut Effects) {
+        self.inner.drain(fx)
+    }
+    fn stats(&self) -> crate::policy::PolicyStats {
+        self.inner.stats()
+    }
+    fn read_pages(&mut self, reads: &[PageRead], seq: u64, tally: &mut ReadTally) -> bool {
+        let took = self.inner.read_pages(reads, seq, tally);
+        self.fast.push((reads.len(), took));
+        took
+    }
+}
+
+// `sim`'s usual run takes a read-only stretch through the fast path in one
+// call; once a page is dirty, the mode layer declines and is not asked again.
+#[test]
+fn read_runs_take_the_fast_path_until_a_page_is_dirty() {
+    let (inner, _) = build("lru", &BuildCtx { capacity: 4, mode: Mode::WriteBack, page_bytes: 4096 }).unwrap();
+    let mut p = Recording { inner, fast: Vec::new() };
+    let mut reqs: Vec<Request> = (0..10).map(|i| req(Op::Read, i % 6, 1)).collect();
+    reqs.push(req(Op::Write, 1, 1));
+    reqs.extend((0..5).map(|i| req(Op::Read, i, 1)));
+    reqs.push(req(Op::Read, 7, 1));
+    let mut rd = MemoryReader::new(reqs.into(), Unit::Pages);
+    let c = Simulator::new(&mut p, SimConfig { page_bytes: 4096 }).run(&mut rd).unwrap();
+    assert_eq!(p.fast, vec![(10, true), (6, false)]);
+    assert_eq!((c.requests, c.pages, c.hits), (17, 17, 5));
+}
