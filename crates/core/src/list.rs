@@ -149,6 +149,13 @@ impl<T> Arena<T> {
         self.index.find(self.hash(key), |&i| nodes[i as usize].key == key).copied()
     }
 
+    /// Loads `key`'s index slot and node into the CPU's caches, by looking it up
+    /// (no safe prefetch instruction is at hand; the result is thrown away).
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        std::hint::black_box(self.find(key));
+    }
+
     /// Adds a node for `key` (which must not be present) and indexes it.
     pub fn insert(&mut self, key: u64, val: T) -> u32 {
         debug_assert!(self.find(key).is_none(), "key {key} inserted twice");

@@ -285,6 +285,9 @@ pub trait Replacement: Send {
     fn needs_future(&self) -> bool {
         false
     }
+    /// `key` will be accessed soon: a rule whose lookups miss the CPU's caches
+    /// may start loading its entry now (a hint; changes nothing).
+    fn prefetch(&self, _key: u64) {}
     /// The page the next `insert` would evict first, without changing
     /// anything (TinyLFU admission weighs a miss against it); `None` if it
     /// would evict nothing, or the rule cannot tell (the default).
@@ -315,6 +318,10 @@ impl<R: Replacement + ?Sized> Replacement for Box<R> {
     #[inline]
     fn cleaned(&mut self, key: u64) {
         (**self).cleaned(key)
+    }
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        (**self).prefetch(key)
     }
     #[inline]
     fn queued(&mut self, a: &Access) {

@@ -5,6 +5,10 @@ use super::{Access, BuildCtx, Effects, Io, Mode, PageRead, Policy, PolicyStats, 
 use crate::trace::Op;
 use hashbrown::HashSet;
 
+/// How many reads ahead [`Replacement::prefetch`] is told of a key (4 and 8
+/// ran alike on MQ, 16 slower).
+const AHEAD: usize = 8;
+
 /// A rule as a page policy: `rule` plus the write semantics of [`ModeCache`]
 /// in `ctx.mode`. The usual builder of a classic policy, from its rule.
 pub fn with_mode<R: Replacement + 'static>(rule: R, ctx: &BuildCtx) -> Box<dyn Policy> {
@@ -192,6 +196,9 @@ impl<R: Replacement> Policy for ModeCache<R> {
         }
         let fills = self.mode != Mode::WriteOnly;
         for (i, r) in reads.iter().enumerate() {
+            if let Some(ahead) = reads.get(i + AHEAD) {
+                self.repl.prefetch(ahead.key);
+            }
             let a = Access {
                 time: r.time,
                 key: r.key,

@@ -106,6 +106,9 @@ impl Replacement for Admitted {
     fn victim(&self) -> Option<u64> {
         self.rule.victim()
     }
+    fn prefetch(&self, key: u64) {
+        self.rule.prefetch(key)
+    }
 }
 
 /// `admit`'s parameters.

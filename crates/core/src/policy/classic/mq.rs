@@ -312,6 +312,9 @@ impl Replacement for Mq {
     fn contains(&self, key: u64) -> bool {
         self.arena.find(key).is_some_and(|idx| self.arena.val(idx).queue != GHOST)
     }
+    fn prefetch(&self, key: u64) {
+        self.arena.prefetch(key);
+    }
     fn len(&self) -> usize {
         self.order.len()
     }
