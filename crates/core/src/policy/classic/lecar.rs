@@ -178,7 +178,11 @@ impl LeCaR {
         }
     }
 
-    fn evict_one(&mut self, evicted: &mut Vec<u64>) {
+    /// Evicts one page. Returns a node that left every list (the evicted page's
+    /// or the history's oldest), still indexed under its old key: the caller
+    /// gives it to the new page ([`Arena::rekey`]) rather than free it and
+    /// take a node again.
+    fn evict_one(&mut self, evicted: &mut Vec<u64>) -> Option<u32> {
         let lru_choice = self.lru.back().expect("evicting from an empty cache");
         let lfu_choice = self.lfu.least_frequent().expect("evicting from an empty cache");
         let (idx, by_lru) = if lru_choice == lfu_choice {
@@ -192,16 +196,15 @@ impl LeCaR {
         self.lru.unlink(&mut self.arena, idx);
         evicted.push(self.arena.key(idx));
         let Some(by_lru) = by_lru.filter(|_| self.history_len > 0) else {
-            self.arena.remove(idx);
-            return;
+            return Some(idx);
         };
         *self.arena.val_mut(idx) = Meta::Ghost { by_lru, evicted_at: self.now };
         let history = if by_lru { &mut self.hist_lru } else { &mut self.hist_lfu };
         history.push_front(&mut self.arena, idx);
         if history.len() > self.history_len {
-            let old = history.pop_back(&mut self.arena).expect("history is not empty");
-            self.arena.remove(old);
+            return history.pop_back(&mut self.arena);
         }
+        None
     }
 }
 
@@ -232,11 +235,22 @@ impl Replacement for LeCaR {
 
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         debug_assert!(self.arena.find(a.key).is_none(), "insert of a tracked key");
+        let mut spare = None;
         while self.lru.len() >= self.capacity {
-            self.evict_one(evicted);
+            if let Some(old) = spare.take() {
+                self.arena.remove(old);
+            }
+            spare = self.evict_one(evicted);
         }
         let bucket = self.lfu.one();
-        let idx = self.arena.insert(a.key, Meta::Resident { bucket, lfu: Links::NONE });
+        let meta = Meta::Resident { bucket, lfu: Links::NONE };
+        let idx = match spare {
+            Some(idx) => {
+                self.arena.rekey(idx, a.key, meta);
+                idx
+            }
+            None => self.arena.insert(a.key, meta),
+        };
         self.lru.push_front(&mut self.arena, idx);
         self.lfu.push(&mut self.arena, bucket, idx);
         true
