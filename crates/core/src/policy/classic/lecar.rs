@@ -13,7 +13,7 @@
 //! - a hit moves the page to the LRU front and adds one to its frequency;
 //! - LFU's victim is the page of least frequency that reached that frequency
 //!   first; a page (re)entering the cache starts at frequency 1 (`lfu.rs`'s
-//!   rule and structure, kept beside the LRU list);
+//!   rule and its bucket chain, over the same nodes as the LRU list);
 //! - the history is `N` keys: each expert has a FIFO of `⌊N/2⌋` keys it
 //!   evicted; a key found there leaves it when it is accessed again;
 //! - when both experts propose the same page it is evicted without a draw and
@@ -36,37 +36,73 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::lfu::Lfu;
-use crate::list::{Arena, List};
+use super::lfu::{BucketStore, FreqChain};
+use crate::list::{Arena, InVal, LinkStore, Links, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages).
 const LCS_PAGE: f64 = 4096.0;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum State {
-    Resident,
-    /// In the history, evicted by LRU.
-    GhostLru,
-    /// In the history, evicted by LFU.
-    GhostLfu,
+/// A tracked key: one node per key, on the LRU list or a history through the
+/// node's own links, and (resident) on an LFU bucket through the links here,
+/// so a hit looks the key up once for both experts.
+#[derive(Clone, Copy, Debug)]
+enum Meta {
+    Resident {
+        /// Its LFU bucket.
+        bucket: u32,
+        /// Links in that bucket's page list.
+        lfu: Links,
+    },
+    /// In the history of the expert that evicted it (LRU's if `by_lru`),
+    /// since `evicted_at` (in accesses).
+    Ghost { by_lru: bool, evicted_at: u64 },
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Meta {
-    state: State,
-    /// When a ghost was evicted (in accesses).
-    evicted_at: u64,
+// Node = key + links + Meta: 32 bytes, two to a cache line.
+const _: () = assert!(std::mem::size_of::<Meta>() == 16);
+
+impl LinkStore<InVal> for Arena<Meta> {
+    #[inline]
+    fn links(&self, idx: u32) -> &Links {
+        match self.val(idx) {
+            Meta::Resident { lfu, .. } => lfu,
+            Meta::Ghost { .. } => unreachable!("a ghost is in no LFU bucket"),
+        }
+    }
+    #[inline]
+    fn links_mut(&mut self, idx: u32) -> &mut Links {
+        match self.val_mut(idx) {
+            Meta::Resident { lfu, .. } => lfu,
+            Meta::Ghost { .. } => unreachable!("a ghost is in no LFU bucket"),
+        }
+    }
+}
+
+impl BucketStore<InVal> for Arena<Meta> {
+    #[inline]
+    fn bucket(&self, idx: u32) -> u32 {
+        match self.val(idx) {
+            Meta::Resident { bucket, .. } => *bucket,
+            Meta::Ghost { .. } => unreachable!("a ghost is in no LFU bucket"),
+        }
+    }
+    #[inline]
+    fn set_bucket(&mut self, idx: u32, b: u32) {
+        if let Meta::Resident { bucket, .. } = self.val_mut(idx) {
+            *bucket = b;
+        }
+    }
 }
 
 pub struct LeCaR {
     arena: Arena<Meta>,
     /// Resident pages, front = most recent.
     lru: List,
-    /// Resident pages in LFU's order: the O(1) bucket chain of `lfu.rs` (its
-    /// victim rule is the one above), which never evicts by itself.
-    lfu: Lfu,
+    /// Resident pages in LFU's order: `lfu.rs`'s bucket chain (its victim
+    /// rule is the one above) over the same nodes.
+    lfu: FreqChain<InVal>,
     /// Keys each expert evicted, front = newest.
     hist_lru: List,
     hist_lfu: List,
@@ -102,7 +138,7 @@ impl LeCaR {
         LeCaR {
             arena: Arena::with_capacity(2 * capacity),
             lru: List::new(),
-            lfu: Lfu::unbounded(capacity),
+            lfu: FreqChain::default(),
             hist_lru: List::new(),
             hist_lfu: List::new(),
             history_len: capacity / 2,
@@ -142,50 +178,51 @@ impl LeCaR {
         }
     }
 
-    fn evict_one(&mut self, evicted: &mut Vec<u64>) {
+    /// Evicts one page. Returns a node that left every list (the evicted page's
+    /// or the history's oldest), still indexed under its old key: the caller
+    /// gives it to the new page ([`Arena::rekey`]) rather than free it and
+    /// take a node again.
+    fn evict_one(&mut self, evicted: &mut Vec<u64>) -> Option<u32> {
         let lru_choice = self.lru.back().expect("evicting from an empty cache");
         let lfu_choice = self.lfu.least_frequent().expect("evicting from an empty cache");
-        let (idx, by) = if self.arena.key(lru_choice) == lfu_choice {
+        let (idx, by_lru) = if lru_choice == lfu_choice {
             (lru_choice, None)
         } else if self.draw() < self.w_lru {
-            (lru_choice, Some(State::GhostLru))
+            (lru_choice, Some(true))
         } else {
-            (self.arena.find(lfu_choice).expect("LFU's pages are resident"), Some(State::GhostLfu))
+            (lfu_choice, Some(false))
         };
-        let key = self.arena.key(idx);
-        self.lfu.remove(key, evicted);
+        self.lfu.leave(&mut self.arena, idx);
         self.lru.unlink(&mut self.arena, idx);
-        evicted.push(key);
-        let Some(state) = by.filter(|_| self.history_len > 0) else {
-            self.arena.remove(idx);
-            return;
+        evicted.push(self.arena.key(idx));
+        let Some(by_lru) = by_lru.filter(|_| self.history_len > 0) else {
+            return Some(idx);
         };
-        *self.arena.val_mut(idx) = Meta { state, evicted_at: self.now };
-        let history = if state == State::GhostLru { &mut self.hist_lru } else { &mut self.hist_lfu };
+        *self.arena.val_mut(idx) = Meta::Ghost { by_lru, evicted_at: self.now };
+        let history = if by_lru { &mut self.hist_lru } else { &mut self.hist_lfu };
         history.push_front(&mut self.arena, idx);
         if history.len() > self.history_len {
-            let old = history.pop_back(&mut self.arena).expect("history is not empty");
-            self.arena.remove(old);
+            return history.pop_back(&mut self.arena);
         }
+        None
     }
 }
 
 impl Replacement for LeCaR {
-    fn touch(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool {
+    fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
         self.now += 1;
         let Some(idx) = self.arena.find(a.key) else { return false };
-        let m = *self.arena.val(idx);
-        match m.state {
-            State::Resident => {
+        match *self.arena.val(idx) {
+            Meta::Resident { .. } => {
                 self.lru.move_to_front(&mut self.arena, idx);
-                self.lfu.touch(a, dirty, evicted);
+                self.lfu.bump(&mut self.arena, idx);
                 true
             }
-            ghost => {
+            Meta::Ghost { by_lru, evicted_at } => {
                 // The regret is taken on the access itself (libCacheSim does it
                 // in its lookup), whether or not the page is then cached.
-                self.regret(ghost == State::GhostLru, self.now - m.evicted_at);
-                if ghost == State::GhostLru {
+                self.regret(by_lru, self.now - evicted_at);
+                if by_lru {
                     self.hist_lru.unlink(&mut self.arena, idx);
                 } else {
                     self.hist_lfu.unlink(&mut self.arena, idx);
@@ -196,31 +233,40 @@ impl Replacement for LeCaR {
         }
     }
 
-    fn insert(&mut self, a: &Access, dirty: bool, evicted: &mut Vec<u64>) -> bool {
+    fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
         debug_assert!(self.arena.find(a.key).is_none(), "insert of a tracked key");
+        let mut spare = None;
         while self.lru.len() >= self.capacity {
-            self.evict_one(evicted);
+            if let Some(old) = spare.take() {
+                self.arena.remove(old);
+            }
+            spare = self.evict_one(evicted);
         }
-        let idx = self.arena.insert(a.key, Meta { state: State::Resident, evicted_at: 0 });
+        let bucket = self.lfu.one();
+        let meta = Meta::Resident { bucket, lfu: Links::NONE };
+        let idx = match spare {
+            Some(idx) => {
+                self.arena.rekey(idx, a.key, meta);
+                idx
+            }
+            None => self.arena.insert(a.key, meta),
+        };
         self.lru.push_front(&mut self.arena, idx);
-        self.lfu.insert(a, dirty, evicted);
+        self.lfu.push(&mut self.arena, bucket, idx);
         true
     }
 
-    fn remove(&mut self, key: u64, evicted: &mut Vec<u64>) -> bool {
+    fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         let Some(idx) = self.arena.find(key) else { return false };
-        let m = *self.arena.val(idx);
-        if m.state != State::Resident {
-            return false;
-        }
-        self.lfu.remove(key, evicted);
+        let Meta::Resident { .. } = self.arena.val(idx) else { return false };
+        self.lfu.leave(&mut self.arena, idx);
         self.lru.unlink(&mut self.arena, idx);
         self.arena.remove(idx);
         true
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena.find(key).is_some_and(|idx| self.arena.val(idx).state == State::Resident)
+        self.arena.find(key).is_some_and(|idx| matches!(self.arena.val(idx), Meta::Resident { .. }))
     }
     fn len(&self) -> usize {
         self.lru.len()
