@@ -380,8 +380,11 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Mq, SpecError> {
     // Expiries are kept modulo 2^32 (see the module's text).
     let pages = ctx.capacity.max(1) as u64;
     if lifetime.saturating_add(pages) >= u32::MAX as u64 {
-        let most = (u32::MAX as u64 - 1).saturating_sub(pages);
-        return Err(spec.invalid("lifetime", format!("at most 2^32-2 less the cache's pages ({most} accesses here)")));
+        let why = match (u32::MAX as u64 - 1).checked_sub(pages) {
+            Some(most) => format!("at most 2^32-2 less the cache's pages ({most} accesses here)"),
+            None => format!("none fits a cache of {pages} pages (lifetime + pages must stay below 2^32-1)"),
+        };
+        return Err(spec.invalid("lifetime", why));
     }
     let raw = spec.raw("qout");
     let qout = match raw.strip_suffix('%') {
@@ -411,7 +414,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
         ParamInfo {
             name: "lifetime",
             default: "10000",
-            about: "accesses a page may go unreferenced before moving down a queue",
+            about:
+                "accesses a page may go unreferenced before moving down a queue (plus the cache's pages, below 2^32-1)",
         },
         ParamInfo {
             name: "qout",
@@ -464,7 +468,8 @@ mod tests {
         let err = build_spec("mq(lifetime=4294967285)", &ctx).err().expect("lifetime over the bound").to_string();
         assert!(err.contains("lifetime") && err.contains("4294967284") && !err.contains('\n'), "{err}");
         let huge = BuildCtx { capacity: u32::MAX as usize, mode: Mode::WriteBack, page_bytes: 4096 };
-        assert!(build_spec("mq(lifetime=0)", &huge).is_err());
+        let err = build_spec("mq(lifetime=0)", &huge).err().expect("too many pages").to_string();
+        assert!(err.contains("none fits") && !err.contains('\n'), "{err}");
         assert!(build_spec("mq(qout=2.5)", &ctx).is_ok());
     }
 
