@@ -28,16 +28,29 @@
 //! without touching the list (at scale nearly every access moves a page down
 //! in most queues, and each move would relink three cold nodes).
 //!
-//! Memory per tracked key (resident or ghost): a 32-byte arena node (key,
-//! links, and count, expiry and queue beside them, so that a page's list and
-//! its expiry come in one cache line), and the arena's hash index.
+//! Memory per tracked key (resident or ghost): a 24-byte arena node (key,
+//! links, and count and expiry beside them, so that a page's list and its
+//! expiry come in one cache line mostly), and the arena's hash index. To fit:
+//! - no queue number is kept: a page's queue matters only when it leaves, and
+//!   only if it is an end of its queue's stretch, which the stretches say;
+//! - the count saturates at 2^31 instead of 2^32 - 1, which changes no queue
+//!   (`⌊log2⌋` of both is 31), and the bit freed marks ghosts;
+//! - the expiry is kept modulo 2^32, read back against the clock: a compared
+//!   expiry is at most `lifetime` ahead of it (it was set that much ahead) and
+//!   at most `capacity` behind (from the moment a page's expiry passes, every
+//!   tick moves its queue's expired LRU page down, so it is compared within as
+//!   many ticks as there are pages ahead of it). Hence `lifetime + capacity`
+//!   must stay below 2^32 - 1, checked when the rule is made.
 
 use crate::list::{Arena, List, NIL};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
-/// The queue tag of a key remembered in `Qout`.
-const GHOST: u8 = u8::MAX;
+/// The bit of [`Meta::count`] that marks a key remembered in `Qout`.
+const GHOST: u32 = 1 << 31;
+/// Where counts saturate: `⌊log2⌋` of it is that of `u32::MAX`, so no queue
+/// changes, and `count - 1` fits below [`GHOST`].
+const MAX_FREQ: u32 = 1 << 31;
 /// The most queues (libCacheSim: `MQ_MAX_N_QUEUE`).
 const MAX_QUEUES: u64 = 64;
 /// libCacheSim's object size in our comparisons (4 KiB pages), for its byte rounding.
@@ -45,12 +58,28 @@ const LCS_PAGE: u64 = 4096;
 
 #[derive(Clone, Copy, Debug)]
 struct Meta {
-    /// Clock value after which the page may move down a queue.
-    expire: u64,
-    /// Accesses counted (for a ghost: when it was evicted).
-    freq: u32,
-    /// Queue number, or [`GHOST`].
-    queue: u8,
+    /// Clock value after which the page may move down a queue, modulo 2^32
+    /// ([`Mq::expiry`] reads it back).
+    expire: u32,
+    /// Accesses counted (for a ghost: when it was evicted) minus one, and [`GHOST`].
+    count: u32,
+}
+
+impl Meta {
+    #[inline]
+    fn freq(self) -> u32 {
+        (self.count & !GHOST) + 1
+    }
+    #[inline]
+    fn is_ghost(self) -> bool {
+        self.count & GHOST != 0
+    }
+}
+
+/// One more access counted, saturating at [`MAX_FREQ`].
+#[inline]
+fn bump(freq: u32) -> u32 {
+    freq.saturating_add(1).min(MAX_FREQ)
 }
 
 /// One queue's stretch of the list: its MRU and LRU nodes (`NIL` when empty).
@@ -58,11 +87,14 @@ struct Meta {
 struct Stretch {
     mru: u32,
     lru: u32,
-    len: u32,
 }
 
 impl Stretch {
-    const EMPTY: Stretch = Stretch { mru: NIL, lru: NIL, len: 0 };
+    const EMPTY: Stretch = Stretch { mru: NIL, lru: NIL };
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.mru == NIL
+    }
 }
 
 pub struct Mq {
@@ -86,6 +118,8 @@ pub struct Mq {
     /// that `insert`, called right after it for the same key, needs no lookup.
     missed: Option<(u64, u32)>,
     capacity: usize,
+    /// How far behind the clock a compared expiry can be, plus one: `capacity + 1`.
+    lag: u64,
 }
 
 impl Mq {
@@ -103,14 +137,23 @@ impl Mq {
             next_expire: u64::MAX,
             missed: None,
             capacity,
+            lag: capacity as u64 + 1,
         }
+    }
+
+    /// The clock value a stored expiry stands for: the one within `lag` behind
+    /// the clock to `2^32 - lag` ahead of it (see the module's text).
+    #[inline]
+    fn expiry(&self, stored: u32) -> u64 {
+        let floor = self.now.saturating_sub(self.lag);
+        floor + stored.wrapping_sub(floor as u32) as u64
     }
 
     /// `⌊log2 freq⌋`, at most the top queue (0 for a count of 0 or 1).
     #[inline]
-    fn queue_of(&self, freq: u32) -> u8 {
+    fn queue_of(&self, freq: u32) -> usize {
         let log2 = u32::BITS - 1 - freq.max(1).leading_zeros();
-        log2.min(self.queues.len() as u32 - 1) as u8
+        log2.min(self.queues.len() as u32 - 1) as usize
     }
 
     /// Puts `idx` (on no list) at the MRU end of queue `q`.
@@ -122,34 +165,32 @@ impl Mq {
         let before = if at != NIL {
             self.order.prev_of(&self.arena, at)
         } else {
-            self.queues[q + 1..].iter().find(|s| s.len > 0).map(|s| s.lru)
+            self.queues[q + 1..].iter().find(|s| !s.is_empty()).map(|s| s.lru)
         };
         match before {
             Some(prev) => self.order.insert_after(&mut self.arena, prev, idx),
             None => self.order.push_front(&mut self.arena, idx),
         }
         let s = &mut self.queues[q];
-        s.mru = idx;
-        if s.len == 0 {
+        if s.is_empty() {
             s.lru = idx;
         }
-        s.len += 1;
+        s.mru = idx;
     }
 
-    /// Takes `idx` out of queue `q` and off the list.
+    /// Takes resident `idx` out of its queue and off the list. Its queue is
+    /// not kept: only an end of a stretch moves that stretch's bounds, and the
+    /// stretches say which ends they have (a few compares, no memory).
     #[inline]
-    fn unlink(&mut self, q: usize, idx: u32) {
-        let s = &mut self.queues[q];
-        if s.len == 1 {
-            *s = Stretch::EMPTY;
-        } else {
-            if s.mru == idx {
+    fn unlink(&mut self, idx: u32) {
+        if let Some(s) = self.queues.iter_mut().find(|s| s.mru == idx || s.lru == idx) {
+            if s.mru == s.lru {
+                *s = Stretch::EMPTY;
+            } else if s.mru == idx {
                 s.mru = self.order.next_of(&self.arena, idx).expect("queue has a next node");
-            }
-            if s.lru == idx {
+            } else {
                 s.lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
             }
-            s.len -= 1;
         }
         self.order.unlink(&mut self.arena, idx);
     }
@@ -158,8 +199,8 @@ impl Mq {
     fn link(&mut self, idx: u32, freq: u32) {
         let queue = self.queue_of(freq);
         let expire = self.now + self.lifetime;
-        *self.arena.val_mut(idx) = Meta { expire, freq, queue };
-        self.push_mru(queue as usize, idx);
+        *self.arena.val_mut(idx) = Meta { expire: expire as u32, count: freq - 1 };
+        self.push_mru(queue, idx);
         if queue > 0 {
             self.next_expire = self.next_expire.min(expire);
         }
@@ -185,34 +226,31 @@ impl Mq {
             if idx == NIL {
                 continue;
             }
-            let expire = self.arena.val(idx).expire;
+            let expire = self.expiry(self.arena.val(idx).expire);
             if expire >= self.now {
                 next = next.min(expire);
                 continue;
             }
             let fresh = self.now + self.lifetime;
-            let m = self.arena.val_mut(idx);
-            m.queue = (k - 1) as u8;
-            m.expire = fresh;
+            self.arena.val_mut(idx).expire = fresh as u32;
             if k > 1 {
                 next = next.min(fresh);
             }
             // The LRU node of `Qk` is already where the MRU node of `Qk-1` goes:
             // only the boundary moves.
-            let above = &mut self.queues[k];
-            if above.len == 1 {
-                *above = Stretch::EMPTY;
+            let above = self.queues[k];
+            if above.mru == above.lru {
+                self.queues[k] = Stretch::EMPTY;
             } else {
-                above.lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
-                above.len -= 1;
-                next = next.min(self.arena.val(above.lru).expire);
+                let lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
+                self.queues[k].lru = lru;
+                next = next.min(self.expiry(self.arena.val(lru).expire));
             }
             let below = &mut self.queues[k - 1];
-            if below.len == 0 {
+            if below.is_empty() {
                 below.lru = idx;
             }
             below.mru = idx;
-            below.len += 1;
         }
         self.next_expire = next;
     }
@@ -220,13 +258,13 @@ impl Mq {
     /// Evicts the LRU page of the lowest non-empty queue (the back of the list) into `Qout`.
     fn evict(&mut self, evicted: &mut Vec<u64>) {
         let Some(idx) = self.order.back() else { return };
-        self.unlink(self.arena.val(idx).queue as usize, idx);
+        self.unlink(idx);
         evicted.push(self.arena.key(idx));
         if self.qout_cap == 0 {
             self.arena.remove(idx);
             return;
         }
-        self.arena.val_mut(idx).queue = GHOST;
+        self.arena.val_mut(idx).count |= GHOST;
         self.qout.push_front(&mut self.arena, idx);
         if self.qout.len() > self.qout_cap {
             let old = self.qout.pop_back(&mut self.arena).expect("Qout is not empty");
@@ -239,11 +277,19 @@ impl Mq {
         let mut idx = self.order.front();
         let mut out = vec![Vec::new(); self.queues.len()];
         for (q, s) in self.queues.iter().enumerate().rev() {
-            for _ in 0..s.len {
+            if s.is_empty() {
+                assert_eq!(s.lru, NIL, "empty stretch with an LRU node");
+                continue;
+            }
+            assert_eq!(idx, Some(s.mru), "stretch of Q{q} not where the one above ends");
+            loop {
                 let i = idx.expect("stretches cover the list");
-                assert_eq!(self.arena.val(i).queue as usize, q, "node in the stretch of another queue");
+                assert!(!self.arena.val(i).is_ghost(), "ghost on the list");
                 out[q].push(self.arena.key(i));
                 idx = self.order.next_of(&self.arena, i);
+                if i == s.lru {
+                    break;
+                }
             }
         }
         assert!(idx.is_none(), "list longer than its stretches");
@@ -259,13 +305,13 @@ impl Replacement for Mq {
             return false;
         };
         let m = *self.arena.val(idx);
-        if m.queue == GHOST {
+        if m.is_ghost() {
             self.missed = Some((a.key, idx));
             return false;
         }
         self.missed = None;
-        self.unlink(m.queue as usize, idx);
-        self.link(idx, m.freq.saturating_add(1));
+        self.unlink(idx);
+        self.link(idx, bump(m.freq()));
         self.adjust();
         true
     }
@@ -279,16 +325,16 @@ impl Replacement for Mq {
         // A key back from Qout keeps its node: out of Qout before anything is
         // evicted, so the eviction sees Qout as libCacheSim does.
         let freq = if ghost != NIL {
-            debug_assert_eq!(self.arena.val(ghost).queue, GHOST, "insert of a resident key");
+            debug_assert!(self.arena.val(ghost).is_ghost(), "insert of a resident key");
             self.qout.unlink(&mut self.arena, ghost);
-            self.arena.val(ghost).freq.saturating_add(1)
+            bump(self.arena.val(ghost).freq())
         } else {
             1
         };
         while self.order.len() >= self.capacity {
             self.evict(evicted);
         }
-        let idx = if ghost != NIL { ghost } else { self.arena.insert(a.key, Meta { expire: 0, freq: 0, queue: 0 }) };
+        let idx = if ghost != NIL { ghost } else { self.arena.insert(a.key, Meta { expire: 0, count: 0 }) };
         self.link(idx, freq);
         self.adjust();
         true
@@ -297,20 +343,19 @@ impl Replacement for Mq {
     fn remove(&mut self, key: u64, _evicted: &mut Vec<u64>) -> bool {
         self.missed = None;
         let Some(idx) = self.arena.find(key) else { return false };
-        let q = self.arena.val(idx).queue;
-        if q == GHOST {
+        if self.arena.val(idx).is_ghost() {
             // libCacheSim forgets a removed key's history too.
             self.qout.unlink(&mut self.arena, idx);
             self.arena.remove(idx);
             return false;
         }
-        self.unlink(q as usize, idx);
+        self.unlink(idx);
         self.arena.remove(idx);
         true
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.arena.find(key).is_some_and(|idx| self.arena.val(idx).queue != GHOST)
+        self.arena.find(key).is_some_and(|idx| !self.arena.val(idx).is_ghost())
     }
     fn prefetch(&self, key: u64) {
         self.arena.prefetch(key);
@@ -332,8 +377,14 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Mq, SpecError> {
         return Err(spec.invalid("queues", format!("between 1 and {MAX_QUEUES}")));
     }
     let lifetime = spec.uint("lifetime")?;
-    if lifetime > u32::MAX as u64 {
-        return Err(spec.invalid("lifetime", "at most 2^32-1 accesses"));
+    // Expiries are kept modulo 2^32 (see the module's text).
+    let pages = ctx.capacity.max(1) as u64;
+    if lifetime.saturating_add(pages) >= u32::MAX as u64 {
+        let why = match (u32::MAX as u64 - 1).checked_sub(pages) {
+            Some(most) => format!("at most 2^32-2 less the cache's pages ({most} accesses here)"),
+            None => format!("none fits a cache of {pages} pages (lifetime + pages must stay below 2^32-1)"),
+        };
+        return Err(spec.invalid("lifetime", why));
     }
     let raw = spec.raw("qout");
     let qout = match raw.strip_suffix('%') {
@@ -363,7 +414,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
         ParamInfo {
             name: "lifetime",
             default: "10000",
-            about: "accesses a page may go unreferenced before moving down a queue",
+            about:
+                "accesses a page may go unreferenced before moving down a queue (plus the cache's pages, below 2^32-1)",
         },
         ParamInfo {
             name: "qout",
@@ -411,6 +463,13 @@ mod tests {
             assert!(build_spec(bad, &ctx).is_err(), "{bad}");
         }
         assert!(build_spec("mq(queues=1,lifetime=0,qout=0)", &ctx).is_ok());
+        // Expiries are kept modulo 2^32: lifetime + pages must stay below 2^32 - 1.
+        assert!(build_spec("mq(lifetime=4294967284)", &ctx).is_ok());
+        let err = build_spec("mq(lifetime=4294967285)", &ctx).err().expect("lifetime over the bound").to_string();
+        assert!(err.contains("lifetime") && err.contains("4294967284") && !err.contains('\n'), "{err}");
+        let huge = BuildCtx { capacity: u32::MAX as usize, mode: Mode::WriteBack, page_bytes: 4096 };
+        let err = build_spec("mq(lifetime=0)", &huge).err().expect("too many pages").to_string();
+        assert!(err.contains("none fits") && !err.contains('\n'), "{err}");
         assert!(build_spec("mq(qout=2.5)", &ctx).is_ok());
     }
 
@@ -499,18 +558,24 @@ mod tests {
             capacity in 1usize..9,
             queues in 1usize..6,
             lifetime in 0u64..30,
+            // the longest lifetime allowed instead (less `lifetime`), so stored expiries wrap
+            far in proptest::bool::weighted(0.2),
+            // where the clock starts: expiries kept modulo 2^32 must cross 2^32 and 2^33 right
+            start in proptest::sample::select(vec![0u64, (1 << 32) - 40, (1 << 33) - 7]),
             qout in proptest::sample::select(vec![0.0, 0.5, 1.0, 4.0]),
             // key, and what happens: 0 remove, 1 a miss is not cached, else an access
             ops in proptest::collection::vec((0u64..24, 0u8..12), 1..600),
         ) {
+            let lifetime = if far { u32::MAX as u64 - 1 - capacity as u64 - lifetime } else { lifetime };
             let mut mq = Mq::new(capacity, queues, lifetime, qout);
+            mq.now = start;
             let mut reference = Reference {
                 queues: vec![Vec::new(); queues],
                 meta: Default::default(),
                 qout: Default::default(),
                 qout_cap: mq.qout_cap,
                 lifetime,
-                now: 0,
+                now: start,
                 capacity,
             };
             let (mut ev, mut ev_ref) = (Vec::new(), Vec::new());
