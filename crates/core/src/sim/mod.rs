@@ -321,6 +321,11 @@ impl<'p> Simulator<'p> {
         let mut reads = std::mem::take(&mut self.reads);
         // The pending run is requests[start..i], its pages in `reads`.
         let mut start = 0;
+        // Every request counts one whichever way it goes, so requests[i] is
+        // number `self.requests + i`: the one that ends the warm-up is at
+        // `warm_at`, and goes the slow way, which ends it.
+        let warm_at =
+            self.warmup_ends.checked_sub(self.requests).map_or(usize::MAX, |d| d.min(usize::MAX as u64) as usize);
         for (i, r) in requests.iter().enumerate() {
             let pr = match page_range(r, unit, self.cfg.page_bytes) {
                 Ok(pr) => pr,
@@ -330,11 +335,7 @@ impl<'p> Simulator<'p> {
                     return Err(fault.error(r, self.requests));
                 }
             };
-            // (the request that ends the warm-up goes the slow way, which ends it)
-            let fast = self.fast_reads
-                && r.op == Op::Read
-                && pr.count == 1
-                && self.requests + reads.len() as u64 != self.warmup_ends;
+            let fast = self.fast_reads && r.op == Op::Read && pr.count == 1 && i != warm_at;
             if fast {
                 let bytes = page_share(r, unit, &pr, 0, self.cfg.page_bytes);
                 reads.push(PageRead { key: pr.key(0), time: r.time, bytes });
