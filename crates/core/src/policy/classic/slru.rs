@@ -56,12 +56,19 @@ impl Slru {
         }
     }
 
+    /// Takes the LRU page of the lowest non-empty segment off its list (its
+    /// node still holds it).
+    fn pop_victim(&mut self) -> Option<u32> {
+        let s = self.segs.iter().position(|s| !s.is_empty())?;
+        self.segs[s].pop_back(&mut self.arena)
+    }
+
     /// Evicts the LRU page of the lowest non-empty segment.
     fn evict(&mut self, evicted: &mut Vec<u64>) {
-        let Some(s) = self.segs.iter().position(|s| !s.is_empty()) else { return };
-        let idx = self.segs[s].pop_back(&mut self.arena).expect("segment is not empty");
-        evicted.push(self.arena.remove(idx));
-        self.resident -= 1;
+        if let Some(idx) = self.pop_victim() {
+            evicted.push(self.arena.remove(idx));
+            self.resident -= 1;
+        }
     }
 
     /// Segment `s` is over its size: its LRU page goes down one segment (out of
@@ -108,18 +115,27 @@ impl Replacement for Slru {
         if self.seg_size == 0 {
             return false;
         }
-        while self.resident >= self.capacity {
-            self.evict(evicted);
-        }
+        // (never over capacity, so a full cache evicts one page, whose node
+        // becomes the new page's)
+        let victim = if self.resident >= self.capacity { self.pop_victim() } else { None };
         let s = self.segs.iter().position(|l| l.len() < self.seg_size).unwrap_or(0);
-        let idx = self.arena.insert(a.key, ());
-        if idx as usize >= self.seg_of.len() {
-            reserve_for(&mut self.seg_of, idx as usize + 1, self.arena.limit());
-            self.seg_of.resize(idx as usize + 1, 0);
-        }
+        let idx = match victim {
+            Some(v) => {
+                evicted.push(self.arena.rekey(v, a.key, ()));
+                v
+            }
+            None => {
+                let idx = self.arena.insert(a.key, ());
+                if idx as usize >= self.seg_of.len() {
+                    reserve_for(&mut self.seg_of, idx as usize + 1, self.arena.limit());
+                    self.seg_of.resize(idx as usize + 1, 0);
+                }
+                self.resident += 1;
+                idx
+            }
+        };
         self.seg_of[idx as usize] = s as u8;
         self.segs[s].push_front(&mut self.arena, idx);
-        self.resident += 1;
         true
     }
 
