@@ -42,15 +42,23 @@ impl Sieve {
         }
     }
 
-    fn evict(&mut self, evicted: &mut Vec<u64>) {
-        let Some(mut idx) = self.hand.or(self.queue.back()) else { return };
+    /// Moves the hand to the page to evict and takes it off the queue (its
+    /// node still holds it).
+    fn take_victim(&mut self) -> Option<u32> {
+        let mut idx = self.hand.or(self.queue.back())?;
         while self.visited[idx as usize] {
             self.visited[idx as usize] = false;
             idx = self.queue.prev_of(&self.arena, idx).or(self.queue.back()).expect("queue is not empty");
         }
         self.hand = self.queue.prev_of(&self.arena, idx);
         self.queue.unlink(&mut self.arena, idx);
-        evicted.push(self.arena.remove(idx));
+        Some(idx)
+    }
+
+    fn evict(&mut self, evicted: &mut Vec<u64>) {
+        if let Some(idx) = self.take_victim() {
+            evicted.push(self.arena.remove(idx));
+        }
     }
 
     /// Keys front (newest) to back, with their visited bits (for tests).
@@ -73,14 +81,22 @@ impl Replacement for Sieve {
 
     #[inline]
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
-        while self.queue.len() >= self.capacity {
-            self.evict(evicted);
-        }
-        let idx = self.arena.insert(a.key, ());
-        if idx as usize >= self.visited.len() {
-            reserve_for(&mut self.visited, idx as usize + 1, self.arena.limit());
-            self.visited.resize(idx as usize + 1, false);
-        }
+        // (a full cache evicts one page, whose node becomes the new page's)
+        let victim = if self.queue.len() >= self.capacity { self.take_victim() } else { None };
+        let idx = match victim {
+            Some(v) => {
+                evicted.push(self.arena.rekey(v, a.key, ()));
+                v
+            }
+            None => {
+                let idx = self.arena.insert(a.key, ());
+                if idx as usize >= self.visited.len() {
+                    reserve_for(&mut self.visited, idx as usize + 1, self.arena.limit());
+                    self.visited.resize(idx as usize + 1, false);
+                }
+                idx
+            }
+        };
         self.visited[idx as usize] = false;
         self.queue.push_front(&mut self.arena, idx);
         true
