@@ -47,6 +47,23 @@ pub fn reserve_for<T>(v: &mut Vec<T>, len: usize, limit: usize) {
     }
 }
 
+/// Makes `v`, a vector kept beside the nodes (indexed like them), cover index
+/// `idx`, new entries set to `fill`; it grows as [`reserve_for`] does, towards
+/// `limit`.
+#[inline(always)]
+pub fn cover<T: Clone>(v: &mut Vec<T>, idx: usize, limit: usize, fill: T) {
+    if idx >= v.len() {
+        extend(v, idx, limit, fill);
+    }
+}
+
+/// [`cover`]'s growth, off the path that finds the vector long enough.
+#[cold]
+fn extend<T: Clone>(v: &mut Vec<T>, idx: usize, limit: usize, fill: T) {
+    reserve_for(v, idx + 1, limit);
+    v.resize(idx + 1, fill);
+}
+
 #[cold]
 fn grow<T>(v: &mut Vec<T>, len: usize, limit: usize) {
     let doubled = (2 * v.capacity()).max(len).max(4);

@@ -27,7 +27,7 @@
 //! Memory per tracked key (resident or ghost): a 16-byte arena node, one byte
 //! of list tag and reference bit in a side array, and the arena's hash index.
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{cover, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -151,10 +151,7 @@ impl Replacement for Car {
         let idx = match ghost {
             None => {
                 let idx = self.arena.insert(a.key, ());
-                if idx as usize >= self.meta.len() {
-                    reserve_for(&mut self.meta, idx as usize + 1, self.arena.limit());
-                    self.meta.resize(idx as usize + 1, Meta { at: Where::T1, referenced: false });
-                }
+                cover(&mut self.meta, idx as usize, self.arena.limit(), Meta { at: Where::T1, referenced: false });
                 self.set(idx, Where::T1);
                 self.t1.push_front(&mut self.arena, idx);
                 return true;

@@ -22,7 +22,7 @@
 //! Memory per resident page: a 16-byte arena node (key, links), the counter in
 //! a side array indexed by node (1 byte), and the arena's hash index.
 
-use crate::list::{reserve_for, upfront, Arena, List, NIL};
+use crate::list::{cover, upfront, Arena, List, NIL};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -130,10 +130,7 @@ impl Replacement for Clock {
         let idx = self.arena.insert(a.key, ());
         // Node indices are dense (freed nodes are reused), so this grows only
         // until the arena has reached its largest size.
-        if idx as usize >= self.freq.len() {
-            reserve_for(&mut self.freq, idx as usize + 1, self.arena.limit());
-            self.freq.resize(idx as usize + 1, 0);
-        }
+        cover(&mut self.freq, idx as usize, self.arena.limit(), 0);
         self.freq[idx as usize] = self.init_freq;
         if self.hand == NIL {
             self.ring.push_front(&mut self.arena, idx);

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{cover, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -104,10 +104,7 @@ impl Replacement for Lfuda {
             self.evict(evicted);
         }
         let idx = self.arena.insert(a.key, ());
-        if idx as usize >= self.meta.len() {
-            reserve_for(&mut self.meta, idx as usize + 1, self.arena.limit());
-            self.meta.resize(idx as usize + 1, Meta::default());
-        }
+        cover(&mut self.meta, idx as usize, self.arena.limit(), Meta::default());
         self.file(idx, 1);
         self.resident += 1;
         true

@@ -32,7 +32,7 @@
 use std::collections::BTreeSet;
 
 use crate::heap::IndexedHeap;
-use crate::list::{reserve_for, upfront, Arena};
+use crate::list::{cover, upfront, Arena};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -192,12 +192,8 @@ impl Replacement for LruK {
             None => {
                 let idx = self.arena.insert(a.key, ());
                 let i = idx as usize;
-                if i >= self.meta.len() {
-                    reserve_for(&mut self.meta, i + 1, self.arena.limit());
-                    self.meta.resize(i + 1, Meta::default());
-                    reserve_for(&mut self.hist, (i + 1) * k, self.arena.limit() * k);
-                    self.hist.resize((i + 1) * k, 0);
-                }
+                cover(&mut self.meta, i, self.arena.limit(), Meta::default());
+                cover(&mut self.hist, (i + 1) * k - 1, self.arena.limit() * k, 0);
                 let h = &mut self.hist[i * k..(i + 1) * k];
                 h.fill(0);
                 h[0] = now;

@@ -53,7 +53,7 @@
 //! links), 2 bytes of queue tag and counter in a side array indexed by node,
 //! and the arena's hash index.
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{cover, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -255,10 +255,7 @@ impl Replacement for S3Fifo {
         let m = Meta { q: if to_main { Q::Main } else { Q::Small }, freq: 0 };
         // Node indices are dense (freed nodes are reused), so this grows only
         // until the arena has reached its largest size.
-        if idx as usize >= self.meta.len() {
-            reserve_for(&mut self.meta, idx as usize + 1, self.arena.limit());
-            self.meta.resize(idx as usize + 1, m);
-        }
+        cover(&mut self.meta, idx as usize, self.arena.limit(), m);
         self.meta[idx as usize] = m;
         if to_main {
             self.main.push_front(&mut self.arena, idx);

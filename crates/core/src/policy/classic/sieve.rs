@@ -15,7 +15,7 @@
 //! Memory per resident page: a 16-byte arena node, one byte of visited bit in
 //! a side array, and the arena's hash index.
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{cover, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -90,10 +90,7 @@ impl Replacement for Sieve {
             }
             None => {
                 let idx = self.arena.insert(a.key, ());
-                if idx as usize >= self.visited.len() {
-                    reserve_for(&mut self.visited, idx as usize + 1, self.arena.limit());
-                    self.visited.resize(idx as usize + 1, false);
-                }
+                cover(&mut self.visited, idx as usize, self.arena.limit(), false);
                 idx
             }
         };

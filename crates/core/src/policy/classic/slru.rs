@@ -22,7 +22,7 @@
 //! Memory per resident page: a 16-byte arena node, one byte of segment number
 //! in a side array, and the arena's hash index.
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{cover, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 
@@ -126,10 +126,7 @@ impl Replacement for Slru {
             }
             None => {
                 let idx = self.arena.insert(a.key, ());
-                if idx as usize >= self.seg_of.len() {
-                    reserve_for(&mut self.seg_of, idx as usize + 1, self.arena.limit());
-                    self.seg_of.resize(idx as usize + 1, 0);
-                }
+                cover(&mut self.seg_of, idx as usize, self.arena.limit(), 0);
                 self.resident += 1;
                 idx
             }

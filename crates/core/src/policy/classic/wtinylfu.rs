@@ -42,7 +42,7 @@
 
 use hashbrown::HashMap;
 
-use crate::list::{reserve_for, upfront, Arena, List};
+use crate::list::{cover, upfront, Arena, List};
 use crate::policy::mode::with_mode;
 use crate::policy::sketch::Sketch;
 use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
@@ -353,10 +353,7 @@ impl Replacement for WTinyLfu {
             }
         }
         let idx = self.arena.insert(a.key, ());
-        if idx as usize >= self.seg.len() {
-            reserve_for(&mut self.seg, idx as usize + 1, self.arena.limit());
-            self.seg.resize(idx as usize + 1, Seg::Window);
-        }
+        cover(&mut self.seg, idx as usize, self.arena.limit(), Seg::Window);
         match &mut self.freq {
             Freq::Paper(sketch) => {
                 sketch.ensure(self.window.len() + self.probation.len() + self.protected.len() + 1);
