@@ -192,6 +192,14 @@ impl<T> Arena<T> {
         }
     }
 
+    /// Starts loading node `idx` into the CPU's caches.
+    #[inline]
+    pub fn prefetch_node(&self, idx: u32) {
+        if let Some(node) = self.nodes.get(idx as usize) {
+            prefetch_line(node);
+        }
+    }
+
     /// Adds a node for `key` (which must not be present) and indexes it.
     pub fn insert(&mut self, key: u64, val: T) -> u32 {
         debug_assert!(self.find(key).is_none(), "key {key} inserted twice");

@@ -103,6 +103,9 @@ pub struct Mq {
     order: List,
     /// Where each queue is in `order`.
     queues: Vec<Stretch>,
+    /// The expiry of each queue's LRU page (`u64::MAX` while it is empty),
+    /// kept here so that `Adjust` reads one array instead of a node a queue.
+    lru_expire: Vec<u64>,
     /// Front = newest ghost.
     qout: List,
     qout_cap: usize,
@@ -130,6 +133,7 @@ impl Mq {
             arena: Arena::with_capacity(capacity + qout_cap),
             order: List::new(),
             queues: vec![Stretch::EMPTY; queues.clamp(1, MAX_QUEUES as usize)],
+            lru_expire: vec![u64::MAX; queues.clamp(1, MAX_QUEUES as usize)],
             qout: List::new(),
             qout_cap,
             lifetime,
@@ -156,9 +160,9 @@ impl Mq {
         log2.min(self.queues.len() as u32 - 1) as usize
     }
 
-    /// Puts `idx` (on no list) at the MRU end of queue `q`.
+    /// Puts `idx` (on no list, expiring at `expire`) at the MRU end of queue `q`.
     #[inline]
-    fn push_mru(&mut self, q: usize, idx: u32) {
+    fn push_mru(&mut self, q: usize, idx: u32, expire: u64) {
         let at = self.queues[q].mru;
         // Before the MRU node of `q`, or after the LRU node of the nearest
         // non-empty queue above it.
@@ -174,6 +178,7 @@ impl Mq {
         let s = &mut self.queues[q];
         if s.is_empty() {
             s.lru = idx;
+            self.lru_expire[q] = expire;
         }
         s.mru = idx;
     }
@@ -183,16 +188,36 @@ impl Mq {
     /// stretches say which ends they have (a few compares, no memory).
     #[inline]
     fn unlink(&mut self, idx: u32) {
-        if let Some(s) = self.queues.iter_mut().find(|s| s.mru == idx || s.lru == idx) {
-            if s.mru == s.lru {
-                *s = Stretch::EMPTY;
-            } else if s.mru == idx {
-                s.mru = self.order.next_of(&self.arena, idx).expect("queue has a next node");
-            } else {
-                s.lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
-            }
+        if let Some(q) = self.queues.iter().position(|s| s.mru == idx || s.lru == idx) {
+            self.unlink_end(q, idx);
         }
         self.order.unlink(&mut self.arena, idx);
+    }
+
+    /// Moves the bounds of queue `q`'s stretch past `idx`, one of its ends.
+    fn unlink_end(&mut self, q: usize, idx: u32) {
+        let s = self.queues[q];
+        if s.mru == s.lru {
+            self.queues[q] = Stretch::EMPTY;
+            self.lru_expire[q] = u64::MAX;
+        } else if s.mru == idx {
+            self.queues[q].mru = self.order.next_of(&self.arena, idx).expect("queue has a next node");
+        } else {
+            let lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
+            self.set_lru(q, lru);
+        }
+    }
+
+    /// Makes `lru`, already in queue `q`'s stretch, its LRU page. Its expiry
+    /// is read now; the page before it will be read when `lru` leaves, most
+    /// often within a few accesses (it is cold by then), so its load starts now.
+    #[inline]
+    fn set_lru(&mut self, q: usize, lru: u32) {
+        self.queues[q].lru = lru;
+        self.lru_expire[q] = self.expiry(self.arena.val(lru).expire);
+        if let Some(before) = self.order.prev_of(&self.arena, lru) {
+            self.arena.prefetch_node(before);
+        }
     }
 
     #[inline]
@@ -200,7 +225,7 @@ impl Mq {
         let queue = self.queue_of(freq);
         let expire = self.now + self.lifetime;
         *self.arena.val_mut(idx) = Meta { expire: expire as u32, count: freq - 1 };
-        self.push_mru(queue, idx);
+        self.push_mru(queue, idx, expire);
         if queue > 0 {
             self.next_expire = self.next_expire.min(expire);
         }
@@ -222,15 +247,13 @@ impl Mq {
     fn adjust_queues(&mut self) {
         let mut next = u64::MAX;
         for k in 1..self.queues.len() {
-            let idx = self.queues[k].lru;
-            if idx == NIL {
-                continue;
-            }
-            let expire = self.expiry(self.arena.val(idx).expire);
+            // An empty queue's expiry is `u64::MAX`: never passed.
+            let expire = self.lru_expire[k];
             if expire >= self.now {
                 next = next.min(expire);
                 continue;
             }
+            let idx = self.queues[k].lru;
             let fresh = self.now + self.lifetime;
             self.arena.val_mut(idx).expire = fresh as u32;
             if k > 1 {
@@ -241,14 +264,16 @@ impl Mq {
             let above = self.queues[k];
             if above.mru == above.lru {
                 self.queues[k] = Stretch::EMPTY;
+                self.lru_expire[k] = u64::MAX;
             } else {
                 let lru = self.order.prev_of(&self.arena, idx).expect("queue has a previous node");
-                self.queues[k].lru = lru;
-                next = next.min(self.expiry(self.arena.val(lru).expire));
+                self.set_lru(k, lru);
+                next = next.min(self.lru_expire[k]);
             }
             let below = &mut self.queues[k - 1];
             if below.is_empty() {
                 below.lru = idx;
+                self.lru_expire[k - 1] = fresh;
             }
             below.mru = idx;
         }
@@ -279,9 +304,15 @@ impl Mq {
         for (q, s) in self.queues.iter().enumerate().rev() {
             if s.is_empty() {
                 assert_eq!(s.lru, NIL, "empty stretch with an LRU node");
+                assert_eq!(self.lru_expire[q], u64::MAX, "empty Q{q} with an LRU expiry");
                 continue;
             }
             assert_eq!(idx, Some(s.mru), "stretch of Q{q} not where the one above ends");
+            // Q0 never moves a page down, so its LRU expiry is never read.
+            if q > 0 {
+                let lru_expire = self.expiry(self.arena.val(s.lru).expire);
+                assert_eq!(self.lru_expire[q], lru_expire, "Q{q}'s LRU expiry is not its LRU page's");
+            }
             loop {
                 let i = idx.expect("stretches cover the list");
                 assert!(!self.arena.val(i).is_ghost(), "ghost on the list");
