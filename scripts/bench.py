@@ -80,6 +80,21 @@ def run_rss(cmd: list[str]) -> tuple[float, int, str, int]:
     return wall, usage.ru_maxrss * 1024, out.decode(), heap[0] if heap else 0
 
 
+def bench_trace(n: int, keys: int, alpha: str) -> tuple[pathlib.Path, int]:
+    """The Zipf trace in bench-data (generated on first use) and its footprint in keys."""
+    if not BIN.exists():
+        sys.exit(f"{BIN} missing: cargo build --release -p ssdcache-cli")
+    DATA.mkdir(exist_ok=True)
+    trace = DATA / f"zipf{alpha}-{n}-{keys}.oracleGeneral.bin"
+    if not trace.exists():
+        spec = f"zipf(alpha={alpha},keys={keys},requests={n},seed=42)"
+        print(f"generating {trace.name}: {spec}", file=sys.stderr)
+        subprocess.run([BIN, "trace", "gen", spec, trace, "--to", "oracle-general"], check=True)
+    info = json.loads(subprocess.run([BIN, "trace", "info", trace, "--format", "oracle-general", "--json"],
+                                     check=True, capture_output=True, text=True).stdout)
+    return trace, info["footprint_pages"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", default="10M")
@@ -89,18 +104,8 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(LCS_CLASS))
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = ap.parse_args()
-    if not BIN.exists():
-        sys.exit(f"{BIN} missing: cargo build --release -p ssdcache-cli")
-    DATA.mkdir(exist_ok=True)
-    n, keys = count(args.requests), count(args.keys)
-    trace = DATA / f"zipf{args.alpha}-{n}-{keys}.oracleGeneral.bin"
-    if not trace.exists():
-        spec = f"zipf(alpha={args.alpha},keys={keys},requests={n},seed=42)"
-        print(f"generating {trace.name}: {spec}", file=sys.stderr)
-        subprocess.run([BIN, "trace", "gen", spec, trace, "--to", "oracle-general"], check=True)
-    info = json.loads(subprocess.run([BIN, "trace", "info", trace, "--format", "oracle-general", "--json"],
-                                     check=True, capture_output=True, text=True).stdout)
-    footprint = info["footprint_pages"]
+    n = count(args.requests)
+    trace, footprint = bench_trace(n, count(args.keys), args.alpha)
     pages = footprint // 10
     print(machine())
     print(f"trace: {trace.name}: {n:,} requests, footprint {footprint:,} keys; cache {pages:,} pages (10 %)\n")
