@@ -316,3 +316,24 @@ fn mrc_sampled_json_and_csv_say_method_and_rate() {
     assert!(out.lines().next().unwrap().starts_with("trace,policy,method,sample_rate,"), "{out}");
     assert_eq!(out.lines().filter(|l| l.contains(",s3fifo,miniature,0.1,")).count(), 4, "{out}");
 }
+
+#[test]
+fn a_deeply_nested_or_huge_spec_is_a_one_line_error() {
+    let gen = "zipf(alpha=0.9,keys=100,requests=100)";
+    // 5000 nested admission layers used to overflow the stack (abort, exit 134).
+    let deep = format!("{}lru{}", "admit(by=bloom,rule=".repeat(5000), ")".repeat(5000));
+    let e = one_line_error(&sim(&["--gen", gen, "-p", &deep, "-c", "1MiB"]), "nested more than 32 deep");
+    assert!(e.len() < 300, "the spec is quoted in part: {} bytes", e.len());
+    // The same in a workload's and a device's spec.
+    let deep_gen = format!("{}zipf{}", "mix(".repeat(5000), ")".repeat(5000));
+    one_line_error(&sim(&["--gen", &deep_gen, "-p", "lru", "-c", "1MiB"]), "nested more than 32 deep");
+    let deep_dev = format!("ssd(x={}1{})", "(".repeat(5000), ")".repeat(5000));
+    one_line_error(&sim(&["--gen", gen, "-p", "lru", "-c", "1MiB", "--device", &deep_dev]), "nested more than 32 deep");
+    // A 100 KB name is named, not printed whole.
+    let name = "x".repeat(100_000);
+    let e = one_line_error(&sim(&["--gen", gen, "-p", &name, "-c", "1MiB"]), "unknown policy");
+    assert!(e.contains("(100000 bytes)") && e.len() < 2000, "{} bytes: {}", e.len(), &e[..200]);
+    // Nesting a real spec needs still works: 10 admission layers.
+    let ten = format!("{}lru{}", "admit(by=nhit(n=2),rule=".repeat(10), ")".repeat(10));
+    assert_eq!(ok_json(&sim(&["--gen", gen, "-p", &ten, "-c", "1MiB", "--json"]))[0]["requests"], 100);
+}

@@ -49,16 +49,35 @@ pub const fn concat_params<const A: usize, const B: usize, const N: usize>(
 
 /// What is wrong with a spec. `kind` says what the spec names ("policy",
 /// "device", "workload"), so every message names the thing being parsed.
+/// Messages quote what the user wrote through [`excerpt`], so that a spec of
+/// megabytes (from Python, a file) still gives a one-line error.
 #[derive(Debug, Error, PartialEq)]
 pub enum SpecError {
-    #[error("malformed {kind} spec {spec:?}: {why}")]
+    #[error("malformed {kind} spec {}: {why}", excerpt(spec))]
     Syntax { kind: &'static str, spec: String, why: String },
-    #[error("unknown {kind} {name:?} (known: {known})")]
+    #[error("unknown {kind} {} (known: {known})", excerpt(name))]
     UnknownName { kind: &'static str, name: String, known: String },
-    #[error("{kind} {name} has no parameter {param:?} (its parameters: {known})")]
+    #[error("{kind} {} has no parameter {} (its parameters: {known})", excerpt(name), excerpt(param))]
     UnknownParam { kind: &'static str, name: String, param: String, known: String },
-    #[error("{kind} {name}, parameter {param}={value}: {why}")]
+    #[error("{kind} {}, parameter {param}={}: {why}", excerpt(name), excerpt(value))]
     BadValue { kind: &'static str, name: String, param: String, value: String, why: String },
+}
+
+/// The most a message quotes of one piece of user text.
+const EXCERPT_CHARS: usize = 80;
+
+/// Deepest nesting of parentheses a spec may have: far more than any real
+/// spec needs (`admit(by=…,rule=admit(…))` is two), few enough that building
+/// what a spec nests, one call deeper a level, cannot overflow the stack.
+pub const MAX_NESTING: usize = 32;
+
+/// `text` quoted, cut to its first [`EXCERPT_CHARS`] characters (saying how
+/// long it was) when longer.
+pub fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        None => format!("{text:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &text[..cut], text.len()),
+    }
 }
 
 /// A parsed spec.
@@ -257,10 +276,10 @@ fn parse_inner(t: &str, whole: &str, kind: &'static str, is_component: IsCompone
         None => (t, None),
     };
     if name.is_empty() {
-        return Err(syntax(format!("missing {kind} name in {t:?}")));
+        return Err(syntax(format!("missing {kind} name in {}", excerpt(t))));
     }
     if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(syntax(format!("{name:?}: a {kind} name has only letters, digits, '-' and '_'")));
+        return Err(syntax(format!("{}: a {kind} name has only letters, digits, '-' and '_'", excerpt(name))));
     }
     let mut spec =
         Spec { name: name.to_ascii_lowercase(), params: Vec::new(), components: Vec::new(), kind, info: &[] };
@@ -268,34 +287,38 @@ fn parse_inner(t: &str, whole: &str, kind: &'static str, is_component: IsCompone
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| syntax(format!("{t:?}: parameters go in one pair of parentheses at the end")))?;
-    let (mut depth, mut balanced) = (0i32, true);
+        .ok_or_else(|| syntax(format!("{}: parameters go in one pair of parentheses at the end", excerpt(t))))?;
+    let (mut depth, mut deepest, mut balanced) = (0i32, 0i32, true);
     for c in inner.chars() {
         depth += match c {
             '(' => 1,
             ')' => -1,
             _ => 0,
         };
+        deepest = deepest.max(depth);
         balanced &= depth >= 0;
     }
     if depth != 0 || !balanced {
-        return Err(syntax(format!("{t:?}: unbalanced parentheses")));
+        return Err(syntax(format!("{}: unbalanced parentheses", excerpt(t))));
+    }
+    if deepest as usize >= MAX_NESTING {
+        return Err(syntax(format!("parentheses nested more than {MAX_NESTING} deep")));
     }
     for part in split_top_level(inner).into_iter().filter(|p| !p.is_empty()) {
         if let Some(eq) = find_top_level(part, '=') {
             let (k, v) = (&part[..eq], &part[eq + 1..]);
             if k.is_empty() || v.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(syntax(format!("{part:?} is not key=value")));
+                return Err(syntax(format!("{} is not key=value", excerpt(part))));
             }
             let k = k.to_ascii_lowercase();
             if spec.params.iter().any(|(p, _)| *p == k) {
-                return Err(syntax(format!("parameter {k} given twice")));
+                return Err(syntax(format!("parameter {} given twice", excerpt(&k))));
             }
             spec.params.push((k, v.to_string()));
             continue;
         }
         let Some(is_name) = is_component else {
-            return Err(syntax(format!("{part:?} is not key=value")));
+            return Err(syntax(format!("{} is not key=value", excerpt(part))));
         };
         if part.contains('(') || is_name(part) || spec.params.is_empty() {
             spec.components.push(parse_inner(part, whole, kind, is_component)?);
