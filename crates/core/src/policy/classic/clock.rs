@@ -23,8 +23,8 @@
 //! a side array indexed by node (1 byte), and the arena's hash index.
 
 use crate::list::{cover, upfront, Arena, List, NIL};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 pub struct Clock {
     arena: Arena<()>,
@@ -174,13 +174,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Clock, SpecError> {
     Ok(Clock::new(ctx.capacity, bits, init_freq as u8))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "clock",
