@@ -2,7 +2,7 @@
 
 use super::mode::ModeCache;
 use super::MODES;
-use super::{Access, Effects, Io, Policy, Replacement, NEVER};
+use super::{Access, BuildCtx, Effects, Io, Policy, Replacement, SpecError, NEVER};
 use crate::list::{Arena, List};
 use crate::trace::Op;
 
@@ -49,6 +49,18 @@ pub fn misses(p: &mut dyn Policy, keys: &[u64]) -> usize {
             !fx.hit
         })
         .count()
+}
+
+/// Asserts that building each of `specs` fails with a bad-value error (not
+/// another error, and not success).
+pub fn assert_bad_values(specs: &[&str], ctx: &BuildCtx) {
+    for spec in specs {
+        match super::registry::build(spec, ctx) {
+            Err(SpecError::BadValue { .. }) => {}
+            Err(e) => panic!("{spec}: wrong error {e}"),
+            Ok(_) => panic!("{spec}: accepted"),
+        }
+    }
 }
 
 pub fn keys_of<T>(list: &List, arena: &Arena<T>) -> Vec<u64> {

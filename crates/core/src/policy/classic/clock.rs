@@ -199,8 +199,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::run_keys;
-    use crate::policy::{Mode, SpecError};
+    use crate::policy::testing::{assert_bad_values, run_keys};
+    use crate::policy::Mode;
 
     #[test]
     fn second_chance() {
@@ -233,15 +233,16 @@ mod tests {
     #[test]
     fn bad_params() {
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
-        for spec in
-            ["clock(bits=9)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"]
-        {
-            match build_spec(spec, &ctx) {
-                Err(SpecError::BadValue { .. }) => {}
-                Err(e) => panic!("{spec}: wrong error {e}"),
-                Ok(_) => panic!("{spec}: accepted"),
-            }
-        }
+        assert_bad_values(
+            &[
+                "clock(bits=9)",
+                "clock(bits=x)",
+                "clock(init_freq=2)",
+                "clock(bits=2,init_freq=4)",
+                "clock(init_freq=-1)",
+            ],
+            &ctx,
+        );
         assert!(build_spec("clock(bits=2,init_freq=3)", &ctx).is_ok());
         assert!(build_spec("clock(bits=0)", &ctx).is_ok());
         assert!(build_spec("clock(bits=8,init_freq=255)", &ctx).is_ok());
