@@ -142,6 +142,20 @@ async fn ready(addr: SocketAddr) -> io::Result<TcpStream> {
     }
 }
 
+/// A new client negotiated, trying every 100 ms while the server turns it
+/// away; panics if none is served within `limit`.
+async fn served_within(addr: SocketAddr, limit: Duration) -> TcpStream {
+    let served = async {
+        loop {
+            if let Ok(c) = ready(addr).await {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    timeout(limit, served).await.unwrap_or_else(|_| panic!("no new client served within {limit:?}"))
+}
+
 async fn send(s: &mut TcpStream, kind: u16, cookie: u64, offset: u64, length: u32, payload: &[u8]) {
     let mut m = encode_request_header(&RequestHeader { flags: 0, kind, cookie, offset, length }).to_vec();
     m.extend_from_slice(payload);
@@ -466,16 +480,7 @@ async fn connections_that_never_negotiate_cannot_lock_new_clients_out() {
         squatters.push(s);
     }
     let t = Instant::now();
-    let mut c = timeout(Duration::from_secs(5), async {
-        loop {
-            if let Ok(c) = ready(h.local_addr()).await {
-                return c;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("a new client is served within 5 s");
+    let mut c = served_within(h.local_addr(), Duration::from_secs(5)).await;
     assert_eq!(read_once(&mut c, 8).await.unwrap(), vec![byte_at(0); 8]);
     eprintln!("served after {:?} with 8 connections that never negotiate", t.elapsed());
     // the oldest squatter made room
@@ -510,16 +515,7 @@ async fn a_full_server_closes_the_connection_idle_longest() {
     read_once(&mut idle[0], 8).await.unwrap();
     assert!(h.stats().threads <= ServerConfig::default().max_threads);
     let t = Instant::now();
-    let mut c = timeout(Duration::from_secs(5), async {
-        loop {
-            if let Ok(c) = ready(h.local_addr()).await {
-                return c;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("a new client is served within 5 s");
+    let mut c = served_within(h.local_addr(), Duration::from_secs(5)).await;
     assert_eq!(read_once(&mut c, 8).await.unwrap(), vec![byte_at(0); 8]);
     eprintln!("served after {:?} on a server full of idle connections", t.elapsed());
     read_once(&mut idle[0], 8).await.unwrap();
