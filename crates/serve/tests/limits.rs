@@ -194,6 +194,35 @@ async fn read_replies(mut s: TcpStream, n: usize, len: u32) -> Vec<u64> {
     cookies
 }
 
+/// `conns` negotiated connections, each sending `per` READs of `len` bytes
+/// without reading the replies; cookies 0, 1, ... in order, each READ at
+/// `cookie * len`.
+async fn flood(addr: SocketAddr, conns: usize, per: usize, len: u32) -> Vec<TcpStream> {
+    let mut socks = Vec::new();
+    for i in 0..conns {
+        let mut s = ready(addr).await.unwrap();
+        for j in 0..per {
+            let cookie = (i * per + j) as u64;
+            send(&mut s, CMD_READ, cookie, cookie * len as u64, len, &[]).await;
+        }
+        socks.push(s);
+    }
+    socks
+}
+
+/// Reads the replies to a [`flood`] on every connection at once (one
+/// connection's replies may wait for budget that another's unread replies
+/// hold), each within `within`: the cookies answered, sorted.
+async fn read_all(socks: Vec<TcpStream>, per: usize, len: u32, within: Duration) -> Vec<u64> {
+    let readers: Vec<_> = socks.into_iter().map(|s| tokio::spawn(read_replies(s, per, len))).collect();
+    let mut all = Vec::new();
+    for r in readers {
+        all.extend(timeout(within, r).await.unwrap_or_else(|_| panic!("every reply within {within:?}")).unwrap());
+    }
+    all.sort();
+    all
+}
+
 /// Waits until `counter` has not changed for `quiet`, sampling the RSS;
 /// returns the highest RSS seen.
 async fn settle(counter: &AtomicUsize, quiet: Duration) -> usize {
@@ -229,15 +258,7 @@ async fn unread_large_reads_stay_within_the_server_wide_budget() {
     let backend = Arc::new(Pattern::new((CONNS * PER) as u64 * LEN as u64, true));
     let h = start(backend.clone(), config).await;
     let base = rss();
-    let mut socks = Vec::new();
-    for i in 0..CONNS {
-        let mut s = ready(h.local_addr()).await.unwrap();
-        for j in 0..PER {
-            let cookie = (i * PER + j) as u64;
-            send(&mut s, CMD_READ, cookie, cookie * LEN as u64, LEN, &[]).await;
-        }
-        socks.push(s);
-    }
+    let socks = flood(h.local_addr(), CONNS, PER, LEN).await;
     let peak = settle(&backend.reads, Duration::from_secs(1)).await;
     let grown = peak.saturating_sub(base);
     let stats = h.stats();
@@ -254,12 +275,7 @@ async fn unread_large_reads_stay_within_the_server_wide_budget() {
     assert!(grown <= budget + 64 * MIB, "RSS grew by {} MiB, over the {} MiB budget", grown / MIB, budget / MIB);
     // the clients read (concurrently: replies of one connection may wait for
     // budget held by another's unread replies): everything is answered
-    let readers: Vec<_> = socks.into_iter().map(|s| tokio::spawn(read_replies(s, PER, LEN))).collect();
-    let mut all = Vec::new();
-    for r in readers {
-        all.extend(timeout(Duration::from_secs(120), r).await.expect("every reply within 120 s").unwrap());
-    }
-    all.sort();
+    let all = read_all(socks, PER, LEN, Duration::from_secs(120)).await;
     assert_eq!(all, (0..(CONNS * PER) as u64).collect::<Vec<_>>());
     assert_eq!(h.stats().buffered, 0);
     timeout(T, h.shutdown()).await.unwrap().unwrap();
@@ -281,15 +297,7 @@ async fn worker_threads_are_capped_server_wide() {
     let backend = Arc::new(Pattern::new(1 << 30, false));
     let h = start(backend.clone(), config).await;
     let base = proc_status("Threads");
-    let mut socks = Vec::new();
-    for i in 0..CONNS {
-        let mut s = ready(h.local_addr()).await.unwrap();
-        for j in 0..PER {
-            let cookie = (i * PER + j) as u64;
-            send(&mut s, CMD_READ, cookie, cookie * LEN as u64, LEN, &[]).await;
-        }
-        socks.push(s);
-    }
+    let socks = flood(h.local_addr(), CONNS, PER, LEN).await;
     settle(&backend.reads, Duration::from_secs(1)).await;
     let grown = proc_status("Threads").saturating_sub(base);
     let most = backend.most.load(Ordering::SeqCst);
@@ -298,12 +306,7 @@ async fn worker_threads_are_capped_server_wide() {
     assert!(grown <= cap + 4, "{grown} threads more");
     assert!(h.stats().threads_peak <= cap);
     backend.open_gate();
-    let readers: Vec<_> = socks.into_iter().map(|s| tokio::spawn(read_replies(s, PER, LEN))).collect();
-    let mut all = Vec::new();
-    for r in readers {
-        all.extend(timeout(Duration::from_secs(60), r).await.expect("every reply within 60 s").unwrap());
-    }
-    all.sort();
+    let all = read_all(socks, PER, LEN, Duration::from_secs(60)).await;
     assert_eq!(all, (0..(CONNS * PER) as u64).collect::<Vec<_>>());
     timeout(T, h.shutdown()).await.unwrap().unwrap();
 }
