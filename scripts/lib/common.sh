@@ -12,6 +12,14 @@ kill_server() {
   fi
 }
 
+# work_dir: $WORK, a new temporary directory, removed at exit after the
+# server SERVER_PID (none yet) is killed if it still runs.
+work_dir() {
+  WORK=$(mktemp -d)
+  SERVER_PID=
+  trap 'kill_server "$SERVER_PID"; rm -rf "$WORK"' EXIT
+}
+
 # build_ssdcache PROFILE: builds the CLI (debug or release); sets BIN.
 build_ssdcache() {
   if [ "$1" = release ]; then
