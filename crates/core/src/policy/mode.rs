@@ -273,7 +273,7 @@ impl<R: Replacement> Policy for ModeCache<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::testing::{read, write};
+    use crate::policy::testing::{read, run, write};
 
     /// A scripted rule: unbounded, but a hit on `on_hit.0` evicts `on_hit.1`, and
     /// an insert of a key in `declines` evicts `decline_evicts` (if resident)
@@ -330,12 +330,6 @@ mod tests {
         fn capacity(&self) -> usize {
             100
         }
-    }
-
-    fn run(p: &mut ModeCache<Stub>, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
     }
 
     fn drained(p: &mut ModeCache<Stub>) -> Vec<Io> {

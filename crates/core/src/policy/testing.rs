@@ -38,6 +38,13 @@ pub fn run_keys<R: Replacement>(r: &mut R, keys: &[u64]) -> Vec<bool> {
         .collect()
 }
 
+/// One access through a policy: whether it hit, and its effects.
+pub fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
+    let mut fx = Effects::new();
+    p.access(&a, &mut fx);
+    (fx.hit, fx.io)
+}
+
 /// Reads of `keys` through a policy; returns the misses.
 pub fn misses(p: &mut dyn Policy, keys: &[u64]) -> usize {
     let mut fx = Effects::new();
