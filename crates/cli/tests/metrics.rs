@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, Server, BIN};
+use common::{make_cache, one_line_error, Server, BIN};
 
 /// A 2 MiB cache (128 KiB segments) for a 4 MiB backing file.
 struct Fixture {
@@ -400,10 +400,7 @@ fn bad_metrics_addresses_are_one_line_errors() {
         (taken.as_str(), "--metrics: listening on"),
     ] {
         let out = f.serve_cmd(&["--metrics", addr]).stdout(Stdio::null()).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{addr}: {err}");
-        assert_eq!(err.lines().count(), 1, "{addr}: {err}");
-        assert!(err.starts_with("ssdcache: error: ") && err.contains(want), "{addr}: {err}");
+        one_line_error(&out, &[want]);
     }
     // Nothing was started: the cache is still clean, no socket left.
     let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();
@@ -424,10 +421,7 @@ fn bad_admission_flags_are_one_line_errors() {
         (&["--promote-after", "2"][..], "not to a write-back cache"),
     ] {
         let out = f.serve_cmd(flags).stdout(Stdio::null()).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
-        assert!(err.starts_with("ssdcache: error: ") && err.contains(want), "{flags:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
+        one_line_error(&out, &[want]);
     }
     // Refused before the start procedure: the cache is still clean.
     let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, Server, BIN};
+use common::{assert_one_line_error, make_cache, Server, BIN};
 
 /// A 2 MiB write-back cache for a 4 MiB backing file in a temporary directory.
 struct Fixture {
@@ -75,16 +75,6 @@ fn cli(args: &[&str], paths: &[&Path]) -> Command {
     let mut c = Command::new(BIN);
     c.args(&args[..1]).args(paths).args(&args[1..]);
     c
-}
-
-/// A one-line CLI error: `ssdcache: error: ...`, exit status 2.
-fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
-    assert_eq!(code, 2, "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("ssdcache: error: "), "{stderr}");
-    for w in want {
-        assert!(stderr.contains(w), "{stderr:?} lacks {w:?}");
-    }
 }
 
 /// Audit item 4: `serve` deleted whatever regular file was at the control

@@ -16,7 +16,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, Server, BIN};
+use common::{make_cache, one_line_error, Server, BIN};
 
 fn tool(name: &str) -> Command {
     let found = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().unwrap();
@@ -340,17 +340,6 @@ fn unix_socket_serves_and_is_cleaned_up() {
     assert_eq!(std::fs::read(&sock).unwrap(), b"precious");
     assert_eq!(std::fs::read(&target).unwrap(), b"also precious");
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-}
-
-/// A one-line CLI error: `ssdcache: error: ...`, exit status 2.
-fn one_line_error(o: &Output, want: &[&str]) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("ssdcache: error: "), "{err}");
-    for w in want {
-        assert!(err.contains(w), "{err:?} lacks {w:?}");
-    }
 }
 
 #[test]

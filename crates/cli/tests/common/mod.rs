@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
@@ -26,6 +26,22 @@ pub fn make_cache(dir: &Path, backing_bytes: u64, args: &[&str]) -> (PathBuf, Pa
         .unwrap();
     assert!(out.status.success(), "create: {}", String::from_utf8_lossy(&out.stderr));
     (cache, backing)
+}
+
+/// A one-line CLI error: exit status `code` 2, and one line of `stderr`,
+/// `ssdcache: error: ...`, that names each of `want`.
+pub fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("ssdcache: error: "), "{stderr}");
+    for w in want {
+        assert!(stderr.contains(w), "{stderr:?} lacks {w:?}");
+    }
+}
+
+/// [`assert_one_line_error`] of a finished command.
+pub fn one_line_error(o: &Output, want: &[&str]) {
+    assert_one_line_error(o.status.code().unwrap_or(-1), &String::from_utf8_lossy(&o.stderr), want);
 }
 
 /// SIGTERM, then waits (at most 30 s) for the exit: its status.
