@@ -103,13 +103,7 @@ PROFILE=${SERVE_PROFILE:-debug}
 build_ssdcache "$PROFILE"
 echo "seed $SEED, ${MINUTES:+$MINUTES minute(s) of trials (at most )}$TRIALS trials, $CACHE_MODE cache, $PROFILE build${SABOTAGE:+, SABOTAGE=$SABOTAGE}${CRASH_SERVE_ARGS:+, serve $CRASH_SERVE_ARGS}"
 
-WORK=$(mktemp -d)
-SERVER_PID= WRAP_PID=
-trap cleanup_wrapped EXIT
-CACHE=$WORK/cache.img BACKING=$WORK/backing.img STATE=$WORK/state.pkl JOURNAL=$WORK/journal.pkl STATS=$WORK/stats.jsonl
-SEG=131072
-truncate -s 64M "$BACKING"
-truncate -s 16M "$CACHE"
+trial_files
 
 step "prepare BACKING (generation 0 everywhere), create, check"
 "$PY" "$CLIENT" prep --backing "$BACKING" --state "$STATE" --nonce "$((SEED * 7919 + 1))"
@@ -163,27 +157,13 @@ RANDOM=$SEED
 KILLS=0 INTERRUPTED=0 UNCLEAN=0 WARM=0 TERMS=0 SABOTAGED=
 DEADLINE=$(($(date +%s) + ${MINUTES:-0} * 60))
 for t in $(seq "$TRIALS"); do
-  r=$((RANDOM % 100))
+  draw_trial 8 38 60 72
   LAST=0
   [ "$t" -eq "$TRIALS" ] && LAST=1
   [ -n "$MINUTES" ] && [ "$(date +%s)" -ge "$DEADLINE" ] && LAST=1
   if [ "$LAST" = 1 ] && [ "$t" -ge 2 ]; then
     MODE=term
-  elif [ $r -lt 8 ]; then
-    MODE=term
-  elif [ $r -lt 38 ]; then
-    MODE=maint
-  elif [ $r -lt 60 ]; then
-    MODE=flush
-  elif [ $r -lt 72 ]; then
-    MODE=wb
-  else
-    MODE=timer
   fi
-  DUR=0.$((300 + RANDOM % 700)) # (not inside $(...): a subshell reseeds RANDOM)
-  MAINT=0
-  [ $((RANDOM % 3)) -eq 0 ] || MAINT=$((1 + RANDOM % 3))
-  WB=$((RANDOM % 3))
   CSEED=$((SEED * 1000 + t))
   echo "trial $t/$TRIALS: $MODE after ${DUR} s, $MAINT maintenance run(s) and $WB write-back(s) during the workload  ($(elapsed))"
   EXTRA=()

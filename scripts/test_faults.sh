@@ -29,13 +29,7 @@ command -v qemu-io >/dev/null || die "qemu-io missing: run scripts/test_nbd.sh o
 
 step "build ssdcache"
 build_ssdcache "${SERVE_PROFILE:-debug}"
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-  kill_server "$SERVER_PID"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+work_dir
 CACHE=$WORK/cache.img BACKING=$WORK/backing.img SEG=131072
 
 RUN=0

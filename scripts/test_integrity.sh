@@ -105,14 +105,8 @@ PROFILE=${SERVE_PROFILE:-debug}
 build_ssdcache "$PROFILE"
 echo "seed $SEED, $TRIALS trials, write-back cache, $PROFILE build${SABOTAGE:+, SABOTAGE=$SABOTAGE}"
 
-WORK=$(mktemp -d)
-SERVER_PID= WRAP_PID=
-trap cleanup_wrapped EXIT
-CACHE=$WORK/cache.img BACKING=$WORK/backing.img STATE=$WORK/state.pkl JOURNAL=$WORK/journal.pkl
-STATS=$WORK/stats.jsonl DAMAGE=$WORK/damage.jsonl CJ=$WORK/check.json
-SEG=131072
-truncate -s 64M "$BACKING"
-truncate -s 16M "$CACHE"
+trial_files
+DAMAGE=$WORK/damage.jsonl CJ=$WORK/check.json
 
 # json_get FILE KEY: a top-level field of a JSON file (true/false in lower case).
 json_get() {
@@ -199,22 +193,7 @@ start_server
 RANDOM=$SEED
 T_DONE=0 KILLS=0 TERMS=0 REFUSALS=0 DRAINS=0 NOTICED=0 CUT_SAVES=0 SABOTAGED=
 for t in $(seq "$TRIALS"); do
-  r=$((RANDOM % 100))
-  if [ $r -lt 8 ]; then
-    MODE=term
-  elif [ $r -lt 45 ]; then
-    MODE=maint
-  elif [ $r -lt 65 ]; then
-    MODE=flush
-  elif [ $r -lt 77 ]; then
-    MODE=wb
-  else
-    MODE=timer
-  fi
-  DUR=0.$((300 + RANDOM % 700)) # (not inside $(...): a subshell reseeds RANDOM)
-  MAINT=0
-  [ $((RANDOM % 3)) -eq 0 ] || MAINT=$((1 + RANDOM % 3))
-  WB=$((RANDOM % 3))
+  draw_trial 8 45 65 77
   # Half the maint kills timed from the procedure's first metadata save come
   # within ~1 ms of it: aimed at the gap between the primary and the mirror.
   SCALE=1.0

@@ -60,13 +60,7 @@ step "build serve_file ($PROFILE)"
 cargo build -q --locked --profile "$PROFILE" -p ssdcache-serve --example serve_file
 SERVER=${CARGO_TARGET_DIR:-$ROOT/target}/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/examples/serve_file
 
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-  kill_server "$SERVER_PID"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+work_dir
 SIZE=$((512 << 20)) # sparse; nbdcopy hands each connection 128 MiB, so 4 need 512
 truncate -s $SIZE "$WORK/disk.img"
 

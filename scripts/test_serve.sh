@@ -45,13 +45,7 @@ step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}
 build_ssdcache "$PROFILE"
 
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-  kill_server "$SERVER_PID"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+work_dir
 CACHE=$WORK/cache.img BACKING=$WORK/backing.img MODEL=$WORK/model.img
 truncate -s 64M "$CACHE"
 truncate -s 256M "$BACKING" "$MODEL"

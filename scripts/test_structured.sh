@@ -43,13 +43,7 @@ step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}
 build_ssdcache "$PROFILE"
 
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-  kill_server "$SERVER_PID"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+work_dir
 M=1048576
 CACHE=$WORK/cache.img BACKING=$WORK/backing.img MODEL=$WORK/model.img
 truncate -s 16M "$CACHE"

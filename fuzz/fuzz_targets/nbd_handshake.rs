@@ -11,11 +11,13 @@
 //! fuzzer reaches the metadata-context options without finding them first.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use ssdcache_fuzz::nbd::{negotiate, Step};
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::handshake::{
     parse_client_flags, parse_option, parse_option_header, split_option_reply, ExportInfo, Negotiation, Progress,
 };
 use ssdcache_serve::nbd::meta_context::parse_meta_request;
+use std::ops::ControlFlow;
 
 fn exports() -> Vec<ExportInfo> {
     vec![
@@ -68,8 +70,6 @@ fuzz_target!(|data: &[u8]| {
     // the state machine
     let ex = exports();
     let mut n = Negotiation::new(&ex);
-    assert_eq!(n.output().len(), GREETING_LEN);
-    n.clear_output();
     let prefixed;
     let mut input = data;
     if data.first().is_some_and(|b| b & 0x80 != 0) {
@@ -85,27 +85,13 @@ fuzz_target!(|data: &[u8]| {
     // acknowledged, and the (export name, selected) of the last SET.
     let mut structured = false;
     let mut last_set: Option<(Vec<u8>, bool)> = None;
-    loop {
-        let need = n.need();
-        assert!(need <= MAX_OPTION_DATA as usize, "need {need}");
-        if need == 0 || input.len() < need {
-            break;
-        }
-        let (chunk, rest) = input.split_at(need);
-        input = rest;
-        let pending_opt = if need == OPTION_HEADER_LEN && chunk.len() == OPTION_HEADER_LEN {
+    negotiate(&mut n, input, |n, Step { chunk, progress, out }| {
+        // (`chunk` is what `need()` asked for: an option's header, or its data)
+        let pending_opt = if chunk.len() == OPTION_HEADER_LEN {
             Some(u32::from_be_bytes(chunk[8..12].try_into().unwrap()))
         } else {
             None
         };
-        let progress = match n.feed(chunk) {
-            Ok(p) => p,
-            Err(e) => {
-                let _ = e.to_string();
-                break;
-            }
-        };
-        let out = n.output();
         // a reply is a handful of headers and strings of at most 4 KiB
         assert!(out.len() <= 4 * (OPTION_REPLY_HEADER_LEN + MAX_STRING_LEN + 16), "{} bytes of output", out.len());
         // Track the outcome of each option from its replies.
@@ -144,7 +130,7 @@ fuzz_target!(|data: &[u8]| {
             Progress::Abort => {
                 assert_eq!(all_option_replies(out), Some(vec![REP_ACK]));
                 assert_eq!(n.need(), 0);
-                break;
+                return ControlFlow::Break(());
             }
             Progress::Transmit { export } => {
                 assert!(export < ex.len());
@@ -173,9 +159,9 @@ fuzz_target!(|data: &[u8]| {
                         assert_eq!(flags & FLAG_SEND_DF != 0, structured, "SEND_DF and structured replies disagree");
                     }
                 }
-                break;
+                return ControlFlow::Break(());
             }
         }
-        n.clear_output();
-    }
+        ControlFlow::Continue(())
+    });
 });

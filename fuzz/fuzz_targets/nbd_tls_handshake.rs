@@ -7,8 +7,10 @@
 //! well-formed and a second `STARTTLS` is refused. Never panics.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use ssdcache_fuzz::nbd::{negotiate, Step};
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::handshake::{split_option_reply, ExportInfo, Negotiation, Progress, TlsMode};
+use std::ops::ControlFlow;
 
 fn exports() -> Vec<ExportInfo> {
     vec![ExportInfo {
@@ -34,43 +36,23 @@ fn replies(mut out: &[u8]) -> Vec<(u32, u32)> {
 fuzz_target!(|data: &[u8]| {
     let ex = exports();
     let mut n = Negotiation::with_tls(&ex, TlsMode::Require);
-    assert_eq!(n.output().len(), GREETING_LEN);
-    n.clear_output();
-    let mut input = data;
-    loop {
-        let need = n.need();
-        assert!(need <= MAX_OPTION_DATA as usize, "need {need}");
-        if need == 0 || input.len() < need {
-            break;
-        }
-        let (chunk, rest) = input.split_at(need);
-        input = rest;
-        let upgraded = n.tls_active();
-        let progress = match n.feed(chunk) {
-            Ok(p) => p,
-            Err(e) => {
-                let _ = e.to_string();
-                break;
-            }
-        };
-        let out = n.output().to_vec();
-        n.clear_output();
-        if upgraded {
+    negotiate(&mut n, data, |n, Step { progress, out, .. }| {
+        if n.tls_active() {
             // over TLS: the ordinary negotiation (nbd_handshake checks its
             // replies, and EXPORT_NAME's is no option reply), but no second upgrade
             if !matches!(progress, Progress::Continue) {
-                break;
+                return ControlFlow::Break(());
             }
-            for (opt, reply) in replies(&out).into_iter() {
+            for (opt, reply) in replies(out).into_iter() {
                 if opt == OPT_STARTTLS {
                     assert_ne!(reply, REP_ACK, "a second STARTTLS accepted");
                 }
             }
-            continue;
+            return ControlFlow::Continue(());
         }
         match progress {
             Progress::Continue => {
-                for (opt, reply) in replies(&out) {
+                for (opt, reply) in replies(out) {
                     match opt {
                         OPT_STARTTLS => assert_eq!(reply, REP_ERR_INVALID, "STARTTLS continued with {reply:#x}"),
                         _ => assert_eq!(reply, REP_ERR_TLS_REQD, "option {opt} answered {reply:#x} before TLS"),
@@ -78,11 +60,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             Progress::Abort => {
-                assert_eq!(replies(&out), vec![(OPT_ABORT, REP_ACK)]);
-                break;
+                assert_eq!(replies(out), vec![(OPT_ABORT, REP_ACK)]);
+                return ControlFlow::Break(());
             }
             Progress::StartTls => {
-                assert_eq!(replies(&out), vec![(OPT_STARTTLS, REP_ACK)]);
+                assert_eq!(replies(out), vec![(OPT_STARTTLS, REP_ACK)]);
                 assert_eq!(n.need(), 0, "reading before the TLS handshake");
                 assert!(n.feed(&[0; 4]).is_err());
                 n.tls_started();
@@ -90,5 +72,6 @@ fuzz_target!(|data: &[u8]| {
             }
             Progress::Transmit { .. } => panic!("transmission before TLS"),
         }
-    }
+        ControlFlow::Continue(())
+    });
 });

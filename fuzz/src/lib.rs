@@ -4,6 +4,8 @@
 //! request consumes input, so a reader that keeps returning requests past the
 //! input's length is stuck.
 
+pub mod nbd;
+
 use ssdcache::trace::{self, Format, ReadOptions, Request, TraceReader, Unit};
 
 /// Reads `data` as `format` with and without `--skip-bad`.

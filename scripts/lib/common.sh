@@ -12,6 +12,14 @@ kill_server() {
   fi
 }
 
+# work_dir: $WORK, a new temporary directory, removed at exit after the
+# server SERVER_PID (none yet) is killed if it still runs.
+work_dir() {
+  WORK=$(mktemp -d)
+  SERVER_PID=
+  trap 'kill_server "$SERVER_PID"; rm -rf "$WORK"' EXIT
+}
+
 # build_ssdcache PROFILE: builds the CLI (debug or release); sets BIN.
 build_ssdcache() {
   if [ "$1" = release ]; then
@@ -40,6 +48,44 @@ wait_listening() {
 # The kill -9 trial scripts (test_crash.sh, test_integrity.sh) run the server in
 # a wrapper subshell that waits for it and records its exit status in
 # $WORK/server.rc, so that bash prints no "Killed" job notice for each kill -9.
+#
+# trial_files: $WORK (removed at exit, with a wrapped server still running),
+# the verifying client's STATE, JOURNAL and STATS files in it, and the trials'
+# 64 MiB BACKING and 16 MiB CACHE (of SEG-byte segments once created).
+trial_files() {
+  WORK=$(mktemp -d)
+  SERVER_PID= WRAP_PID=
+  trap cleanup_wrapped EXIT
+  CACHE=$WORK/cache.img BACKING=$WORK/backing.img STATE=$WORK/state.pkl JOURNAL=$WORK/journal.pkl
+  STATS=$WORK/stats.jsonl
+  SEG=131072
+  truncate -s 64M "$BACKING"
+  truncate -s 16M "$CACHE"
+}
+# draw_trial TERM MAINT FLUSH WB: a trial drawn from RANDOM, in the order the
+# scripts' seeds depend on (so call it in the script's shell: a subshell
+# reseeds RANDOM). MODE, how the server is ended: term below TERM % of the
+# draws, then maint below MAINT %, flush below FLUSH %, wb below WB %, timer
+# for the rest; then the workload: DUR seconds, MAINT procedures (0-3, none a
+# third of the time), WB control write-backs (0-2).
+draw_trial() {
+  local r=$((RANDOM % 100))
+  if [ $r -lt "$1" ]; then
+    MODE=term
+  elif [ $r -lt "$2" ]; then
+    MODE=maint
+  elif [ $r -lt "$3" ]; then
+    MODE=flush
+  elif [ $r -lt "$4" ]; then
+    MODE=wb
+  else
+    MODE=timer
+  fi
+  DUR=0.$((300 + RANDOM % 700))
+  MAINT=0
+  [ $((RANDOM % 3)) -eq 0 ] || MAINT=$((1 + RANDOM % 3))
+  WB=$((RANDOM % 3))
+}
 # spawn_wrapped OUT ERR CMD...: starts CMD so; sets SERVER_PID and WRAP_PID.
 spawn_wrapped() {
   local out=$1 err=$2

@@ -14,13 +14,11 @@
 //! maintenance write of `sim` is the cleaner's).
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{make_cache, spawn_listening, BIN};
+use common::{make_cache, Server, BIN};
 const SEG_SECTORS: u64 = 256; // 128 KiB
 
 fn run_ok(mut cmd: Command) -> String {
@@ -60,8 +58,8 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
     let err = dir.path().join("serve.err");
     let mut serve = Command::new(BIN);
     serve.arg("serve").arg(&cache).arg(&backing).args(["--listen", "127.0.0.1:0", "--max-dirty", "25%"]);
-    let (mut child, addr) = spawn_listening(&mut serve, &err);
-    let nbd: SocketAddr = addr.parse().unwrap();
+    let server = Server::start(&mut serve, &err);
+    let nbd = server.nbd();
     let status = || -> Value {
         let mut c = Command::new(BIN);
         c.arg("status").arg(&cache).arg("--json");
@@ -78,8 +76,7 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
     c.arg("--between").arg(format!("'{BIN}' maintain '{}'", cache.display())).arg("--settle").arg(&settle);
     run_ok(c);
     let st = status();
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    assert!(child.wait().unwrap().success());
+    assert_eq!(server.stop(), 0);
 
     let mut c = Command::new(BIN);
     c.args(["sim", "--format", "ssdsim", "--page", "128KiB", "--mode", "write-back", "--json", "-t"]).arg(&t).args([
@@ -123,23 +120,16 @@ fn flush_shows_progress_and_stops_cleanly_on_sigint() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = make_cache(dir.path(), 64 << 20, &["--size", "32MiB"]);
     let err = dir.path().join("serve.err");
-    let mut server = Command::new(BIN)
-        .arg("serve")
-        .arg(&cache)
-        .arg(&backing)
-        .args(["--listen", "127.0.0.1:0", "--backing-model", "hdd(model=rpm7200,scale=1)", "-v"])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let line = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("listening on "));
-    std::thread::spawn(move || lines.for_each(drop));
-    let Some(line) = line else {
-        let _ = server.kill();
-        panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
-    };
-    let nbd: SocketAddr = line["listening on ".len()..].parse().unwrap();
+    let mut serve = Command::new(BIN);
+    serve.arg("serve").arg(&cache).arg(&backing).args([
+        "--listen",
+        "127.0.0.1:0",
+        "--backing-model",
+        "hdd(model=rpm7200,scale=1)",
+        "-v",
+    ]);
+    let server = Server::start(&mut serve, &err);
+    let nbd = server.nbd();
     let write = format!(
         "import nbd\nh = nbd.NBD()\nh.connect_uri('nbd://{nbd}')\n\
          for s in range(200): h.pwrite(bytes([s % 251 + 1]) * 4096, s * 131072)\nh.flush()\nh.shutdown()\n"
@@ -189,6 +179,5 @@ fn flush_shows_progress_and_stops_cleanly_on_sigint() {
     let mut c = Command::new(BIN);
     c.arg("flush").arg(&cache);
     assert_eq!(run_ok(c).trim(), format!("written back: {} segment(s); both devices synced", 200 - done));
-    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
-    assert!(server.wait().unwrap().success());
+    assert_eq!(server.stop(), 0);
 }

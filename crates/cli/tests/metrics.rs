@@ -10,14 +10,14 @@ use serde_json::Value;
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, spawn_listening, terminate, BIN};
+use common::{make_cache, one_line_error, Server, BIN};
 
 /// A 2 MiB cache (128 KiB segments) for a 4 MiB backing file.
 struct Fixture {
@@ -40,63 +40,9 @@ impl Fixture {
     }
 
     /// Starts a server with metrics on a free port; waits (up to 20 s) for
-    /// both addresses.
+    /// its address.
     fn serve(&self) -> Server {
-        let err = self.dir.path().join("serve.err");
-        let mut child = self
-            .serve_cmd(&["--metrics", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut metrics = None;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(a) = line.strip_prefix("metrics on ") {
-                    metrics = Some(a.parse::<SocketAddr>().unwrap());
-                }
-                if let Some(a) = line.strip_prefix("listening on ") {
-                    let _ = tx.send((a.parse::<SocketAddr>().unwrap(), metrics));
-                }
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok((nbd, Some(metrics))) => Server { child, nbd, metrics },
-            _ => {
-                let _ = child.kill();
-                panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
-            }
-        }
-    }
-}
-
-struct Server {
-    child: Child,
-    nbd: SocketAddr,
-    metrics: SocketAddr,
-}
-
-impl Server {
-    /// Resident memory (VmRSS) in KiB.
-    fn rss_kib(&self) -> u64 {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    }
-
-    /// SIGTERM; the exit status.
-    fn stop(mut self) -> i32 {
-        terminate(&mut self.child)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        Server::start(&mut self.serve_cmd(&["--metrics", "127.0.0.1:0"]), &self.dir.path().join("serve.err"))
     }
 }
 
@@ -240,7 +186,7 @@ fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
     let f = Fixture::new("write-through");
     let s = f.serve();
     qemu_io(
-        s.nbd,
+        s.nbd(),
         &[
             "read 0 4k",      // miss: fills segment 0
             "read 4k 4k",     // hit
@@ -255,8 +201,8 @@ fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
         ],
     );
     // Refused by the protocol layer: counted apart, not as an engine request.
-    assert_ne!(nbd_read_past_the_end(s.nbd), 0);
-    let (status, ctype, page) = scrape(s.metrics, None);
+    assert_ne!(nbd_read_past_the_end(s.nbd()), 0);
+    let (status, ctype, page) = scrape(s.metrics(), None);
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
     let st = status_json(&f);
@@ -361,7 +307,7 @@ fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
     assert_eq!(conns["rejected"], 1);
 
     // OpenMetrics (what Prometheus asks for), read by an OpenMetrics parser.
-    let (status, ctype, om) = scrape(s.metrics, Some("application/openmetrics-text;version=1.0.0"));
+    let (status, ctype, om) = scrape(s.metrics(), Some("application/openmetrics-text;version=1.0.0"));
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
     assert!(om.ends_with("# EOF\n"));
@@ -390,16 +336,16 @@ fn hostile_metrics_clients_are_bounded_and_nbd_is_unaffected() {
     require("qemu-io", "qemu-utils");
     let f = Fixture::new("write-back");
     let s = f.serve();
-    qemu_io(s.nbd, &["write -P 7 0 64k"]);
-    let (status, _, _) = scrape(s.metrics, None);
+    qemu_io(s.nbd(), &["write -P 7 0 64k"]);
+    let (status, _, _) = scrape(s.metrics(), None);
     assert_eq!(status, "HTTP/1.1 200 OK");
     let rss0 = s.rss_kib();
 
     // 300 connections at once, silent: at most 8 are kept (for 5 s each),
     // the rest closed at accept.
-    let silent: Vec<TcpStream> = (0..300).filter_map(|_| TcpStream::connect(s.metrics).ok()).collect();
+    let silent: Vec<TcpStream> = (0..300).filter_map(|_| TcpStream::connect(s.metrics()).ok()).collect();
     // NBD meanwhile.
-    qemu_io(s.nbd, &["read -P 7 0 64k", "write -P 8 64k 64k"]);
+    qemu_io(s.nbd(), &["read -P 7 0 64k", "write -P 8 64k 64k"]);
     // Every silent connection is closed by the server (the kept ones after
     // their 5 s): a read sees the end, not a 60 s timeout.
     for mut c in silent {
@@ -413,7 +359,7 @@ fn hostile_metrics_clients_are_bounded_and_nbd_is_unaffected() {
     }
 
     // 100 MB of headers: the server stops reading at 8 KiB and closes.
-    let mut big = TcpStream::connect(s.metrics).unwrap();
+    let mut big = TcpStream::connect(s.metrics()).unwrap();
     big.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
     big.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
     let line = format!("X-Filler: {}\r\n", "a".repeat(1000));
@@ -426,10 +372,10 @@ fn hostile_metrics_clients_are_bounded_and_nbd_is_unaffected() {
     }
     assert!(sent < 100 << 20, "the server read 100 MB of headers");
     drop(big);
-    qemu_io(s.nbd, &["read -P 8 64k 64k"]);
+    qemu_io(s.nbd(), &["read -P 8 64k 64k"]);
 
     // Still serving, and no bigger for it.
-    let (status, _, page) = scrape(s.metrics, None);
+    let (status, _, page) = scrape(s.metrics(), None);
     assert_eq!(status, "HTTP/1.1 200 OK");
     let m = samples(&page);
     assert_eq!(get(&m, "ssdcache_requests_total{op=\"read\",outcome=\"miss\"}"), 2, "both NBD reads counted");
@@ -454,10 +400,7 @@ fn bad_metrics_addresses_are_one_line_errors() {
         (taken.as_str(), "--metrics: listening on"),
     ] {
         let out = f.serve_cmd(&["--metrics", addr]).stdout(Stdio::null()).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{addr}: {err}");
-        assert_eq!(err.lines().count(), 1, "{addr}: {err}");
-        assert!(err.starts_with("ssdcache: error: ") && err.contains(want), "{addr}: {err}");
+        one_line_error(&out, &[want]);
     }
     // Nothing was started: the cache is still clean, no socket left.
     let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();
@@ -478,10 +421,7 @@ fn bad_admission_flags_are_one_line_errors() {
         (&["--promote-after", "2"][..], "not to a write-back cache"),
     ] {
         let out = f.serve_cmd(flags).stdout(Stdio::null()).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
-        assert!(err.starts_with("ssdcache: error: ") && err.contains(want), "{flags:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
+        one_line_error(&out, &[want]);
     }
     // Refused before the start procedure: the cache is still clean.
     let check = Command::new(BIN).arg("check").arg(&f.cache).output().unwrap();
@@ -513,16 +453,11 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
     }
     std::fs::write(&trace, text).unwrap();
 
-    let s = {
-        let err = f.dir.path().join("serve.err");
-        let (child, addr) =
-            spawn_listening(&mut f.serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"]), &err);
-        let nbd = addr.parse::<SocketAddr>().unwrap();
-        Server { child, nbd, metrics: nbd }
-    };
+    let err = f.dir.path().join("serve.err");
+    let s = Server::start(&mut f.serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"]), &err);
     let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/replay_nbd.py");
     let mut c = Command::new(py);
-    c.arg(&replay).arg(format!("nbd://{}", s.nbd)).arg(&trace).args(["--qd", "1"]);
+    c.arg(&replay).arg(format!("nbd://{}", s.nbd())).arg(&trace).args(["--qd", "1"]);
     run_ok(c, None);
     let st = status_json(&f);
     let policy = st["policy"].as_str().unwrap().to_string();

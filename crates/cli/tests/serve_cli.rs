@@ -5,14 +5,14 @@
 
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, terminate, BIN};
+use common::{assert_one_line_error, make_cache, Server, BIN};
 
 /// A 2 MiB write-back cache for a 4 MiB backing file in a temporary directory.
 struct Fixture {
@@ -43,50 +43,7 @@ impl Fixture {
     /// Starts a server; waits (up to 20 s) for its address.
     fn serve(&self, extra: &[&str]) -> Server {
         let err = self.dir.path().join(format!("serve{}.err", std::process::id()));
-        let mut child =
-            self.serve_cmd(extra).stdout(Stdio::piped()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(a) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(a.parse::<SocketAddr>().unwrap());
-                }
-            }
-        });
-        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(a) => a,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
-            }
-        };
-        Server { child, addr }
-    }
-}
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status().unwrap();
-        assert!(ok.success());
-    }
-
-    /// SIGTERM; the exit status.
-    fn stop(mut self) -> i32 {
-        terminate(&mut self.child)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill(); // SIGKILL ends a stopped process too
-        let _ = self.child.wait();
+        Server::start(&mut self.serve_cmd(extra), &err)
     }
 }
 
@@ -118,16 +75,6 @@ fn cli(args: &[&str], paths: &[&Path]) -> Command {
     let mut c = Command::new(BIN);
     c.args(&args[..1]).args(paths).args(&args[1..]);
     c
-}
-
-/// A one-line CLI error: `ssdcache: error: ...`, exit status 2.
-fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
-    assert_eq!(code, 2, "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("ssdcache: error: "), "{stderr}");
-    for w in want {
-        assert!(stderr.contains(w), "{stderr:?} lacks {w:?}");
-    }
 }
 
 /// Audit item 4: `serve` deleted whatever regular file was at the control
@@ -249,7 +196,7 @@ fn serve_limit_flags_keep_a_full_server_open_to_new_clients() {
     let f = Fixture::new();
     let s = f.serve(&["--max-connections", "2", "--handshake-timeout", "1s", "--idle-timeout", "1s"]);
     // a connection that never negotiates is closed after the handshake timeout
-    let mut silent = TcpStream::connect(s.addr).unwrap();
+    let mut silent = TcpStream::connect(s.nbd()).unwrap();
     silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let t = Instant::now();
     let mut g = [0u8; 18];
@@ -257,15 +204,15 @@ fn serve_limit_flags_keep_a_full_server_open_to_new_clients() {
     assert!(closed(&mut silent));
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     // two idle clients fill the server
-    let mut a = nbd_ready(s.addr).unwrap();
-    let mut b = nbd_ready(s.addr).unwrap();
+    let mut a = nbd_ready(s.nbd()).unwrap();
+    let mut b = nbd_ready(s.nbd()).unwrap();
     nbd_read(&mut a).unwrap();
     nbd_read(&mut b).unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     nbd_read(&mut b).unwrap(); // b is busy, a has been idle for 1.5 s
     let t = Instant::now();
     let mut c = loop {
-        match nbd_ready(s.addr) {
+        match nbd_ready(s.nbd()) {
             Ok(c) => break c,
             Err(_) if t.elapsed() < Duration::from_secs(5) => std::thread::sleep(Duration::from_millis(100)),
             Err(e) => panic!("no new client served within 5 s: {e}"),

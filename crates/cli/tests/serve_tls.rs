@@ -8,15 +8,15 @@
 //! Loopback only; every wait is bounded.
 
 use ssdcache_serve::nbd::consts::*;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, terminate, BIN};
+use common::{make_cache, one_line_error, Server, BIN};
 
 fn tool(name: &str) -> Command {
     let found = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().unwrap();
@@ -93,58 +93,12 @@ impl Fixture {
 
     /// Starts a server; waits (up to 20 s) for the address it prints.
     fn serve(&self, listen: &str, extra: &[String]) -> Server {
-        let err = self.dir.path().join("serve.err");
-        let mut child = self
-            .serve_cmd(listen, extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(a) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(a.to_string());
-                }
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(addr) => Server { child, addr },
-            Err(_) => {
-                let _ = child.kill();
-                panic!("the server did not start: {}", std::fs::read_to_string(&err).unwrap_or_default());
-            }
-        }
+        Server::start(&mut self.serve_cmd(listen, extra), &self.dir.path().join("serve.err"))
     }
 
     /// libnbd's TLS URI for the export, with the client files of `dir` (client, nocert, rogue).
     fn nbds(&self, s: &Server, dir: &str) -> String {
         format!("nbds://localhost:{}/disk?tls-certificates={}", s.port(), self.cert(dir))
-    }
-}
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn port(&self) -> u16 {
-        self.addr.rsplit(':').next().unwrap().parse().unwrap()
-    }
-
-    /// SIGTERM; the exit status.
-    fn stop(mut self) -> i32 {
-        terminate(&mut self.child)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -386,17 +340,6 @@ fn unix_socket_serves_and_is_cleaned_up() {
     assert_eq!(std::fs::read(&sock).unwrap(), b"precious");
     assert_eq!(std::fs::read(&target).unwrap(), b"also precious");
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-}
-
-/// A one-line CLI error: `ssdcache: error: ...`, exit status 2.
-fn one_line_error(o: &Output, want: &[&str]) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("ssdcache: error: "), "{err}");
-    for w in want {
-        assert!(err.contains(w), "{err:?} lacks {w:?}");
-    }
 }
 
 #[test]

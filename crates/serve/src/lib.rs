@@ -39,6 +39,8 @@ pub mod nbd;
 pub mod server;
 pub mod stderr_log;
 pub(crate) mod sync;
+#[cfg(feature = "server")]
+pub mod unix_socket;
 
 pub use backend::{Backend, FileBackend, MemBackend};
 pub use extents::Extent;

@@ -142,6 +142,20 @@ async fn ready(addr: SocketAddr) -> io::Result<TcpStream> {
     }
 }
 
+/// A new client negotiated, trying every 100 ms while the server turns it
+/// away; panics if none is served within `limit`.
+async fn served_within(addr: SocketAddr, limit: Duration) -> TcpStream {
+    let served = async {
+        loop {
+            if let Ok(c) = ready(addr).await {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    timeout(limit, served).await.unwrap_or_else(|_| panic!("no new client served within {limit:?}"))
+}
+
 async fn send(s: &mut TcpStream, kind: u16, cookie: u64, offset: u64, length: u32, payload: &[u8]) {
     let mut m = encode_request_header(&RequestHeader { flags: 0, kind, cookie, offset, length }).to_vec();
     m.extend_from_slice(payload);
@@ -180,6 +194,35 @@ async fn read_replies(mut s: TcpStream, n: usize, len: u32) -> Vec<u64> {
     cookies
 }
 
+/// `conns` negotiated connections, each sending `per` READs of `len` bytes
+/// without reading the replies; cookies 0, 1, ... in order, each READ at
+/// `cookie * len`.
+async fn flood(addr: SocketAddr, conns: usize, per: usize, len: u32) -> Vec<TcpStream> {
+    let mut socks = Vec::new();
+    for i in 0..conns {
+        let mut s = ready(addr).await.unwrap();
+        for j in 0..per {
+            let cookie = (i * per + j) as u64;
+            send(&mut s, CMD_READ, cookie, cookie * len as u64, len, &[]).await;
+        }
+        socks.push(s);
+    }
+    socks
+}
+
+/// Reads the replies to a [`flood`] on every connection at once (one
+/// connection's replies may wait for budget that another's unread replies
+/// hold), each within `within`: the cookies answered, sorted.
+async fn read_all(socks: Vec<TcpStream>, per: usize, len: u32, within: Duration) -> Vec<u64> {
+    let readers: Vec<_> = socks.into_iter().map(|s| tokio::spawn(read_replies(s, per, len))).collect();
+    let mut all = Vec::new();
+    for r in readers {
+        all.extend(timeout(within, r).await.unwrap_or_else(|_| panic!("every reply within {within:?}")).unwrap());
+    }
+    all.sort();
+    all
+}
+
 /// Waits until `counter` has not changed for `quiet`, sampling the RSS;
 /// returns the highest RSS seen.
 async fn settle(counter: &AtomicUsize, quiet: Duration) -> usize {
@@ -215,15 +258,7 @@ async fn unread_large_reads_stay_within_the_server_wide_budget() {
     let backend = Arc::new(Pattern::new((CONNS * PER) as u64 * LEN as u64, true));
     let h = start(backend.clone(), config).await;
     let base = rss();
-    let mut socks = Vec::new();
-    for i in 0..CONNS {
-        let mut s = ready(h.local_addr()).await.unwrap();
-        for j in 0..PER {
-            let cookie = (i * PER + j) as u64;
-            send(&mut s, CMD_READ, cookie, cookie * LEN as u64, LEN, &[]).await;
-        }
-        socks.push(s);
-    }
+    let socks = flood(h.local_addr(), CONNS, PER, LEN).await;
     let peak = settle(&backend.reads, Duration::from_secs(1)).await;
     let grown = peak.saturating_sub(base);
     let stats = h.stats();
@@ -240,12 +275,7 @@ async fn unread_large_reads_stay_within_the_server_wide_budget() {
     assert!(grown <= budget + 64 * MIB, "RSS grew by {} MiB, over the {} MiB budget", grown / MIB, budget / MIB);
     // the clients read (concurrently: replies of one connection may wait for
     // budget held by another's unread replies): everything is answered
-    let readers: Vec<_> = socks.into_iter().map(|s| tokio::spawn(read_replies(s, PER, LEN))).collect();
-    let mut all = Vec::new();
-    for r in readers {
-        all.extend(timeout(Duration::from_secs(120), r).await.expect("every reply within 120 s").unwrap());
-    }
-    all.sort();
+    let all = read_all(socks, PER, LEN, Duration::from_secs(120)).await;
     assert_eq!(all, (0..(CONNS * PER) as u64).collect::<Vec<_>>());
     assert_eq!(h.stats().buffered, 0);
     timeout(T, h.shutdown()).await.unwrap().unwrap();
@@ -267,15 +297,7 @@ async fn worker_threads_are_capped_server_wide() {
     let backend = Arc::new(Pattern::new(1 << 30, false));
     let h = start(backend.clone(), config).await;
     let base = proc_status("Threads");
-    let mut socks = Vec::new();
-    for i in 0..CONNS {
-        let mut s = ready(h.local_addr()).await.unwrap();
-        for j in 0..PER {
-            let cookie = (i * PER + j) as u64;
-            send(&mut s, CMD_READ, cookie, cookie * LEN as u64, LEN, &[]).await;
-        }
-        socks.push(s);
-    }
+    let socks = flood(h.local_addr(), CONNS, PER, LEN).await;
     settle(&backend.reads, Duration::from_secs(1)).await;
     let grown = proc_status("Threads").saturating_sub(base);
     let most = backend.most.load(Ordering::SeqCst);
@@ -284,12 +306,7 @@ async fn worker_threads_are_capped_server_wide() {
     assert!(grown <= cap + 4, "{grown} threads more");
     assert!(h.stats().threads_peak <= cap);
     backend.open_gate();
-    let readers: Vec<_> = socks.into_iter().map(|s| tokio::spawn(read_replies(s, PER, LEN))).collect();
-    let mut all = Vec::new();
-    for r in readers {
-        all.extend(timeout(Duration::from_secs(60), r).await.expect("every reply within 60 s").unwrap());
-    }
-    all.sort();
+    let all = read_all(socks, PER, LEN, Duration::from_secs(60)).await;
     assert_eq!(all, (0..(CONNS * PER) as u64).collect::<Vec<_>>());
     timeout(T, h.shutdown()).await.unwrap().unwrap();
 }
@@ -466,16 +483,7 @@ async fn connections_that_never_negotiate_cannot_lock_new_clients_out() {
         squatters.push(s);
     }
     let t = Instant::now();
-    let mut c = timeout(Duration::from_secs(5), async {
-        loop {
-            if let Ok(c) = ready(h.local_addr()).await {
-                return c;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("a new client is served within 5 s");
+    let mut c = served_within(h.local_addr(), Duration::from_secs(5)).await;
     assert_eq!(read_once(&mut c, 8).await.unwrap(), vec![byte_at(0); 8]);
     eprintln!("served after {:?} with 8 connections that never negotiate", t.elapsed());
     // the oldest squatter made room
@@ -510,16 +518,7 @@ async fn a_full_server_closes_the_connection_idle_longest() {
     read_once(&mut idle[0], 8).await.unwrap();
     assert!(h.stats().threads <= ServerConfig::default().max_threads);
     let t = Instant::now();
-    let mut c = timeout(Duration::from_secs(5), async {
-        loop {
-            if let Ok(c) = ready(h.local_addr()).await {
-                return c;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("a new client is served within 5 s");
+    let mut c = served_within(h.local_addr(), Duration::from_secs(5)).await;
     assert_eq!(read_once(&mut c, 8).await.unwrap(), vec![byte_at(0); 8]);
     eprintln!("served after {:?} on a server full of idle connections", t.elapsed());
     read_once(&mut idle[0], 8).await.unwrap();

@@ -1,10 +1,11 @@
 //! What the `ssdcache serve` test files share: a cache over a fresh backing
-//! file, and stopping a server as a user would.
+//! file, and starting and stopping a server as a user would.
 #![allow(dead_code)] // each test file uses part of it
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ssdcache");
@@ -27,6 +28,22 @@ pub fn make_cache(dir: &Path, backing_bytes: u64, args: &[&str]) -> (PathBuf, Pa
     (cache, backing)
 }
 
+/// A one-line CLI error: exit status `code` 2, and one line of `stderr`,
+/// `ssdcache: error: ...`, that names each of `want`.
+pub fn assert_one_line_error(code: i32, stderr: &str, want: &[&str]) {
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("ssdcache: error: "), "{stderr}");
+    for w in want {
+        assert!(stderr.contains(w), "{stderr:?} lacks {w:?}");
+    }
+}
+
+/// [`assert_one_line_error`] of a finished command.
+pub fn one_line_error(o: &Output, want: &[&str]) {
+    assert_one_line_error(o.status.code().unwrap_or(-1), &String::from_utf8_lossy(&o.stderr), want);
+}
+
 /// SIGTERM, then waits (at most 30 s) for the exit: its status.
 pub fn terminate(child: &mut Child) -> i32 {
     let ok = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
@@ -41,18 +58,85 @@ pub fn terminate(child: &mut Child) -> i32 {
     }
 }
 
-/// Starts `cmd` (a `serve`), its stderr to `err`, and reads its stdout up to
-/// `listening on ADDR` (then goes on draining it, as the server keeps it
-/// open): the child and ADDR. Panics with the server's stderr if it exits first.
-pub fn spawn_listening(cmd: &mut Command, err: &Path) -> (Child, String) {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(std::fs::File::create(err).unwrap()).spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("listening on "));
-    std::thread::spawn(move || lines.for_each(drop));
-    let Some(line) = line else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("the server did not start: {}", std::fs::read_to_string(err).unwrap_or_default());
-    };
-    (child, line["listening on ".len()..].to_string())
+/// A running `ssdcache serve`, started by [`Server::start`]. Dropping it kills
+/// (SIGKILL, which ends a stopped process too) and reaps the process, so a
+/// failing test leaves no server behind.
+pub struct Server {
+    pub child: Child,
+    /// What the server printed after `listening on `: HOST:PORT, or a Unix socket path.
+    pub addr: String,
+    /// What it printed after `metrics on ` before that, if anything.
+    metrics: Option<String>,
+}
+
+impl Server {
+    /// Starts `cmd` (a `serve`), its stderr to `err`, and waits (at most 20 s)
+    /// for `listening on ADDR` on its stdout, which is drained after that (the
+    /// server keeps it open). Panics with the server's stderr if it exits or
+    /// stays silent instead.
+    pub fn start(cmd: &mut Command, err: &Path) -> Server {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(std::fs::File::create(err).unwrap()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut metrics = None;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(a) = line.strip_prefix("metrics on ") {
+                    metrics = Some(a.to_string());
+                }
+                if let Some(a) = line.strip_prefix("listening on ") {
+                    let _ = tx.send((a.to_string(), metrics.take()));
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok((addr, metrics)) => Server { child, addr, metrics },
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the server did not start: {}", std::fs::read_to_string(err).unwrap_or_default());
+            }
+        }
+    }
+
+    /// The NBD address, for a server listening on TCP.
+    pub fn nbd(&self) -> SocketAddr {
+        self.addr.parse().unwrap_or_else(|e| panic!("listening on {:?}: {e}", self.addr))
+    }
+
+    pub fn port(&self) -> u16 {
+        self.nbd().port()
+    }
+
+    /// The `/metrics` address; panics if the server printed none.
+    pub fn metrics(&self) -> SocketAddr {
+        let m = self.metrics.as_deref().expect("the server printed no `metrics on` line");
+        m.parse().unwrap_or_else(|e| panic!("metrics on {m:?}: {e}"))
+    }
+
+    /// Sends signal `sig` (TERM, STOP, ...).
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success(), "kill -{sig} {}", self.child.id());
+    }
+
+    /// Resident memory (VmRSS) in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// SIGTERM, then the exit status (see [`terminate`]).
+    pub fn stop(mut self) -> i32 {
+        terminate(&mut self.child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -15,6 +15,32 @@ pub fn with_mode<R: Replacement + 'static>(rule: R, ctx: &BuildCtx) -> Box<dyn P
     Box::new(ModeCache::new(rule, ctx.mode))
 }
 
+/// Defines the two builders of a policy that is a replacement rule, from the
+/// file's `make(spec, ctx) -> Result<TheRule, SpecError>`: `build`, the rule
+/// under [`ModeCache`] (for [`PolicyInfo::build`](super::PolicyInfo::build)),
+/// and `rule`, the bare rule boxed (for [`PolicyInfo::rule`](super::PolicyInfo::rule)).
+/// A macro rather than generic functions: the catalogue holds plain fn
+/// pointers, which cannot carry the `make` they were made from.
+macro_rules! rule_builders {
+    ($make:ident) => {
+        fn build(
+            spec: &$crate::policy::Spec,
+            ctx: &$crate::policy::BuildCtx,
+            _: &$crate::policy::Rules,
+        ) -> Result<Box<dyn $crate::policy::Policy>, $crate::policy::SpecError> {
+            Ok($crate::policy::mode::with_mode($make(spec, ctx)?, ctx))
+        }
+
+        fn rule(
+            spec: &$crate::policy::Spec,
+            ctx: &$crate::policy::BuildCtx,
+        ) -> Result<Box<dyn $crate::policy::Replacement>, $crate::policy::SpecError> {
+            Ok(Box::new($make(spec, ctx)?))
+        }
+    };
+}
+pub(crate) use rule_builders;
+
 /// A [`Replacement`] rule plus write semantics: the [`Policy`] every page policy becomes.
 ///
 /// Pages the rule evicts, whether to admit a miss, during a hit or as a side
@@ -247,7 +273,7 @@ impl<R: Replacement> Policy for ModeCache<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::testing::{read, write};
+    use crate::policy::testing::{read, run, write};
 
     /// A scripted rule: unbounded, but a hit on `on_hit.0` evicts `on_hit.1`, and
     /// an insert of a key in `declines` evicts `decline_evicts` (if resident)
@@ -304,12 +330,6 @@ mod tests {
         fn capacity(&self) -> usize {
             100
         }
-    }
-
-    fn run(p: &mut ModeCache<Stub>, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
     }
 
     fn drained(p: &mut ModeCache<Stub>) -> Vec<Io> {

@@ -2,7 +2,7 @@
 
 use super::mode::ModeCache;
 use super::MODES;
-use super::{Access, Effects, Io, Policy, Replacement, NEVER};
+use super::{Access, BuildCtx, Effects, Io, Policy, Replacement, SpecError, NEVER};
 use crate::list::{Arena, List};
 use crate::trace::Op;
 
@@ -38,6 +38,13 @@ pub fn run_keys<R: Replacement>(r: &mut R, keys: &[u64]) -> Vec<bool> {
         .collect()
 }
 
+/// One access through a policy: whether it hit, and its effects.
+pub fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
+    let mut fx = Effects::new();
+    p.access(&a, &mut fx);
+    (fx.hit, fx.io)
+}
+
 /// Reads of `keys` through a policy; returns the misses.
 pub fn misses(p: &mut dyn Policy, keys: &[u64]) -> usize {
     let mut fx = Effects::new();
@@ -49,6 +56,18 @@ pub fn misses(p: &mut dyn Policy, keys: &[u64]) -> usize {
             !fx.hit
         })
         .count()
+}
+
+/// Asserts that building each of `specs` fails with a bad-value error (not
+/// another error, and not success).
+pub fn assert_bad_values(specs: &[&str], ctx: &BuildCtx) {
+    for spec in specs {
+        match super::registry::build(spec, ctx) {
+            Err(SpecError::BadValue { .. }) => {}
+            Err(e) => panic!("{spec}: wrong error {e}"),
+            Ok(_) => panic!("{spec}: accepted"),
+        }
+    }
 }
 
 pub fn keys_of<T>(list: &List, arena: &Arena<T>) -> Vec<u64> {

@@ -16,7 +16,7 @@
 //! only if it is still the one it bound.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use super::protocol::{self, Command, Served};
 use crate::cache::model_device::ModelDevice;
 use crate::cache::FileDevice;
+use crate::unix_socket::{found_at, probe, BoundSocket, Found, Listening};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -47,32 +48,19 @@ pub fn default_path(cache: &Path) -> PathBuf {
     PathBuf::from(format!("{dir}/ssdcache-{name}.ctl"))
 }
 
-/// Whether `path` exists and is a socket (`None`: nothing there), without
-/// following a symbolic link; anything but a socket is an error.
-fn existing_socket(path: &Path) -> Result<Option<std::fs::Metadata>> {
-    let m = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+/// Whether `path` holds a socket (false: nothing there), without following
+/// a symbolic link; anything but a socket is an error.
+fn existing_socket(path: &Path) -> Result<bool> {
+    match found_at(path) {
+        Ok(Found::Nothing) => Ok(false),
+        Ok(Found::Socket) => Ok(true),
+        Ok(Found::Other(what)) => bail!(
+            "control socket path {} exists and is {what}, not a socket: refusing to replace it \
+             (remove it, or choose another path with --control)",
+            path.display()
+        ),
         Err(e) => bail!("control socket path {}: {e}", path.display()),
-    };
-    let t = m.file_type();
-    if t.is_socket() {
-        return Ok(Some(m));
     }
-    let what = if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_file() {
-        "a regular file"
-    } else if t.is_dir() {
-        "a directory"
-    } else {
-        "not a socket"
-    };
-    bail!(
-        "control socket path {} exists and is {what}, not a socket: refusing to replace it \
-         (remove it, or choose another path with --control)",
-        path.display()
-    )
 }
 
 /// Refuses early (before the cache is opened) a control path that holds
@@ -82,44 +70,30 @@ pub fn check_path(path: &Path) -> Result<()> {
 }
 
 /// The socket file a server bound, removed at stop only if still the same.
-pub struct SocketFile {
-    path: PathBuf,
-    id: (u64, u64),
-}
-
-impl SocketFile {
-    /// Removes the socket unless something else has taken its path.
-    pub fn remove(&self) {
-        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
-            if m.file_type().is_socket() && (m.dev(), m.ino()) == self.id {
-                let _ = std::fs::remove_file(&self.path);
-            }
-        }
-    }
-}
+pub type SocketFile = BoundSocket;
 
 /// Binds the socket, replacing a stale one (nobody listens); refuses if a
 /// server answers or may still listen, and refuses anything that is not a
 /// socket.
 pub async fn bind(path: &Path) -> Result<(UnixListener, SocketFile)> {
-    if existing_socket(path)?.is_some() {
-        match tokio::time::timeout(Duration::from_secs(2), UnixStream::connect(path)).await {
-            Ok(Ok(_)) => bail!("{} is the control socket of a running server", path.display()),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+    if existing_socket(path)? {
+        match probe(path).await {
+            Listening::Yes => bail!("{} is the control socket of a running server", path.display()),
+            Listening::No => {
                 std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?
             }
-            Ok(Err(e)) => bail!(
+            Listening::Unknown(e) => bail!(
                 "{}: cannot tell whether a server still listens on this control socket ({e}); remove it if none does",
                 path.display()
             ),
-            Err(_) => bail!("{} is the control socket of a server that does not answer", path.display()),
+            Listening::Silent => bail!("{} is the control socket of a server that does not answer", path.display()),
         }
     }
     let listener =
         UnixListener::bind(path).with_context(|| format!("binding the control socket {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    let m = std::fs::symlink_metadata(path).with_context(|| format!("control socket {}", path.display()))?;
-    Ok((listener, SocketFile { path: path.to_owned(), id: (m.dev(), m.ino()) }))
+    let file = BoundSocket::at(path).with_context(|| format!("control socket {}", path.display()))?;
+    Ok((listener, file))
 }
 
 /// The benchmark's slow backing (`serve --backing-model`), whose modelled

@@ -15,7 +15,6 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -25,6 +24,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+
+use crate::unix_socket::{found_at, probe, BoundSocket, Found, Listening};
 
 /// Where to listen: `HOST:PORT` (an IP address) or `unix:PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +98,7 @@ impl Listener {
     pub fn local_addr(&self) -> io::Result<ListenAddr> {
         match self {
             Listener::Tcp(l) => l.local_addr().map(ListenAddr::Tcp),
-            Listener::Unix(_, f) => Ok(ListenAddr::Unix(f.path.clone())),
+            Listener::Unix(_, f) => Ok(ListenAddr::Unix(f.0.path().to_owned())),
         }
     }
 
@@ -111,8 +112,8 @@ impl Listener {
                 let (s, _) = l.accept().await?;
                 let pid = s.peer_cred().ok().and_then(|c| c.pid());
                 let who = match pid {
-                    Some(pid) => format!("unix:{} (pid {pid})", f.path.display()),
-                    None => format!("unix:{}", f.path.display()),
+                    Some(pid) => format!("unix:{} (pid {pid})", f.0.path().display()),
+                    None => format!("unix:{}", f.0.path().display()),
                 };
                 Ok((Accepted::Unix(s), Peer(who.into())))
             }
@@ -121,19 +122,12 @@ impl Listener {
 }
 
 /// The Unix socket file a listener bound; removed when dropped if the path
-/// still holds it (same device and inode).
-pub struct SocketFile {
-    path: PathBuf,
-    id: (u64, u64),
-}
+/// still holds it.
+pub struct SocketFile(BoundSocket);
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
-        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
-            if m.file_type().is_socket() && (m.dev(), m.ino()) == self.id {
-                let _ = std::fs::remove_file(&self.path);
-            }
-        }
+        self.0.remove();
     }
 }
 
@@ -143,33 +137,23 @@ fn path_error(path: &Path, what: &str) -> io::Error {
 
 /// Refuses what must not be replaced; removes a stale socket.
 async fn clear_unix_path(path: &Path) -> io::Result<()> {
-    let m = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+    match found_at(path) {
+        Ok(Found::Nothing) => return Ok(()),
+        Ok(Found::Socket) => {}
+        Ok(Found::Other(what)) => {
+            return Err(path_error(path, &format!("the path exists and is {what}: refusing to replace it")))
+        }
         Err(e) => return Err(io::Error::new(e.kind(), format!("listening on unix:{}: {e}", path.display()))),
-    };
-    let t = m.file_type();
-    if !t.is_socket() {
-        let what = if t.is_symlink() {
-            "a symbolic link"
-        } else if t.is_file() {
-            "a regular file"
-        } else if t.is_dir() {
-            "a directory"
-        } else {
-            "not a socket"
-        };
-        return Err(path_error(path, &format!("the path exists and is {what}: refusing to replace it")));
     }
-    match tokio::time::timeout(Duration::from_secs(2), UnixStream::connect(path)).await {
-        Ok(Ok(_)) => Err(path_error(path, "a server already listens on this socket")),
-        Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => std::fs::remove_file(path)
+    match probe(path).await {
+        Listening::Yes => Err(path_error(path, "a server already listens on this socket")),
+        Listening::No => std::fs::remove_file(path)
             .map_err(|e| io::Error::new(e.kind(), format!("removing the stale socket {}: {e}", path.display()))),
-        Ok(Err(e)) => Err(path_error(
+        Listening::Unknown(e) => Err(path_error(
             path,
             &format!("cannot tell whether a server still listens on this socket ({e}); remove it if none does"),
         )),
-        Err(_) => Err(path_error(path, "a server that does not answer holds this socket")),
+        Listening::Silent => Err(path_error(path, "a server that does not answer holds this socket")),
     }
 }
 
@@ -184,8 +168,7 @@ async fn bind_unix(path: &Path) -> io::Result<Listener> {
         return Err(fail(io::Error::last_os_error()));
     }
     sock.bind(&socket2::SockAddr::unix(path).map_err(fail)?).map_err(fail)?;
-    let m = std::fs::symlink_metadata(path).map_err(fail)?;
-    let file = SocketFile { path: path.to_owned(), id: (m.dev(), m.ino()) };
+    let file = SocketFile(BoundSocket::at(path).map_err(fail)?);
     sock.listen(1024).map_err(fail)?;
     sock.set_nonblocking(true).map_err(fail)?;
     let listener = UnixListener::from_std(std::os::unix::net::UnixListener::from(sock)).map_err(fail)?;

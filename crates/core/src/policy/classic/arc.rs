@@ -43,8 +43,8 @@
 //! empty. Both variants work at every capacity.
 
 use crate::list::{reserve_for, upfront, Arena, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages).
 const LCS_PAGE: u64 = 4096;
@@ -300,13 +300,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Arc, SpecError> {
     Ok(Arc::new(ctx.capacity, unit))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "arc",

@@ -15,8 +15,8 @@
 //! libCacheSim's heap order, but cannot change any hit or miss.
 
 use crate::list::{reserve_for, upfront, UPFRONT};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError, NEVER};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, PolicyInfo, Replacement, Spec, SpecError, NEVER};
 use hashbrown::{DefaultHashBuilder, HashTable};
 use std::hash::BuildHasher;
 
@@ -230,13 +230,7 @@ fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Belady, SpecError> {
     Ok(Belady::new(ctx.capacity))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "belady",

@@ -23,8 +23,8 @@
 //! a side array indexed by node (1 byte), and the arena's hash index.
 
 use crate::list::{cover, upfront, Arena, List, NIL};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 pub struct Clock {
     arena: Arena<()>,
@@ -174,13 +174,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Clock, SpecError> {
     Ok(Clock::new(ctx.capacity, bits, init_freq as u8))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "clock",
@@ -205,8 +199,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::run_keys;
-    use crate::policy::{Mode, SpecError};
+    use crate::policy::testing::{assert_bad_values, run_keys};
+    use crate::policy::Mode;
 
     #[test]
     fn second_chance() {
@@ -239,15 +233,16 @@ mod tests {
     #[test]
     fn bad_params() {
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
-        for spec in
-            ["clock(bits=9)", "clock(bits=x)", "clock(init_freq=2)", "clock(bits=2,init_freq=4)", "clock(init_freq=-1)"]
-        {
-            match build_spec(spec, &ctx) {
-                Err(SpecError::BadValue { .. }) => {}
-                Err(e) => panic!("{spec}: wrong error {e}"),
-                Ok(_) => panic!("{spec}: accepted"),
-            }
-        }
+        assert_bad_values(
+            &[
+                "clock(bits=9)",
+                "clock(bits=x)",
+                "clock(init_freq=2)",
+                "clock(bits=2,init_freq=4)",
+                "clock(init_freq=-1)",
+            ],
+            &ctx,
+        );
         assert!(build_spec("clock(bits=2,init_freq=3)", &ctx).is_ok());
         assert!(build_spec("clock(bits=0)", &ctx).is_ok());
         assert!(build_spec("clock(bits=8,init_freq=255)", &ctx).is_ok());

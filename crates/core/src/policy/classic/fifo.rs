@@ -7,8 +7,8 @@
 //! Memory per resident page: one 16-byte arena node plus the hash index.
 
 use crate::list::{Arena, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, PolicyInfo, Replacement, Spec, SpecError};
 
 pub struct Fifo {
     arena: Arena<()>,
@@ -63,13 +63,7 @@ fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Fifo, SpecError> {
     Ok(Fifo::new(ctx.capacity))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo =
     PolicyInfo { name: "fifo", about: "first in, first out (libCacheSim FIFO)", params: &[], build, rule: Some(rule) };

@@ -38,8 +38,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::lfu::{BucketStore, FreqChain};
 use crate::list::{Arena, InVal, LinkStore, Links, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages).
 const LCS_PAGE: f64 = 4096.0;
@@ -287,13 +287,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<LeCaR, SpecError> {
     })
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lecar",

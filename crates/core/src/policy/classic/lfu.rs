@@ -20,8 +20,8 @@
 //! the nodes of its own arena.
 
 use crate::list::{Arena, LinkStore, List, Own, Which, NIL};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, PolicyInfo, Replacement, Spec, SpecError};
 
 // The bucket chain is linked by hand rather than as a `crate::list::List`
 // over the bucket vector: tried, the generic list (which also keeps a tail and
@@ -260,13 +260,7 @@ fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Lfu, SpecError> {
     Ok(Lfu::new(ctx.capacity))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lfu",

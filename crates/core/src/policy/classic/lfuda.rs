@@ -20,8 +20,8 @@
 use std::collections::BTreeMap;
 
 use crate::list::{cover, upfront, Arena, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, PolicyInfo, Replacement, Spec, SpecError};
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Meta {
@@ -141,13 +141,7 @@ fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Lfuda, SpecError> {
     Ok(Lfuda::new(ctx.capacity))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lfuda",

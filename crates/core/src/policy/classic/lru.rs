@@ -1,8 +1,8 @@
 //! LRU: evict the least recently used page.
 
 use crate::list::{Arena, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, PolicyInfo, Replacement, Spec, SpecError};
 
 pub struct Lru {
     arena: Arena<()>,
@@ -75,13 +75,7 @@ fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Lru, SpecError> {
     Ok(Lru::new(ctx.capacity))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo =
     PolicyInfo { name: "lru", about: "least recently used", params: &[], build, rule: Some(rule) };

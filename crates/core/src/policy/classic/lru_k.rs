@@ -33,8 +33,8 @@ use std::collections::BTreeSet;
 
 use crate::heap::IndexedHeap;
 use crate::list::{cover, upfront, Arena};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The largest K accepted.
 const MAX_K: u64 = 64;
@@ -254,13 +254,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<LruK, SpecError> {
     Ok(LruK::new(ctx.capacity, k as usize, crp, rip, fifo_ties))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lru-k",

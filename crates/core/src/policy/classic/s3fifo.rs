@@ -54,8 +54,8 @@
 //! and the arena's hash index.
 
 use crate::list::{cover, upfront, Arena, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages);
 /// only used to reproduce its byte rounding of queue sizes.
@@ -317,13 +317,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<S3Fifo, SpecError> {
     Ok(S3Fifo::new(capacity, cfg))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "s3fifo",
@@ -356,8 +350,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{misses, run_keys};
-    use crate::policy::{Mode, SpecError};
+    use crate::policy::testing::{assert_bad_values, misses, run_keys};
+    use crate::policy::Mode;
 
     #[test]
     fn sizes_follow_libcachesim_rounding() {
@@ -425,22 +419,19 @@ mod tests {
     #[test]
     fn bad_params() {
         let ctx = BuildCtx { capacity: 100, mode: Mode::WriteBack, page_bytes: 4096 };
-        for spec in [
-            "s3fifo(small=100%)",
-            "s3fifo(small=0)",
-            "s3fifo(ghost=2)",
-            "s3fifo(threshold=256)",
-            "s3fifo(threshold=-1)",
-            "s3fifo(bits=0)",
-            "s3fifo(bits=9)",
-            "s3fifo(variant=v2)",
-        ] {
-            match build_spec(spec, &ctx) {
-                Err(SpecError::BadValue { .. }) => {}
-                Err(e) => panic!("{spec}: wrong error {e}"),
-                Ok(_) => panic!("{spec}: accepted"),
-            }
-        }
+        assert_bad_values(
+            &[
+                "s3fifo(small=100%)",
+                "s3fifo(small=0)",
+                "s3fifo(ghost=2)",
+                "s3fifo(threshold=256)",
+                "s3fifo(threshold=-1)",
+                "s3fifo(bits=0)",
+                "s3fifo(bits=9)",
+                "s3fifo(variant=v2)",
+            ],
+            &ctx,
+        );
         // Every capacity builds, in both variants.
         for capacity in 1..=10 {
             let tiny = BuildCtx { capacity, mode: Mode::WriteBack, page_bytes: 4096 };

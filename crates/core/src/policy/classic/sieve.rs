@@ -16,8 +16,8 @@
 //! a side array, and the arena's hash index.
 
 use crate::list::{cover, upfront, Arena, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, PolicyInfo, Replacement, Spec, SpecError};
 
 pub struct Sieve {
     arena: Arena<()>,
@@ -132,13 +132,7 @@ fn make(_spec: &Spec, ctx: &BuildCtx) -> Result<Sieve, SpecError> {
     Ok(Sieve::new(ctx.capacity))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "sieve",

@@ -23,8 +23,8 @@
 //! in a side array, and the arena's hash index.
 
 use crate::list::{cover, upfront, Arena, List};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The most segments (libCacheSim: `SLRU_MAX_N_SEG`).
 const MAX_SEGMENTS: u64 = 16;
@@ -163,13 +163,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Slru, SpecError> {
     Ok(Slru::new(ctx.capacity, segments as usize))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "slru",

@@ -41,8 +41,8 @@
 //!   `A1out`) before `Am` refuses it, as in libCacheSim.
 
 use crate::list::{Arena, List, NIL};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages);
 /// only used to reproduce its byte rounding of queue sizes.
@@ -269,13 +269,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<TwoQ, SpecError> {
     Ok(TwoQ::new(capacity, sizes))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "2q",
@@ -302,8 +296,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{misses, read, run_keys};
-    use crate::policy::{Mode, SpecError};
+    use crate::policy::testing::{assert_bad_values, misses, read, run_keys};
+    use crate::policy::Mode;
 
     #[test]
     fn sizes_follow_libcachesim_rounding() {
@@ -366,13 +360,7 @@ mod tests {
     #[test]
     fn bad_params() {
         let ctx = BuildCtx { capacity: 8, mode: Mode::WriteBack, page_bytes: 4096 };
-        for spec in ["2q(kin=100%)", "2q(kin=120%)", "2q(kout=x)", "2q(variant=textbook)"] {
-            match build_spec(spec, &ctx) {
-                Err(SpecError::BadValue { .. }) => {}
-                Err(e) => panic!("{spec}: wrong error {e}"),
-                Ok(_) => panic!("{spec}: accepted"),
-            }
-        }
+        assert_bad_values(&["2q(kin=100%)", "2q(kin=120%)", "2q(kout=x)", "2q(variant=textbook)"], &ctx);
         // Every capacity builds, in both variants.
         for capacity in 1..=4 {
             let tiny = BuildCtx { capacity, mode: Mode::WriteBack, page_bytes: 4096 };

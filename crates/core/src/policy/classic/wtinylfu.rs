@@ -43,9 +43,9 @@
 use hashbrown::HashMap;
 
 use crate::list::{cover, upfront, Arena, List};
-use crate::policy::mode::with_mode;
+use crate::policy::mode::rule_builders;
 use crate::policy::sketch::Sketch;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The object size libCacheSim is run with when we compare (4 KiB pages).
 const LCS_PAGE: u64 = 4096;
@@ -402,13 +402,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<WTinyLfu, SpecError> {
     })
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "wtinylfu",

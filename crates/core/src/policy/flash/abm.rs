@@ -556,8 +556,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::classic::lru::Lru;
-    use crate::policy::flash::testing::{run, same_effects, stream};
+    use crate::policy::flash::testing::{same_effects, stream};
     use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::run;
     use crate::policy::testing::{read, write};
 
     fn ctx(capacity: usize) -> BuildCtx {

@@ -195,8 +195,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::flash::testing::{check_block_lru, run, stream};
+    use crate::policy::flash::testing::{check_block_lru, stream};
     use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::run;
     use crate::policy::testing::{read, write};
     use crate::policy::Mode;
 

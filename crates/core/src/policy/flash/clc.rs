@@ -191,8 +191,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::flash::fab::Fab;
-    use crate::policy::flash::testing::{check_block_lru, run, same_effects, stream};
+    use crate::policy::flash::testing::{check_block_lru, same_effects, stream};
     use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::run;
     use crate::policy::testing::{read, write};
     use crate::policy::{Io, Mode};
     use crate::trace::Op;

@@ -93,8 +93,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::flash::testing::{run, same_accesses, same_drain, stream};
+    use crate::policy::flash::testing::{same_accesses, same_drain, stream};
     use crate::policy::registry::build as build_spec;
+    use crate::policy::testing::run;
     use crate::policy::testing::{read, write};
     use crate::policy::Mode;
 

@@ -6,13 +6,6 @@ use crate::policy::testing::{churn, read, write};
 use crate::policy::{Access, Effects, Io, Policy, Replacement};
 use crate::trace::Op;
 
-/// One access through a policy: whether it hit, and its effects.
-pub fn run(p: &mut dyn Policy, a: Access) -> (bool, Vec<Io>) {
-    let mut fx = Effects::new();
-    p.access(&a, &mut fx);
-    (fx.hit, fx.io)
-}
-
 /// A random stream (xorshift, `seed`) of `n` accesses over `keys` keys: half
 /// reads, the rest writes (some partial) and, if `trims`, a tenth trims.
 pub fn stream(n: usize, keys: u64, seed: u64, trims: bool) -> Vec<Access> {

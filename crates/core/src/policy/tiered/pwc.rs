@@ -753,14 +753,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{read, write};
+    use crate::policy::testing::{read, run, write};
     use crate::policy::NEVER;
-
-    fn run(p: &mut Pwc, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
-    }
 
     fn procedure(p: &mut Pwc) -> Vec<Io> {
         let mut fx = Effects::new();

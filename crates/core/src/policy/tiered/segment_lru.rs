@@ -306,13 +306,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use super::*;
     use crate::policy::registry::build as build_spec;
-    use crate::policy::testing::{read, write};
-
-    fn run(p: &mut SegmentLru, a: Access) -> (bool, Vec<Io>) {
-        let mut fx = Effects::new();
-        p.access(&a, &mut fx);
-        (fx.hit, fx.io)
-    }
+    use crate::policy::testing::{read, run, write};
 
     fn fill(seg: u64, pages: u64) -> Vec<Io> {
         let mut v = vec![Io::Fetch { key: seg * pages, pages: pages as u32 }];
