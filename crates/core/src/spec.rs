@@ -57,9 +57,9 @@ pub enum SpecError {
     Syntax { kind: &'static str, spec: String, why: String },
     #[error("unknown {kind} {} (known: {known})", excerpt(name))]
     UnknownName { kind: &'static str, name: String, known: String },
-    #[error("{kind} {} has no parameter {} (its parameters: {known})", excerpt(name), excerpt(param))]
+    #[error("{kind} {name} has no parameter {} (its parameters: {known})", excerpt(param))]
     UnknownParam { kind: &'static str, name: String, param: String, known: String },
-    #[error("{kind} {}, parameter {param}={}: {why}", excerpt(name), excerpt(value))]
+    #[error("{kind} {name}, parameter {param}={}: {why}", clip(value))]
     BadValue { kind: &'static str, name: String, param: String, value: String, why: String },
 }
 
@@ -77,6 +77,14 @@ pub fn excerpt(text: &str) -> String {
     match text.char_indices().nth(EXCERPT_CHARS) {
         None => format!("{text:?}"),
         Some((cut, _)) => format!("{:?}… ({} bytes)", &text[..cut], text.len()),
+    }
+}
+
+/// [`excerpt`] without the quotes.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
     }
 }
 
@@ -345,6 +353,19 @@ mod tests {
         let s = Spec::parse("abm(read=lirs,write=clc(x=1))").unwrap();
         assert_eq!(s.params[1], ("write".into(), "clc(x=1)".into()));
         assert_eq!(split_list("lru, arc,2q(kin=25%,kout=50%)"), vec!["lru", "arc", "2q(kin=25%,kout=50%)"]);
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_long_text_is_quoted_in_part() {
+        let nested = |levels: usize| format!("{}x{}", "a(b=".repeat(levels), ")".repeat(levels));
+        assert!(Spec::parse(&nested(MAX_NESTING)).is_ok());
+        let e = Spec::parse(&nested(MAX_NESTING + 1)).unwrap_err().to_string();
+        assert!(e.contains("nested more than 32 deep"), "{e}");
+        let long = format!("lru(x{}=1)", "y".repeat(10_000));
+        let e = Spec::parse(&long.replace("=1", "")).unwrap_err().to_string();
+        assert!(e.len() < 300 && e.contains("(10006 bytes)"), "{e}");
+        assert_eq!(excerpt("lru"), "\"lru\"");
+        assert_eq!(clip(&"é".repeat(81)), format!("{}… (162 bytes)", "é".repeat(80)));
     }
 
     #[test]

@@ -43,8 +43,8 @@
 //!   must stay below 2^32 - 1, checked when the rule is made.
 
 use crate::list::{Arena, List, NIL};
-use crate::policy::mode::with_mode;
-use crate::policy::{Access, BuildCtx, ParamInfo, Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use crate::policy::mode::rule_builders;
+use crate::policy::{Access, BuildCtx, ParamInfo, PolicyInfo, Replacement, Spec, SpecError};
 
 /// The bit of [`Meta::count`] that marks a key remembered in `Qout`.
 const GHOST: u32 = 1 << 31;
@@ -429,13 +429,7 @@ fn make(spec: &Spec, ctx: &BuildCtx) -> Result<Mq, SpecError> {
     Ok(Mq::new(ctx.capacity, queues as usize, lifetime, qout))
 }
 
-fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
-    Ok(with_mode(make(spec, ctx)?, ctx))
-}
-
-fn rule(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError> {
-    Ok(Box::new(make(spec, ctx)?))
-}
+rule_builders!(make);
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "mq",
