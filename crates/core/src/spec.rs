@@ -71,6 +71,10 @@ const EXCERPT_CHARS: usize = 80;
 /// what a spec nests, one call deeper a level, cannot overflow the stack.
 pub const MAX_NESTING: usize = 32;
 
+/// Most parameters and components one spec may list: far more than any entry
+/// declares, and it keeps the check for repeated parameters cheap.
+pub const MAX_PARTS: usize = 256;
+
 /// `text` quoted, cut to its first [`EXCERPT_CHARS`] characters (saying how
 /// long it was) when longer.
 pub fn excerpt(text: &str) -> String {
@@ -312,7 +316,11 @@ fn parse_inner(t: &str, whole: &str, kind: &'static str, is_component: IsCompone
     if deepest as usize >= MAX_NESTING {
         return Err(syntax(format!("parentheses nested more than {MAX_NESTING} deep")));
     }
-    for part in split_top_level(inner).into_iter().filter(|p| !p.is_empty()) {
+    let parts: Vec<&str> = split_top_level(inner).into_iter().filter(|p| !p.is_empty()).collect();
+    if parts.len() > MAX_PARTS {
+        return Err(syntax(format!("{} parameters and components, more than {MAX_PARTS}", parts.len())));
+    }
+    for part in parts {
         if let Some(eq) = find_top_level(part, '=') {
             let (k, v) = (&part[..eq], &part[eq + 1..]);
             if k.is_empty() || v.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -365,6 +373,10 @@ mod tests {
         let e = Spec::parse(&long.replace("=1", "")).unwrap_err().to_string();
         assert!(e.len() < 300 && e.contains("(10006 bytes)"), "{e}");
         assert_eq!(excerpt("lru"), "\"lru\"");
+        let many = |n: usize| format!("lru({})", (0..n).map(|i| format!("a{i}=1")).collect::<Vec<_>>().join(","));
+        assert!(Spec::parse(&many(MAX_PARTS)).is_ok());
+        let e = Spec::parse(&many(1_000_000)).unwrap_err().to_string();
+        assert!(e.contains("1000000 parameters and components, more than 256"), "{e}");
         assert_eq!(clip(&"é".repeat(81)), format!("{}… (162 bytes)", "é".repeat(80)));
     }
 
