@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 
-from bench import ALIGNED, BIN, LCS_CHILD, LCS_CLASS, bench_trace, count, machine
+from bench import ALIGNED, BIN, LCS_CHILD, LCS_CLASS, NOT_SAME, bench_trace, count, machine
 
 # The simulated last level: 1 MiB, 16-way, 64-byte lines.
 LL = "1048576,16,64"
@@ -83,7 +83,7 @@ def main() -> None:
                              ALIGNED.get(policy, policy), "--cache", f"{pages * 4096}B", "--json"]
         a = per_request(cachegrind(lcs(trace)), cachegrind(lcs(setup_trace)), n)
         b = per_request(cachegrind(ours(trace)), cachegrind(ours(setup_trace)), n)
-        row = [policy, f"{a['I']:.0f}", f"{b['I']:.0f}", f"{a['I'] / b['I']:.2f}x", f"{a['D1']:.2f}", f"{b['D1']:.2f}",
+        row = [policy + ("*" if policy in NOT_SAME else ""), f"{a['I']:.0f}", f"{b['I']:.0f}", f"{a['I'] / b['I']:.2f}x", f"{a['D1']:.2f}", f"{b['D1']:.2f}",
                f"{a['LL']:.2f}", f"{b['LL']:.2f}"]
         if args.markdown:
             print("| " + " | ".join(row) + " |", flush=True)
@@ -91,6 +91,9 @@ def main() -> None:
             print(f"{row[0]:<9}" + "".join(f"{c:>13}" for c in row[1:]), flush=True)
     print("\ninstr: instructions; D1 miss, LL miss: simulated first- and last-level data misses; all per request."
           " ratio: libCacheSim's instructions / ours")
+    for policy, why in NOT_SAME.items():
+        if policy in policies:
+            print(f"* {policy}: {why}")
 
 
 if __name__ == "__main__":
