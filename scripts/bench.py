@@ -117,11 +117,8 @@ def main() -> None:
     print(machine())
     print(f"trace: {trace.name}: {n:,} requests, footprint {footprint:,} keys; cache {pages:,} pages (10 %)\n")
     cols = ["policy", "libCacheSim req/s", "ssdcache req/s", "ratio", "miss lcs", "miss ours", "B/page lcs", "B/page ours"]
-    if args.markdown:
-        print("| " + " | ".join(cols) + " |")
-        print("|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|")
-    else:
-        print(f"{cols[0]:<9} {cols[1]:>18} {cols[2]:>15} {cols[3]:>6}  {cols[4]:>9} {cols[5]:>9}  {cols[6]:>10} {cols[7]:>11}")
+    widths = [19, 16, 7, 11, 10, 12, 12]
+    print(table_head(cols, widths, args.markdown))
     ratios = {}
     for policy in args.policies.split(","):
         if policy not in LCS_CLASS:
@@ -149,11 +146,7 @@ def main() -> None:
         mark = "*" if policy in NOT_SAME else ""
         row = [policy + mark, f"{n / lcs_wall:,.0f}", f"{n / our_wall:,.0f}", f"{lcs_wall / our_wall:.2f}x", f"{lcs_miss:.4f}",
                f"{ours_miss:.4f}", f"{per_lcs:.1f}", f"{per_ours:.1f}"]
-        if args.markdown:
-            print("| " + " | ".join(row) + " |", flush=True)
-        else:
-            print(f"{row[0]:<9} {row[1]:>18} {row[2]:>15} {row[3]:>6}  {row[4]:>9} {row[5]:>9}  {row[6]:>10} {row[7]:>11}",
-                  flush=True)
+        print(table_row(row, widths, args.markdown), flush=True)
     print("\nreq/s: median of", args.repeat, "alternating runs; ssdcache: whole process; libCacheSim: its reader and"
           " process_trace, without Python's start-up and import | B/page: (peak with the cache - peak with a 16-page cache) / cache pages;"
           " libCacheSim: RSS, ssdcache: heap")
@@ -164,6 +157,18 @@ def main() -> None:
     below = [f"{p} {r:.2f}x" for p, r in same.items() if r < GOAL]
     print(f"ratio >= {GOAL:g}x: {len(same) - len(below)} of {len(same)} policies that run the same algorithm"
           + (f"; below: {', '.join(below)}" if below else ""))
+
+
+def table_row(cells: list[str], widths: list[int], markdown: bool) -> str:
+    """One row: Markdown, or the first cell left-aligned and the others right-aligned to `widths`."""
+    if markdown:
+        return "| " + " | ".join(cells) + " |"
+    return f"{cells[0]:<9}" + "".join(f"{c:>{w}}" for c, w in zip(cells[1:], widths))
+
+
+def table_head(cols: list[str], widths: list[int], markdown: bool) -> str:
+    head = table_row(cols, widths, markdown)
+    return head + "\n|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|" if markdown else head
 
 
 def machine() -> str:

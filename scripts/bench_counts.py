@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 
-from bench import ALIGNED, BIN, LCS_CHILD, LCS_CLASS, NOT_SAME, bench_trace, count, machine
+from bench import ALIGNED, BIN, LCS_CHILD, LCS_CLASS, NOT_SAME, bench_trace, count, machine, table_head, table_row
 
 # The simulated last level: 1 MiB, 16-way, 64-byte lines.
 LL = "1048576,16,64"
@@ -72,11 +72,8 @@ def main() -> None:
     print(f"trace: {trace.name}: {n:,} requests, footprint {footprint:,} keys; cache {pages:,} pages (10 %)")
     print(f"counts: cachegrind, per request, start-up subtracted; L1d as the host's, last level {LL} (size,ways,line)\n")
     cols = ["policy", "instr lcs", "instr ours", "ratio", "D1 miss lcs", "D1 miss ours", "LL miss lcs", "LL miss ours"]
-    if args.markdown:
-        print("| " + " | ".join(cols) + " |")
-        print("|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|")
-    else:
-        print(f"{cols[0]:<9}" + "".join(f"{c:>13}" for c in cols[1:]))
+    widths = [13] * (len(cols) - 1)
+    print(table_head(cols, widths, args.markdown))
     for policy in policies:
         lcs = lambda path: [sys.executable, "-c", LCS_CHILD, LCS_CLASS[policy], str(pages * 4096), path]
         ours = lambda path: [BIN, "sim", "--trace", path, "--format", "oracle-general", "--policy",
@@ -85,10 +82,7 @@ def main() -> None:
         b = per_request(cachegrind(ours(trace)), cachegrind(ours(setup_trace)), n)
         row = [policy + ("*" if policy in NOT_SAME else ""), f"{a['I']:.0f}", f"{b['I']:.0f}", f"{a['I'] / b['I']:.2f}x", f"{a['D1']:.2f}", f"{b['D1']:.2f}",
                f"{a['LL']:.2f}", f"{b['LL']:.2f}"]
-        if args.markdown:
-            print("| " + " | ".join(row) + " |", flush=True)
-        else:
-            print(f"{row[0]:<9}" + "".join(f"{c:>13}" for c in row[1:]), flush=True)
+        print(table_row(row, widths, args.markdown), flush=True)
     print("\ninstr: instructions; D1 miss, LL miss: simulated first- and last-level data misses; all per request."
           " ratio: libCacheSim's instructions / ours")
     for policy, why in NOT_SAME.items():
