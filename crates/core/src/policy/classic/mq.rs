@@ -105,6 +105,7 @@ pub struct Mq {
     queues: Vec<Stretch>,
     /// The expiry of each queue's LRU page (`u64::MAX` while it is empty),
     /// kept here so that `Adjust` reads one array instead of a node a queue.
+    /// `Q0`'s is never read (nothing moves down from it) and may be stale.
     lru_expire: Vec<u64>,
     /// Front = newest ghost.
     qout: List,
