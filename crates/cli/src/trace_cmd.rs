@@ -25,6 +25,11 @@ pub struct OutputArgs {
     /// Compress the output with zstd.
     #[arg(long)]
     zstd: bool,
+    /// Replace the output file if it exists (it is refused otherwise: two arguments swapped must
+    /// not overwrite a file). The output is written beside it and renamed over it at the end, so
+    /// the input itself may be named, and a failed run leaves no partial file.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Subcommand)]
@@ -133,10 +138,27 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
 
 fn write_output(reader: &mut dyn TraceReader, path: &Path, out: &OutputArgs) -> Result<()> {
     let page_bytes = parse_bytes(&out.page).context("--page")?;
-    let n =
-        write_as(reader, path, &out.to, page_bytes, out.zstd).with_context(|| format!("writing {}", path.display()))?;
+    let n = match std::fs::metadata(path) {
+        // A pipe or a device (`/dev/stdout`) is written as it is: nothing there to lose or rename.
+        Ok(m) if !m.is_file() && !m.is_dir() => write_as(reader, path, &out.to, page_bytes, out.zstd),
+        Ok(_) if !out.force => bail!("{} exists; --force replaces it", path.display()),
+        _ => write_beside(path, |tmp| write_as(reader, tmp, &out.to, page_bytes, out.zstd)),
+    }
+    .with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wrote {n} records to {}", path.display());
     Ok(())
+}
+
+/// Runs `write` on a new file beside `path`, then renames it over `path`; on
+/// an error removes it. The rename is atomic: `path` is whole, old or new.
+fn write_beside(path: &Path, write: impl FnOnce(&Path) -> Result<u64>) -> Result<u64> {
+    let name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
+    let tmp = path.with_file_name(format!(".{}.part-{}", name.to_string_lossy(), std::process::id()));
+    let n = write(&tmp).and_then(|n| Ok(std::fs::rename(&tmp, path).map(|()| n)?));
+    if n.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    n
 }
 
 fn create(path: &Path, zstd: bool) -> Result<Box<dyn Write>> {

@@ -1,4 +1,4 @@
-//! `ssdcache sim` and `ssdcache mrc` on hostile input, run as the built binary: bad values are
+//! `ssdcache sim`, `mrc` and `trace` on hostile input, run as the built binary: bad values are
 //! one-line errors with exit status 2, and odd but valid input does not make
 //! memory or threads grow without bound.
 
@@ -336,4 +336,39 @@ fn a_deeply_nested_or_huge_spec_is_a_one_line_error() {
     // Nesting a real spec needs still works: 10 admission layers.
     let ten = format!("{}lru{}", "admit(by=nhit(n=2),rule=".repeat(10), ")".repeat(10));
     assert_eq!(ok_json(&sim(&["--gen", gen, "-p", &ten, "-c", "1MiB", "--json"]))[0]["requests"], 100);
+}
+
+#[test]
+fn trace_output_never_overwrites_by_mistake_nor_leaves_a_partial_file() {
+    let dir = std::env::temp_dir().join(format!("ssdcache-hostile-{}-out", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let gen = "zipf(alpha=0.9,keys=100,requests=1000,unit=bytes,size=4KiB,align=4KiB,seed=1)";
+    // Two arguments swapped or a typo: an existing file is refused, untouched.
+    std::fs::write(at("notes.md"), "my notes\n").unwrap();
+    let o = ssdcache("trace", &["gen", gen, &at("notes.md"), "--to", "ssdsim"]);
+    one_line_error(&o, "exists; --force replaces it");
+    assert_eq!(std::fs::read_to_string(at("notes.md")).unwrap(), "my notes\n");
+    // Converting a trace onto itself used to truncate it while it was read.
+    assert_eq!(ssdcache("trace", &["gen", gen, &at("t.txt"), "--to", "ssdsim"]).status.code(), Some(0));
+    let before = ssdcache("trace", &["info", &at("t.txt"), "-f", "ssdsim", "--json"]);
+    let o = ssdcache("trace", &["convert", &at("t.txt"), &at("t.txt"), "-f", "ssdsim", "--to", "ssdsim", "--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let after = ssdcache("trace", &["info", &at("t.txt"), "-f", "ssdsim", "--json"]);
+    assert_eq!(stdout(&before), stdout(&after));
+    assert!(stdout(&after).contains("\"requests\":1000"), "{}", stdout(&after));
+    // A conversion that fails leaves neither the output nor its temporary file.
+    assert_eq!(ssdcache("trace", &["convert", &at("t.txt"), &at("k.txt"), "--to", "keys"]).status.code(), Some(0));
+    let o = ssdcache("trace", &["convert", &at("k.txt"), &at("s.txt"), "-f", "keys", "--to", "ssdsim"]);
+    one_line_error(&o, "no byte addresses");
+    let mut left: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["k.txt", "notes.md", "t.txt"]);
+    // --force replaces; a device is written as it is.
+    let o = ssdcache("trace", &["gen", gen, &at("notes.md"), "--to", "ssdsim", "--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(at("notes.md")).unwrap().lines().count(), 1000);
+    assert_eq!(ssdcache("trace", &["gen", gen, "/dev/null", "--to", "ssdsim"]).status.code(), Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

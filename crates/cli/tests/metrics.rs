@@ -447,7 +447,7 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
     ] {
         let part = f.dir.path().join("part.txt");
         let mut c = Command::new(BIN);
-        c.args(["trace", "gen", spec]).arg(&part).args(["--to", "ssdsim"]);
+        c.args(["trace", "gen", spec]).arg(&part).args(["--to", "ssdsim", "--force"]);
         run_ok(c, None);
         text.push_str(&std::fs::read_to_string(&part).unwrap());
     }
