@@ -294,6 +294,9 @@ fn mrc_sampling_bad_arguments_are_one_line_errors() {
         (&["--gen", gen, "--sample", "1%", "--policy", ","][..], "--policy"),
         (&["--gen", gen, "--sample", "1%", "--warmup", "10%"][..], "--warmup with --sample"),
         (&["--gen", gen, "--sample", "1%", "--cache", "5%"][..], "--cache N% with --sample"),
+        // No key drawn: the curve would be all zeros, read as no misses.
+        (&["--gen", gen, "--sample", "1e-300"][..], "no page of the trace fell in the sample"),
+        (&["--gen", gen, "--sample", "1e-300", "--policy", "arc"][..], "raise --sample"),
     ] {
         one_line_error(&ssdcache("mrc", args), says);
     }

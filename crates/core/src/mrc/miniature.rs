@@ -320,7 +320,16 @@ pub fn sampled_curves(
     } else {
         None
     };
-    Ok(policies.iter().filter_map(|p| if is_lru(p) { shards.clone() } else { minis.next() }).collect())
+    let curves: Vec<Curve> =
+        policies.iter().filter_map(|p| if is_lru(p) { shards.clone() } else { minis.next() }).collect();
+    // A rate so low that no key was drawn gives curves of zeros, which would read as no misses.
+    if let Some(c) =
+        curves.iter().find(|c| c.counts.footprint_pages == 0 && c.counts.read_pages + c.counts.write_pages > 0)
+    {
+        let why = format!("no page of the trace fell in the sample (rate {:.2e}): raise --sample", c.sample_rate);
+        return Err(named(SimError::Config(why)));
+    }
+    Ok(curves)
 }
 
 #[cfg(test)]
