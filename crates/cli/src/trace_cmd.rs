@@ -139,8 +139,9 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
 fn write_output(reader: &mut dyn TraceReader, path: &Path, out: &OutputArgs) -> Result<()> {
     let page_bytes = parse_bytes(&out.page).context("--page")?;
     let n = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => bail!("{} is a directory", path.display()),
         // A pipe or a device (`/dev/stdout`) is written as it is: nothing there to lose or rename.
-        Ok(m) if !m.is_file() && !m.is_dir() => write_as(reader, path, &out.to, page_bytes, out.zstd),
+        Ok(m) if !m.is_file() => write_as(reader, path, &out.to, page_bytes, out.zstd),
         Ok(_) if !out.force => bail!("{} exists; --force replaces it", path.display()),
         _ => write_beside(path, |tmp| write_as(reader, tmp, &out.to, page_bytes, out.zstd)),
     }
@@ -154,7 +155,10 @@ fn write_output(reader: &mut dyn TraceReader, path: &Path, out: &OutputArgs) -> 
 fn write_beside(path: &Path, write: impl FnOnce(&Path) -> Result<u64>) -> Result<u64> {
     let name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
     let tmp = path.with_file_name(format!(".{}.part-{}", name.to_string_lossy(), std::process::id()));
-    let n = write(&tmp).and_then(|n| Ok(std::fs::rename(&tmp, path).map(|()| n)?));
+    let n = write(&tmp).and_then(|n| {
+        std::fs::rename(&tmp, path)?;
+        Ok(n)
+    });
     if n.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -373,5 +373,6 @@ fn trace_output_never_overwrites_by_mistake_nor_leaves_a_partial_file() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(at("notes.md")).unwrap().lines().count(), 1000);
     assert_eq!(ssdcache("trace", &["gen", gen, "/dev/null", "--to", "ssdsim"]).status.code(), Some(0));
+    one_line_error(&ssdcache("trace", &["gen", gen, dir.to_str().unwrap(), "--force"]), "is a directory");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -69,26 +69,34 @@ const EXCERPT_CHARS: usize = 80;
 /// Deepest nesting of parentheses a spec may have: far more than any real
 /// spec needs (`admit(by=…,rule=admit(…))` is two), few enough that building
 /// what a spec nests, one call deeper a level, cannot overflow the stack.
-pub const MAX_NESTING: usize = 32;
+const MAX_NESTING: usize = 32;
 
 /// Most parameters and components one spec may list: far more than any entry
 /// declares, and it keeps the check for repeated parameters cheap.
-pub const MAX_PARTS: usize = 256;
+const MAX_PARTS: usize = 256;
 
 /// `text` quoted, cut to its first [`EXCERPT_CHARS`] characters (saying how
 /// long it was) when longer.
 pub fn excerpt(text: &str) -> String {
-    match text.char_indices().nth(EXCERPT_CHARS) {
-        None => format!("{text:?}"),
-        Some((cut, _)) => format!("{:?}… ({} bytes)", &text[..cut], text.len()),
+    match head(text) {
+        (all, false) => format!("{all:?}"),
+        (head, true) => format!("{head:?}… ({} bytes)", text.len()),
     }
 }
 
 /// [`excerpt`] without the quotes.
 fn clip(text: &str) -> String {
+    match head(text) {
+        (all, false) => all.to_string(),
+        (head, true) => format!("{head}… ({} bytes)", text.len()),
+    }
+}
+
+/// `text`'s first [`EXCERPT_CHARS`] characters, and whether it had more.
+fn head(text: &str) -> (&str, bool) {
     match text.char_indices().nth(EXCERPT_CHARS) {
-        None => text.to_string(),
-        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
+        None => (text, false),
+        Some((cut, _)) => (&text[..cut], true),
     }
 }
 
