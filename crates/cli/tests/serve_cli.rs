@@ -108,6 +108,16 @@ fn serve_refuses_a_control_path_that_is_not_a_socket() {
     assert!(!ctl.exists());
 }
 
+/// The cache named as its own backing store: one line, said once (the
+/// chain of causes used to repeat it).
+#[test]
+fn serve_with_the_cache_as_its_own_backing_store_says_so_once() {
+    let f = Fixture::new();
+    let (code, err, _) = run(cli(&["serve"], &[&f.cache, &f.cache]), Duration::from_secs(20));
+    assert_one_line_error(code, &err, &["are the same file or device"]);
+    assert_eq!(err.matches("are the same file or device").count(), 1, "{err}");
+}
+
 /// Audit item 3: `status` and `flush` hung for ever on a stopped server.
 /// Now they give up after `--timeout` with a one-line error naming the socket.
 #[test]

@@ -219,11 +219,12 @@ pub type FileCache = CachedBackend<Arc<dyn BlockDevice>, Arc<dyn BlockDevice>, F
 /// Why a cache could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    /// A file could not be opened or is not a cache.
-    #[error("{0}")]
+    /// A file could not be opened or is not a cache. (Transparent: with the
+    /// error as its source too, a message chain would say it twice.)
+    #[error(transparent)]
     Io(#[from] io::Error),
     /// The start procedure refused.
-    #[error("{0}")]
+    #[error(transparent)]
     Recover(#[from] RecoverError),
     /// The engine's configuration is wrong (e.g. an unknown policy).
     #[error("{0}")]
@@ -422,5 +423,27 @@ mod tests {
         assert!(e.contains("do NOT run `ssdcache create`") && !e.contains("make one"), "{e}");
         let e = create(&c, &b, 1 << 20, CacheMode::WriteBack, FORCE).unwrap_err();
         assert!(e.to_string().contains("--discard-dirty"), "{e}");
+    }
+
+    /// An error's chain of causes, as `{:#}` prints it.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            s += &format!(": {c}");
+            cause = c.source();
+        }
+        s
+    }
+
+    #[test]
+    fn a_cause_is_said_once_in_the_chain() {
+        for e in
+            [OpenError::from(io::Error::other("boom")), OpenError::from(RecoverError::from(io::Error::other("boom")))]
+        {
+            assert_eq!(chain(&e).matches("boom").count(), 1, "{}", chain(&e));
+        }
+        let e = crate::cache::meta::SlotError::from(io::Error::other("boom"));
+        assert_eq!(chain(&e).matches("boom").count(), 1, "{}", chain(&e));
     }
 }

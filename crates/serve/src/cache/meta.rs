@@ -348,7 +348,15 @@ pub enum SlotError {
     Invalid(String),
     /// The device failed.
     #[error("read failed: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+/// By hand, not `#[from]`: that would also make the I/O error this one's
+/// source, and a chain of causes (`{:#}`) would print it twice.
+impl From<io::Error> for SlotError {
+    fn from(e: io::Error) -> Self {
+        SlotError::Io(e)
+    }
 }
 
 /// Which copy of a slot.

@@ -198,7 +198,15 @@ pub enum RecoverError {
     /// A device failed during recovery (e.g. the power went again): nothing
     /// was lost, the next start redoes the recovery.
     #[error("I/O error during recovery: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+/// By hand, not `#[from]`: that would also make the I/O error this one's
+/// source, and a chain of causes (`{:#}`) would print it twice.
+impl From<io::Error> for RecoverError {
+    fn from(e: io::Error) -> Self {
+        RecoverError::Io(e)
+    }
 }
 
 /// What a save says about the state it describes, in words.
