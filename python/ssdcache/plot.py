@@ -102,6 +102,21 @@ def _frame(data: Any) -> pd.DataFrame:
     return frame(rows)
 
 
+# Results are small (a row a run); a larger input is a trace or a mistake, and is not read whole.
+_MAX_INPUT = 64 << 20
+
+
+def _read_text(f: Any, name: str) -> str:
+    try:
+        text = f.read(_MAX_INPUT + 1)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{name}: not text ({e.reason} at byte {e.start}): give the CSV or JSON lines of "
+                         "`ssdcache sim`") from None
+    if len(text) > _MAX_INPUT:
+        raise ValueError(f"{name}: more than {_MAX_INPUT >> 20} MiB: not the CSV or JSON lines of `ssdcache sim`")
+    return text
+
+
 def read_results(path: str | os.PathLike[str] | io.TextIOBase) -> pd.DataFrame:
     """Reads runs from a file: the CSV of ``ssdcache sim --csv`` (or a saved sweep
     DataFrame), or the JSON lines of ``ssdcache sim --json`` (series kept in
@@ -113,15 +128,17 @@ def read_results(path: str | os.PathLike[str] | io.TextIOBase) -> pd.DataFrame:
     """
     pd = _pd()
     if isinstance(path, io.TextIOBase):
-        text, name = path.read(), "<stream>"
+        text, name = _read_text(path, "<stream>"), "<stream>"
     elif os.fspath(path) == "-":
-        text, name = sys.stdin.read(), "<stdin>"
+        text, name = _read_text(sys.stdin, "<stdin>"), "<stdin>"
     else:
         name = os.fspath(path)
         if not os.path.exists(name):
             raise ValueError(f"input file not found: {name!r}")
+        if os.path.isdir(name):
+            raise ValueError(f"{name}: a directory, not a results file")
         with open(name, encoding="utf-8") as f:
-            text = f.read()
+            text = _read_text(f, name)
     stripped = text.lstrip()
     if not stripped:
         raise ValueError(f"{name}: empty input")
@@ -134,7 +151,9 @@ def read_results(path: str | os.PathLike[str] | io.TextIOBase) -> pd.DataFrame:
         except json.JSONDecodeError as e:
             raise ValueError(f"{name}: not JSON lines as `ssdcache sim --json` prints: {e}") from None
         return _frame(reports)
-    df = pd.read_csv(io.StringIO(text), float_precision="round_trip")
+    # pandas 3 reads floats exactly by default and deprecates the option.
+    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+    df = pd.read_csv(io.StringIO(text), **exact)
     if df.columns[0].startswith("Unnamed"):  # a DataFrame saved with its index
         df = df.drop(columns=df.columns[0])
     return df
@@ -731,7 +750,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "(CSV output has no series)")
             fig = series(df, m or ("throughput_mb_s", "mean_latency_ns", "hit_ratio"), x=args.x, title=args.title)
         fig.savefig(args.output, dpi=args.dpi)
-    except ValueError as e:
+    except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(args.output)

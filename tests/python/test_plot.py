@@ -149,6 +149,14 @@ def test_plot_command_line_errors(cli, fin1, tmp_path):
     assert proc.returncode == 2 and "not found" in proc.stderr
     proc = _run_plot_cli("curve", csv, "-o", tmp_path / "x.gif")
     assert proc.returncode == 2 and ".png" in proc.stderr
+    # A directory, a binary file, an endless stream: one line each, exit 2 (a traceback and exit 1,
+    # or a MemoryError after reading /dev/zero whole, before).
+    png = tmp_path / "x.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    for src, says in [(tmp_path, "a directory"), (png, "not text"), ("/dev/zero", "more than 64 MiB")]:
+        proc = _run_plot_cli("curve", src, "-o", tmp_path / "y.png")
+        assert proc.returncode == 2 and says in proc.stderr, (src, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 def test_plot_reads_stdin(cli, fin1, tmp_path):
