@@ -128,9 +128,11 @@ def read_results(path: str | os.PathLike[str] | io.TextIOBase) -> pd.DataFrame:
     """
     pd = _pd()
     if isinstance(path, io.TextIOBase):
-        text, name = _read_text(path, "<stream>"), "<stream>"
+        name = "<stream>"
+        text = _read_text(path, name)
     elif os.fspath(path) == "-":
-        text, name = _read_text(sys.stdin, "<stdin>"), "<stdin>"
+        name = "<stdin>"
+        text = _read_text(sys.stdin, name)
     else:
         name = os.fspath(path)
         if not os.path.exists(name):

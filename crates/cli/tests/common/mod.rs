@@ -44,10 +44,15 @@ pub fn one_line_error(o: &Output, want: &[&str]) {
     assert_one_line_error(o.status.code().unwrap_or(-1), &String::from_utf8_lossy(&o.stderr), want);
 }
 
+/// Sends signal `sig` (TERM, INT, STOP, ...) to process `pid`.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+    assert!(ok.success(), "kill -{sig} {pid}");
+}
+
 /// SIGTERM, then waits (at most 30 s) for the exit: its status.
 pub fn terminate(child: &mut Child) -> i32 {
-    let ok = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
-    assert!(ok.success(), "kill -TERM {}", child.id());
+    signal(child.id(), "TERM");
     let t = Instant::now();
     loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -117,8 +122,7 @@ impl Server {
 
     /// Sends signal `sig` (TERM, STOP, ...).
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status().unwrap();
-        assert!(ok.success(), "kill -{sig} {}", self.child.id());
+        signal(self.child.id(), sig);
     }
 
     /// Resident memory (VmRSS) in KiB.
