@@ -21,7 +21,10 @@
 #     and write succeeds from BACKING; cache-device read errors: the same;
 #  8. a start that fails after recovery (port in use): the cache stays clean
 #     and no control socket is left behind; two servers on one BACKING: refused;
-#  9. SIGTERM while a slow SIGUSR1 procedure runs: the server stops promptly.
+#  9. SIGTERM while a slow SIGUSR1 procedure runs: the server stops promptly;
+# 10. a write-back cache degraded by cache-device write errors while 40
+#     segments are dirty: after the allowed errors, not one write fails
+#     (each dirty segment goes to BACKING with the write laid over it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/common.sh
@@ -295,5 +298,30 @@ grep -q 'interrupted' "$ERR" || echo "   (the procedure had finished before SIGT
 check_says 'clean: shut down cleanly' || die "not clean after a stop during a procedure"
 echo "   stopped in $ms ms, clean"
 
+step "10. a degraded write-back cache with 40 dirty segments: no burst of failed writes"
+fresh
+# 40 fills by the procedure and 40 dirtying writes reach the cache device; every cache write after them fails.
+serve --inject-cache write:eio:after=80 --max-cache-errors 8
+hot 40
+write_segments 40 17
+failed=0
+for i in $(seq 0 39); do io -c "write -P 34 $((i * SEG)) 8192" 2>/dev/null || failed=$((failed + 1)); done
+[ "$failed" = 8 ] || { cat "$ERR"; die "$failed of 40 writes failed; the 8 allowed errors expected"; }
+grep -q DEGRADED "$ERR" || { cat "$ERR"; die "the cache did not go degraded"; }
+for i in $(seq 0 39); do io -c "write -P 51 $((i * SEG + 16384)) 8192" || die "write $i to a degraded cache failed"; done
+io -c flush
+stop
+python3 - "$BACKING" "$SEG" <<'EOF' || die "BACKING does not hold every acknowledged write"
+import sys
+d, seg = open(sys.argv[1], "rb").read(), int(sys.argv[2])
+head = lambda h: d[h * seg:h * seg + 8192]
+bad = [h for h in range(40) if d[h * seg + 16384:h * seg + 24576] != bytes([51]) * 8192]
+# The 8 failed writes left their segment's dirty bytes (17); the others wrote 34.
+bad += [h for h in range(40) if head(h) not in (bytes([34]) * 8192, bytes([17]) * 8192)]
+bad += [h for h in range(8, 40) if head(h) != bytes([34]) * 8192]
+sys.exit(f"segments {sorted(set(bad))}" if bad else 0)
+EOF
+echo "   8 allowed errors, then 72 writes to a degraded cache: none failed; BACKING holds them all"
+
 echo
-echo "test_faults: 9 passed, 0 failed"
+echo "test_faults: 10 passed, 0 failed"

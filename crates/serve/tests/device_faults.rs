@@ -278,3 +278,51 @@ fn a_stale_slot_that_cannot_be_unmapped_durably_refuses_writes() {
     assert_eq!(read(&e, 6 * SEG, 512).unwrap(), vec![0x77; 512]);
     assert_eq!(read(&e, 6 * SEG + 4096, 4).unwrap(), vec![6; 4]);
 }
+
+/// A degraded write-back cache still holding dirty slots (its settling not
+/// yet run): a write to a dirty segment goes to the backing store together
+/// with the slot's dirty bytes, and is acknowledged — it used to fail with
+/// EIO until the settling thread had written that slot back (issue 26: a
+/// burst of failed writes growing with the dirty count).
+#[test]
+fn a_degraded_cache_writes_dirty_segments_through_without_an_error_burst() {
+    let rig = Rig::new("write:eio", "");
+    let e = rig.open(CacheMode::WriteBack, StartOptions::default(), 2);
+    cache_segments(&e, &[1, 2, 3]);
+    for h in [1u64, 2, 3] {
+        e.write_at(&[0xD0 | h as u8; 64], h * SEG + 100, false).unwrap(); // dirty, on the cache only
+    }
+    e.flush().unwrap();
+    assert_eq!(e.status().map.dirty, 3);
+    rig.faults(true, false);
+    // The two allowed errors (write-back: the cache is the only copy).
+    assert!(e.write_at(&[1; 16], SEG, false).is_err());
+    assert!(e.write_at(&[1; 16], SEG, false).is_err());
+    assert!(e.status().map.degraded);
+    // Degraded, nothing settled yet: not one failed write.
+    let mut failed = 0;
+    for i in 0..60u64 {
+        let h = 1 + i % 3;
+        let at = h * SEG + 1024 + (i % 7) * 512;
+        failed += e.write_at(&[0xA0 | (i % 16) as u8; 512], at, false).is_err() as u32;
+    }
+    assert_eq!(failed, 0, "writes to dirty segments of a degraded cache failed");
+    e.flush().unwrap();
+    assert_eq!(e.status().map.dirty, 0);
+    let cached: Vec<u64> = e.mapping().into_iter().flatten().collect();
+    assert!(![1, 2, 3].iter().any(|h| cached.contains(h)), "each slot written back and dropped: {cached:?}");
+    // Every acknowledged byte is on the backing store: the dirty bytes of
+    // before, the new writes, the rest untouched.
+    for h in [1u64, 2, 3] {
+        let mut want = vec![h as u8; SEG as usize];
+        want[100..164].fill(0xD0 | h as u8);
+        for i in (0..60u64).filter(|i| 1 + i % 3 == h) {
+            let at = (1024 + (i % 7) * 512) as usize;
+            want[at..at + 512].fill(0xA0 | (i % 16) as u8);
+        }
+        assert_eq!(read(&e, h * SEG, SEG as usize).unwrap(), want, "segment {h} read back");
+        let mut on_hdd = vec![0u8; SEG as usize];
+        rig.hdd.inner().read_at(&mut on_hdd, h * SEG).unwrap();
+        assert!(on_hdd == want, "segment {h} on the backing store");
+    }
+}

@@ -32,9 +32,11 @@
 //!   (clean means the HDD holds the same bytes); of a *dirty* one, it is an
 //!   error reply — its newest data exists only on the SSD;
 //! - a failed SSD write is an error reply, except in a write that went
-//!   through to the HDD first on a clean segment: that slot is unmapped and
-//!   the map saved (so no later unclean start copies the stale slot back)
-//!   before the write is acknowledged;
+//!   through to the HDD first (degraded, or during a procedure): a dirty
+//!   slot's bytes are written back with the new piece laid over them, then
+//!   the slot, clean now, is unmapped and the map saved (so no later
+//!   unclean start copies the stale slot back) before the write is
+//!   acknowledged;
 //! - after `error_limit` cache-device errors, or at once when the device
 //!   shrank, the cache is **degraded**: writes go through to the HDD, nothing
 //!   new is cached, and [`CacheMap::settle_degraded`] (called by the engine,
@@ -747,6 +749,17 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 Some(s) => {
                     if let Err(e) = self.ssd.write_at(d, s as u64 * self.seg + p.within) {
                         self.ssd_failed(&e);
+                        if through {
+                            // The backing store has this piece; a dirty slot's
+                            // other bytes go there too, so the slot is clean
+                            // (and then dropped) instead of failing the write.
+                            self.merge_back(s, p.hdd_seg, d, p.within).map_err(|me| {
+                                io::Error::new(
+                                    e.kind(),
+                                    format!("{e}; and the segment could not be written back: {me}"),
+                                )
+                            })?;
+                        }
                         self.drop_stale_slot(s, p.hdd_seg, through, e)?;
                         continue;
                     }
@@ -773,6 +786,25 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             }
         }
         Ok(tally)
+    }
+
+    /// After a failed SSD write of `piece` (at `within` of segment `h`, whose
+    /// lock the caller holds) that already reached the HDD: if slot `s` is
+    /// dirty, its bytes with `piece` laid over them are written to the HDD
+    /// and the slot marked clean, so a degraded cache (or a procedure's
+    /// double writes) serves the write instead of failing it while the slot
+    /// waits for its write-back. A slot that cannot be read stays dirty.
+    fn merge_back(&self, s: u32, h: u64, piece: &[u8], within: u64) -> io::Result<()> {
+        if !lock(&self.state).dirty[s as usize] {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; self.seg as usize];
+        self.ssd.read_at(&mut buf, s as u64 * self.seg).inspect_err(|e| self.ssd_failed(e))?;
+        buf[within as usize..within as usize + piece.len()].copy_from_slice(piece);
+        self.hdd.write_at(&buf, h * self.seg).map_err(|e| self.hdd_failed(e))?;
+        lock(&self.state).set_clean(s);
+        self.counters.written_back.fetch_add(1, Relaxed);
+        Ok(())
     }
 
     /// After a failed SSD write to slot `s` (caching `h`, whose lock the
