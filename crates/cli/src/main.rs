@@ -96,7 +96,12 @@ fn main() {
         Command::Check(args) => serve_cmd::check(args),
         Command::Drain(args) => serve_cmd::drain(args),
         Command::Status(args) => serve_cmd::status(args),
-        Command::Flush(args) => serve_cmd::flush(args),
+        // Interrupted (SIGINT): 130, the shell's status for a command ended by it.
+        Command::Flush(args) => serve_cmd::flush(args).map(|done| {
+            if !done {
+                std::process::exit(130)
+            }
+        }),
         Command::Maintain(args) => serve_cmd::maintain(args),
     };
     if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {

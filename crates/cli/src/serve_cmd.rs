@@ -559,8 +559,10 @@ fn server_command(a: &ControlArgs, cmd: &str) -> Result<Value> {
 /// `ssdcache flush`: the server writes every dirty segment back while this
 /// shows its progress (from `status`, on stderr when it is a terminal).
 /// Ctrl-C (SIGINT) asks the server to stop at its next segment: what was
-/// written back stays written back, and both devices are synced.
-pub fn flush(a: ControlArgs) -> Result<()> {
+/// written back stays written back, and both devices are synced. Returns
+/// whether every dirty segment was written back (an interrupted flush exits
+/// non-zero, so `flush && backup` never backs up an unflushed disk).
+pub fn flush(a: ControlArgs) -> Result<bool> {
     let path = control_path(&a.cache, &a.control);
     let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
@@ -606,10 +608,10 @@ pub fn flush(a: ControlArgs) -> Result<()> {
             "interrupted: written back {} of {} segment(s) (synced; the rest stay dirty)",
             v["written_back"], v["total"]
         );
-    } else {
-        println!("written back: {} segment(s); both devices synced", v["written_back"]);
+        return Ok(false);
     }
-    Ok(())
+    println!("written back: {} segment(s); both devices synced", v["written_back"]);
+    Ok(true)
 }
 
 pub fn maintain(a: ControlArgs) -> Result<()> {
