@@ -211,20 +211,30 @@ pub fn create(a: CreateArgs) -> Result<()> {
     }
     let seg = seg as u32;
     let mode: CacheMode = a.mode.parse().map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
-    if !a.cache.exists() {
-        let Some(size) = &a.size else {
-            bail!("{} does not exist: give its size with --size (e.g. --size 32GiB)", a.cache.display());
-        };
-        let size = parse_bytes(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+    let size = match (a.cache.exists(), &a.size) {
+        (true, _) => None,
+        (false, None) => bail!("{} does not exist: give its size with --size (e.g. --size 32GiB)", a.cache.display()),
+        (false, Some(size)) => Some(parse_bytes(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?),
+    };
+    if let Some(size) = size {
         let f = std::fs::File::options()
             .write(true)
             .create_new(true)
             .open(&a.cache)
             .with_context(|| format!("creating {}", a.cache.display()))?;
-        f.set_len(size).with_context(|| format!("sizing {}", a.cache.display()))?;
+        // A refusal from here on leaves no file behind.
+        if let Err(e) = f.set_len(size) {
+            let _ = std::fs::remove_file(&a.cache);
+            return Err(e).with_context(|| format!("sizing {} to {size} bytes", a.cache.display()));
+        }
     }
     let opts = files::CreateOptions { force: a.force, discard_dirty: a.discard_dirty };
     let sb = files::create(&a.cache, &a.backing, seg, mode, opts)
+        .inspect_err(|_| {
+            if size.is_some() {
+                let _ = std::fs::remove_file(&a.cache);
+            }
+        })
         .with_context(|| format!("creating a cache in {}", a.cache.display()))?;
     let g = sb.geometry;
     println!(

@@ -108,6 +108,59 @@ fn serve_refuses_a_control_path_that_is_not_a_socket() {
     assert!(!ctl.exists());
 }
 
+/// The NBD listener on the control socket's path (given, or CACHE.ctl by
+/// default): refused as such; it used to blame "a running server" (its own
+/// listener, bound a moment before).
+#[test]
+fn serve_refuses_a_unix_listener_on_the_control_socket_path() {
+    let f = Fixture::new();
+    let ctl = f.ctl();
+    let serve = |extra: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.arg("serve").arg(&f.cache).arg(&f.backing).args(extra);
+        run(c, Duration::from_secs(20))
+    };
+    let listen = format!("unix:{}", ctl.display());
+    let (code, err, _) = serve(&["--listen", &listen]);
+    assert_one_line_error(code, &err, &["is also the control socket's path"]);
+    let other = f.dir.path().join("x.sock");
+    let listen = format!("unix:{}", other.display());
+    // The same file named two ways.
+    let dotted = f.dir.path().join(".").join("x.sock");
+    let (code, err, _) = serve(&["--listen", &listen, "--control", dotted.to_str().unwrap()]);
+    assert_one_line_error(code, &err, &["is also the control socket's path"]);
+    assert!(!ctl.exists() && !other.exists(), "nothing left behind");
+}
+
+/// A `create --size` that is refused (too small for any slot, larger than
+/// the file system allows, a missing backing store) leaves no file behind;
+/// an existing cache file is never removed.
+#[test]
+fn a_refused_create_leaves_no_new_file_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("backing.img");
+    std::fs::File::create(&backing).unwrap().set_len(4 << 20).unwrap();
+    let cache = dir.path().join("new.img");
+    for (size, back, want) in [
+        ("64KiB", &backing, "creating a cache in"),
+        ("1000TiB", &backing, "new.img"),
+        ("2MiB", &dir.path().join("missing.img"), "missing.img"),
+    ] {
+        let mut c = Command::new(BIN);
+        c.args(["create", "--segment", "128KiB", "--size", size]).arg(&cache).arg(back);
+        let (code, err, _) = run(c, Duration::from_secs(20));
+        assert_one_line_error(code, &err, &[want]);
+        assert!(!cache.exists(), "--size {size}: {} left behind", cache.display());
+    }
+    // An existing file given to a refused create stays.
+    std::fs::write(&cache, b"mine").unwrap();
+    let mut c = Command::new(BIN);
+    c.args(["create", "--segment", "128KiB"]).arg(&cache).arg(&backing);
+    let (code, _, _) = run(c, Duration::from_secs(20));
+    assert_eq!(code, 2);
+    assert_eq!(std::fs::read(&cache).unwrap(), b"mine");
+}
+
 /// The cache named as its own backing store: one line, said once (the
 /// chain of causes used to repeat it).
 #[test]

@@ -98,6 +98,16 @@ pub async fn run(
     mut events: mpsc::UnboundedReceiver<Event>,
     ready: impl FnOnce(ListenAddr),
 ) -> Result<()> {
+    if let ListenAddr::Unix(nbd) = &cfg.listen {
+        // Else the control socket would find the NBD listener bound there a
+        // moment before, and blame "a running server".
+        if same_path(nbd, &cfg.control) {
+            anyhow::bail!(
+                "--listen unix:{} is also the control socket's path (--control, by default CACHE.ctl): each needs its own",
+                nbd.display()
+            );
+        }
+    }
     control::check_path(&cfg.control)?;
     // A Unix socket is removed with the listener, on every exit path.
     let listener = Listener::bind(&cfg.listen).await?;
@@ -222,6 +232,19 @@ pub async fn run(
         }
     }
     result
+}
+
+/// Whether two socket paths (which need not exist) name the same file: their
+/// directories resolved, their names compared.
+fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let resolve = |p: &std::path::Path| {
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+        match (abs.parent().and_then(|d| d.canonicalize().ok()), abs.file_name()) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => abs,
+        }
+    };
+    resolve(a) == resolve(b)
 }
 
 /// Removes the control socket when dropped (on every exit path).
