@@ -198,6 +198,9 @@ fn backing_errors_fail_requests_and_a_failed_write_back_keeps_the_segment_dirty(
     assert!(e.maintain().is_err());
     let st = e.status();
     assert_eq!((st.map.dirty, st.map.in_procedure), (1, false));
+    // The failed procedure moved nothing: a write to the cached segment
+    // stays on the cache (it went through to the failing BACKING, EIO).
+    e.write_at(&[0x42; 64], 7 * SEG + 64, false).unwrap();
     assert!(e.write_back().is_err());
     assert!(e.shutdown().unwrap_err().to_string().contains("could not be written back"));
     assert_eq!(rig.hdd_byte(7 * SEG), 7, "nothing written back");
@@ -206,7 +209,7 @@ fn backing_errors_fail_requests_and_a_failed_write_back_keeps_the_segment_dirty(
     // The save still says not clean: the next start writes segment 7 back.
     let e = rig.open(CacheMode::WriteBack, StartOptions::default(), 8);
     assert_eq!(rig.hdd_byte(7 * SEG), 0x42);
-    assert_eq!(read(&e, 7 * SEG, 64).unwrap(), vec![0x42; 64]);
+    assert_eq!(read(&e, 7 * SEG, 128).unwrap(), vec![0x42; 128]);
 }
 
 /// The cache file truncated under a running cache: reads of cached segments

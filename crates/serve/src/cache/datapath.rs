@@ -1069,6 +1069,13 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         self.in_procedure.store(true, Relaxed);
         let r = self.procedure(plan);
         self.in_procedure.store(false, Relaxed);
+        if r.is_err() && !lock(&self.saves).saved.update {
+            // Failed before the update bit was saved (its write-back, say, on
+            // a BACKING that refuses writes): nothing moved, so writes may
+            // stay on the cache. Once that bit is saved they must not, since
+            // a start after a crash then trusts BACKING to hold every write.
+            lock(&self.state).through = self.mode != WriteMode::Back || self.is_degraded();
+        }
         r
     }
 
