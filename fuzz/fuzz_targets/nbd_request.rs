@@ -1,6 +1,7 @@
 //! The transmission phase fed arbitrary client bytes: a stream of request
 //! headers (and write payloads) parsed, validated by `decide` and executed
-//! against a `MemBackend`, checked against a shadow copy of the disk, with
+//! (by `execute`, the executor the server's connections call) against a
+//! `MemBackend`, in one reused buffer as a connection does, checked against a shadow copy of the disk, with
 //! simple replies or (the first byte says) structured replies, with or
 //! without the `base:allocation` context.
 //! Asserts no panic, that nothing out of bounds or over the maximum block
@@ -15,7 +16,7 @@
 use libfuzzer_sys::fuzz_target;
 use ssdcache_serve::nbd::consts::*;
 use ssdcache_serve::nbd::request::{
-    decide, error_reply, execute_in, parse_request_header, parse_simple_reply, Command, Decision, ExportParams,
+    decide, direct, error_reply, execute, parse_request_header, parse_simple_reply, Command, Decision, ExportParams,
 };
 use ssdcache_serve::nbd::structured::{split_chunk, Session};
 use ssdcache_serve::{Backend, MemBackend};
@@ -54,6 +55,7 @@ fuzz_target!(|data: &[u8]| {
     .for_session(&session);
     let backend = MemBackend::new(SIZE);
     let mut shadow = vec![0u8; SIZE];
+    let mut buf = Vec::new();
     while input.len() >= REQUEST_HEADER_LEN {
         let (h, rest) = input.split_at(REQUEST_HEADER_LEN);
         input = rest;
@@ -67,7 +69,13 @@ fuzz_target!(|data: &[u8]| {
                 }
                 let (payload, rest) = input.split_at(len);
                 input = rest;
-                let reply = execute_in(&session, &backend, &cmd, hdr.cookie, payload);
+                // As a connection does: the payload at the front of a buffer
+                // kept (with whatever it held) from request to request.
+                if buf.len() < len {
+                    buf = vec![0u8; len];
+                }
+                buf[..len].copy_from_slice(payload);
+                let reply = execute(&session, &backend, &cmd, hdr.cookie, &mut buf, direct);
                 let range = |offset: u64, len: u32| {
                     let end = offset + len as u64;
                     assert!(end <= SIZE as u64, "{cmd:?} out of bounds");

@@ -204,8 +204,8 @@ pub fn parse_option(opt: u32, data: &[u8]) -> Result<ClientOption<'_>, InvalidOp
         }
         OPT_STRUCTURED_REPLY if data.is_empty() => Ok(ClientOption::StructuredReply),
         OPT_STRUCTURED_REPLY => Err(InvalidOption("NBD_OPT_STRUCTURED_REPLY takes no data")),
-        OPT_LIST_META_CONTEXT => Ok(ClientOption::ListMetaContext(parse_meta_request(data)?)),
-        OPT_SET_META_CONTEXT => Ok(ClientOption::SetMetaContext(parse_meta_request(data)?)),
+        OPT_LIST_META_CONTEXT => Ok(ClientOption::ListMetaContext(parse_meta_request(data).map_err(InvalidOption)?)),
+        OPT_SET_META_CONTEXT => Ok(ClientOption::SetMetaContext(parse_meta_request(data).map_err(InvalidOption)?)),
         other => Ok(ClientOption::Unsupported(other)),
     }
 }
@@ -409,7 +409,7 @@ impl<'e> Negotiation<'e> {
             return Progress::Continue;
         };
         match selects_allocation(req, set) {
-            Err(InvalidOption(msg)) => put_option_reply(&mut self.out, opt, REP_ERR_INVALID, &[msg.as_bytes()]),
+            Err(msg) => put_option_reply(&mut self.out, opt, REP_ERR_INVALID, &[msg.as_bytes()]),
             Ok(allocation) => {
                 if allocation {
                     // LIST replies carry id 0 (reserved); SET replies the real one.

@@ -9,7 +9,10 @@
 //! allows). No query at all lists every context and selects none.
 
 use super::consts::MAX_STRING_LEN;
-use super::handshake::InvalidOption;
+
+/// Why a request is invalid: the text of its `NBD_REP_ERR_INVALID` reply
+/// (the handshake wraps it in its `InvalidOption`).
+pub type Invalid = &'static str;
 
 /// A parsed `LIST` / `SET` request: `u32 name length, name, u32 query count,
 /// count × (u32 length, query)`. Borrowed from the option data.
@@ -35,17 +38,17 @@ impl<'a> MetaRequest<'a> {
 
 /// Parses and checks the whole request: the name and every query within the
 /// string limit, the count matching the data exactly. Never allocates.
-pub fn parse_meta_request(data: &[u8]) -> Result<MetaRequest<'_>, InvalidOption> {
+pub fn parse_meta_request(data: &[u8]) -> Result<MetaRequest<'_>, Invalid> {
     let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
     if data.len() < 8 {
-        return Err(InvalidOption("option data shorter than 8 bytes"));
+        return Err("option data shorter than 8 bytes");
     }
     let name_len = be(&data[0..4]);
     if name_len > MAX_STRING_LEN {
-        return Err(InvalidOption("export name longer than 4096 bytes"));
+        return Err("export name longer than 4096 bytes");
     }
     if 4 + name_len + 4 > data.len() {
-        return Err(InvalidOption("export name length exceeds option data"));
+        return Err("export name length exceeds option data");
     }
     let name = &data[4..4 + name_len];
     let count = be(&data[4 + name_len..8 + name_len]);
@@ -55,36 +58,36 @@ pub fn parse_meta_request(data: &[u8]) -> Result<MetaRequest<'_>, InvalidOption>
     let mut rest = raw_queries;
     for _ in 0..count {
         if rest.len() < 4 {
-            return Err(InvalidOption("fewer queries than their count says"));
+            return Err("fewer queries than their count says");
         }
         let n = be(&rest[0..4]);
         if n > MAX_STRING_LEN {
-            return Err(InvalidOption("query longer than 4096 bytes"));
+            return Err("query longer than 4096 bytes");
         }
         if 4 + n > rest.len() {
-            return Err(InvalidOption("query length exceeds option data"));
+            return Err("query length exceeds option data");
         }
         rest = &rest[4 + n..];
     }
     if !rest.is_empty() {
-        return Err(InvalidOption("data after the last query"));
+        return Err("data after the last query");
     }
     Ok(MetaRequest { name, raw_queries })
 }
 
 /// Whether a request's queries select `base:allocation`: for a `LIST`
 /// (`set` false) the contexts to list, for a `SET` the ones to select.
-pub fn selects_allocation(req: &MetaRequest<'_>, set: bool) -> Result<bool, InvalidOption> {
+pub fn selects_allocation(req: &MetaRequest<'_>, set: bool) -> Result<bool, Invalid> {
     let mut any = false;
     let mut allocation = false;
     for q in req.queries() {
         any = true;
-        let q = std::str::from_utf8(q).map_err(|_| InvalidOption("query is not UTF-8"))?;
+        let q = std::str::from_utf8(q).map_err(|_| "query is not UTF-8")?;
         let Some((namespace, leaf)) = q.split_once(':') else {
-            return Err(InvalidOption("query has no namespace (namespace:leaf)"));
+            return Err("query has no namespace (namespace:leaf)");
         };
         if namespace.is_empty() {
-            return Err(InvalidOption("query has an empty namespace"));
+            return Err("query has an empty namespace");
         }
         if namespace == "base" && (leaf == "allocation" || (leaf.is_empty() && !set)) {
             allocation = true;

@@ -26,6 +26,7 @@
 use super::consts::*;
 use super::structured::{self, Session};
 use crate::backend::Backend;
+use std::borrow::Cow;
 use std::io;
 
 /// A parsed request header.
@@ -373,60 +374,75 @@ pub fn block_status_reply(
     Ok(structured::block_status_chunk(cookie, allocation, &d))
 }
 
-/// [`execute_in`] for a connection without structured replies.
-pub fn execute(backend: &dyn Backend, cmd: &Command, cookie: u64, payload: &[u8]) -> Vec<u8> {
-    execute_in(&Session::default(), backend, cmd, cookie, payload)
+/// Runs a backend call as it is (see [`execute`]'s `call`).
+pub fn direct(f: &mut dyn FnMut() -> io::Result<()>) -> io::Result<()> {
+    f()
 }
 
-/// Runs a validated command and returns the complete reply (header, plus the
-/// data for a successful read) as `session` has replies. `payload` is the
-/// write data (exactly `len` bytes for a write, ignored otherwise).
+/// Runs a validated command and returns its complete reply (header, plus the
+/// data for a successful read) as `session` has replies. The one executor:
+/// the server's connections and the fuzz target both run requests here.
 ///
-/// The one allocation is the reply buffer: a header, or a header plus `len`
-/// for a read, where `len` has been checked against the maximum block size
-/// by [`decide`], or a block status chunk of at most [`MAX_EXTENTS`].
-pub fn execute_in(session: &Session, backend: &dyn Backend, cmd: &Command, cookie: u64, payload: &[u8]) -> Vec<u8> {
+/// `buf` holds a write's payload (its first `len` bytes) on entry; a read's
+/// data is read into it in place behind the reply's header, so a read
+/// reply borrows it (it grows to the read's length, checked against the
+/// maximum block size by [`decide`]). `call` makes the one backend call: the
+/// server's catches a panic as an error, [`direct`] just calls it.
+pub fn execute<'b>(
+    session: &Session,
+    backend: &dyn Backend,
+    cmd: &Command,
+    cookie: u64,
+    buf: &'b mut Vec<u8>,
+    call: impl FnOnce(&mut dyn FnMut() -> io::Result<()>) -> io::Result<()>,
+) -> Cow<'b, [u8]> {
     let result = match *cmd {
         Command::Read { offset, len } => {
             let head = read_header_len(session);
-            let mut buf = vec![0u8; (head + len as usize).max(CHUNK_HEADER_LEN)];
-            match backend.read_at(&mut buf[head..head + len as usize], offset) {
+            let n = (head + len as usize).max(CHUNK_HEADER_LEN);
+            if buf.len() < n {
+                *buf = Vec::new(); // freed before the larger one is made
+                *buf = vec![0u8; n];
+            }
+            match call(&mut || backend.read_at(&mut buf[head..head + len as usize], offset)) {
                 Ok(()) => {
-                    let n = finish_read(session, &mut buf, cookie, offset, len);
-                    buf.truncate(n);
-                    return buf;
+                    let n = finish_read(session, buf, cookie, offset, len);
+                    return Cow::Borrowed(&buf[..n]);
                 }
                 Err(e) => {
                     log::debug!("{cmd:?} failed: {e}");
-                    return read_failed(session, cookie, offset, errno_of(&e));
+                    return Cow::Owned(read_failed(session, cookie, offset, errno_of(&e)));
                 }
             }
         }
         Command::BlockStatus { offset, len, req_one } => {
             // decide admits BLOCK_STATUS only with a context, so `allocation` is set.
             let id = session.allocation.unwrap_or(CONTEXT_ID_BASE_ALLOCATION);
-            match block_status_reply(backend, cookie, id, offset, len, req_one) {
-                Ok(reply) => return reply,
+            let mut reply = Vec::new();
+            match call(&mut || {
+                reply = block_status_reply(backend, cookie, id, offset, len, req_one)?;
+                Ok(())
+            }) {
+                Ok(()) => return Cow::Owned(reply),
                 Err(e) => Err(e),
             }
         }
-        Command::Cache { offset, len } => backend.cache(offset, len as u64),
-        Command::Write { offset, len, fua } => {
-            if payload.len() != len as usize {
-                Err(io::Error::new(io::ErrorKind::InvalidInput, "payload length mismatch"))
-            } else {
-                backend.write_at(payload, offset, fua)
-            }
+        Command::Write { len, .. } if buf.len() < len as usize => {
+            Err(io::Error::new(io::ErrorKind::InvalidInput, "payload length mismatch"))
         }
-        Command::Flush => backend.flush(),
-        Command::Trim { offset, len, fua } => backend.trim(offset, len as u64, fua),
-        Command::WriteZeroes { offset, len, no_hole, fua } => backend.write_zeroes(offset, len as u64, no_hole, fua),
+        Command::Write { offset, len, fua } => call(&mut || backend.write_at(&buf[..len as usize], offset, fua)),
+        Command::Cache { offset, len } => call(&mut || backend.cache(offset, len as u64)),
+        Command::Flush => call(&mut || backend.flush()),
+        Command::Trim { offset, len, fua } => call(&mut || backend.trim(offset, len as u64, fua)),
+        Command::WriteZeroes { offset, len, no_hole, fua } => {
+            call(&mut || backend.write_zeroes(offset, len as u64, no_hole, fua))
+        }
     };
     match &result {
-        Ok(()) => simple_reply(cookie, 0).to_vec(),
+        Ok(()) => Cow::Owned(simple_reply(cookie, 0).to_vec()),
         Err(e) => {
             log::debug!("{cmd:?} failed: {e}");
-            error_reply(session, cookie, errno_of(e))
+            Cow::Owned(error_reply(session, cookie, errno_of(e)))
         }
     }
 }
@@ -438,6 +454,16 @@ mod tests {
 
     const EX: ExportParams =
         ExportParams { size: 1 << 20, max_block: 1 << 16, read_only: false, structured: false, block_status: false };
+
+    /// One request through the executor, its payload in a buffer of its own.
+    fn execute_in(s: &Session, m: &MemBackend, cmd: &Command, cookie: u64, payload: &[u8]) -> Vec<u8> {
+        super::execute(s, m, cmd, cookie, &mut payload.to_vec(), direct).into_owned()
+    }
+
+    /// [`execute_in`] without structured replies.
+    fn execute(m: &MemBackend, cmd: &Command, cookie: u64, payload: &[u8]) -> Vec<u8> {
+        execute_in(&Session::default(), m, cmd, cookie, payload)
+    }
 
     fn hdr(kind: u16, flags: u16, offset: u64, length: u32) -> RequestHeader {
         RequestHeader { flags, kind, cookie: 0x1122_3344_5566_7788, offset, length }

@@ -522,67 +522,18 @@ impl Conn {
         }
     }
 
-    /// Runs a command and sends its reply.
+    /// Runs a command (the protocol's one executor) and sends its reply.
     fn run(&self, cmd: Command, cookie: u64, buf: &mut Vec<u8>) {
-        let b = &*self.backend;
-        let session = &self.session;
-        if let Command::Read { offset, len } = cmd {
-            // The data is read in place behind the reply's header (simple or structured).
-            let head = request::read_header_len(session);
-            let n = (head + len as usize).max(CHUNK_HEADER_LEN);
-            if buf.len() < n {
-                *buf = Vec::new();
-                *buf = vec![0u8; n];
-            }
-            match self.call(&cmd, || b.read_at(&mut buf[head..head + len as usize], offset)) {
-                0 => {
-                    let n = request::finish_read(session, buf, cookie, offset, len);
-                    self.send(&buf[..n]);
-                }
-                errno => self.send(&request::read_failed(session, cookie, offset, errno)),
-            }
-            return;
-        }
-        if let Command::BlockStatus { offset, len, req_one } = cmd {
-            let id = session.allocation.unwrap_or(CONTEXT_ID_BASE_ALLOCATION); // decide checked it is set
-            let mut reply = Vec::new();
-            let errno = self.call(&cmd, || {
-                reply = request::block_status_reply(b, cookie, id, offset, len, req_one)?;
-                Ok(())
-            });
-            match errno {
-                0 => self.send(&reply),
-                errno => self.send(&request::error_reply(session, cookie, errno)),
-            }
-            return;
-        }
-        let errno = self.call(&cmd, || match cmd {
-            Command::Write { offset, len, fua } => b.write_at(&buf[..len as usize], offset, fua),
-            Command::Flush => b.flush(),
-            Command::Trim { offset, len, fua } => b.trim(offset, len as u64, fua),
-            Command::WriteZeroes { offset, len, no_hole, fua } => b.write_zeroes(offset, len as u64, no_hole, fua),
-            Command::Cache { offset, len } => b.cache(offset, len as u64),
-            Command::Read { .. } | Command::BlockStatus { .. } => unreachable!("handled above"),
-        });
-        match errno {
-            0 => self.send(&request::simple_reply(cookie, 0)),
-            errno => self.send(&request::error_reply(session, cookie, errno)),
-        }
+        let reply = request::execute(&self.session, &*self.backend, &cmd, cookie, buf, |f| self.call(&cmd, f));
+        self.send(&reply);
     }
 
-    /// A backend call's errno (0 on success); a panic is answered with EIO.
-    fn call(&self, cmd: &Command, f: impl FnOnce() -> io::Result<()>) -> u32 {
-        match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(Ok(())) => 0,
-            Ok(Err(e)) => {
-                log::debug!("{cmd:?} failed: {e}");
-                request::errno_of(&e)
-            }
-            Err(_) => {
-                log::error!("{}: {cmd:?} failed: the backend panicked", self.peer);
-                EIO
-            }
-        }
+    /// Makes a backend call; a panic is answered with EIO.
+    fn call(&self, cmd: &Command, f: &mut dyn FnMut() -> io::Result<()>) -> io::Result<()> {
+        catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+            log::error!("{}: {cmd:?} failed: the backend panicked", self.peer);
+            Err(io::Error::from_raw_os_error(libc::EIO))
+        })
     }
 
     /// Writes a whole reply. A reply the client does not take for the stall
