@@ -28,8 +28,8 @@
 # a temporary directory), no client certificate. About 5.5 min
 # (2.7 min with BENCH_A_TLS=0, 1.3 min more with BENCH_A_PLAIN=1).
 #
-# Part (b), paper 000's headline: a slow backing disk (crates/serve/src/cache/
-# slow.rs: the simulator's HDD model; default BENCH_B_MODEL =
+# Part (b), paper 000's headline: a slow backing disk (crates/engine/src/
+# model_device.rs: the simulator's HDD model; default BENCH_B_MODEL =
 # hdd(model=rpm7200,seek=8.5ms,transfer=150MB,scale=0.2), a 7200 rpm disk
 # like the paper's Seagate ST2000DM001, 5x faster than real time) under a
 # multi-day desktop trace (BENCH_B_TRACE, default
@@ -168,7 +168,7 @@ EOF
 
   local plain_uri=
   if [ "${BENCH_A_PLAIN:-0}" = 1 ]; then
-    cargo build -q --locked --release -p ssdcache-serve --example serve_file
+    cargo build -q --locked --release -p ssdcache-server --example serve_file
     cp --sparse=always "$d/nbdkit.img" "$d/plain.img"
     "${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/serve_file" "$d/plain.img" --listen 127.0.0.1:0 --export disk \
       >"$WORK/plain.out" 2>"$WORK/plain.err" &

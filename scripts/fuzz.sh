@@ -11,7 +11,7 @@
 # request consumes input) and the reader contract; libFuzzer's -rss_limit_mb /
 # -malloc_limit_mb bound memory, so an allocation sized by a length field fails.
 # nbd_handshake and nbd_request do the same for the NBD server's protocol code
-# (crates/serve; see the targets' doc comments: the option negotiation with
+# (crates/nbd and crates/engine; see the targets' doc comments: the option negotiation with
 # structured replies and metadata contexts, and requests answered with simple
 # replies or structured chunks, block status included), and cache_meta for the
 # cache's superblock and metadata parsers.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The NBD server (crates/serve) against real NBD clients.
+# The NBD server (crates/server) against real NBD clients.
 #
 #   scripts/test_nbd.sh          (from anywhere; root for the apt install step)
 #   NBD_PROFILE=release scripts/test_nbd.sh    (serve a release build of the example)
@@ -57,7 +57,7 @@ echo "$(qemu-io --version | sed -n 1p), $(nbdinfo --version | tr '\n' ' ')$(fio 
 # NBD_PROFILE=release reuses a release build (e.g. after `cargo test --release`).
 PROFILE=${NBD_PROFILE:-dev}
 step "build serve_file ($PROFILE)"
-cargo build -q --locked --profile "$PROFILE" -p ssdcache-serve --example serve_file
+cargo build -q --locked --profile "$PROFILE" -p ssdcache-server --example serve_file
 SERVER=${CARGO_TARGET_DIR:-$ROOT/target}/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/examples/serve_file
 
 work_dir

@@ -6,9 +6,9 @@
 //! whatever decodes re-encodes to the same value.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use ssdcache_serve::cache::meta::Meta;
-use ssdcache_serve::cache::Superblock;
-use ssdcache_serve::cache::{recover, MemDevice};
+use ssdcache_engine::meta::Meta;
+use ssdcache_engine::Superblock;
+use ssdcache_engine::{recover, MemDevice};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(m) = Meta::decode(data, None) {

@@ -12,11 +12,11 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use ssdcache_fuzz::nbd::{negotiate, Step};
-use ssdcache_serve::nbd::consts::*;
-use ssdcache_serve::nbd::handshake::{
+use ssdcache_nbd::consts::*;
+use ssdcache_nbd::handshake::{
     parse_client_flags, parse_option, parse_option_header, split_option_reply, ExportInfo, Negotiation, Progress,
 };
-use ssdcache_serve::nbd::meta_context::parse_meta_request;
+use ssdcache_nbd::meta_context::parse_meta_request;
 use std::ops::ControlFlow;
 
 fn exports() -> Vec<ExportInfo> {

@@ -8,8 +8,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use ssdcache_fuzz::nbd::{negotiate, Step};
-use ssdcache_serve::nbd::consts::*;
-use ssdcache_serve::nbd::handshake::{split_option_reply, ExportInfo, Negotiation, Progress, TlsMode};
+use ssdcache_nbd::consts::*;
+use ssdcache_nbd::handshake::{split_option_reply, ExportInfo, Negotiation, Progress, TlsMode};
 use std::ops::ControlFlow;
 
 fn exports() -> Vec<ExportInfo> {

@@ -1,8 +1,8 @@
 //! The loop the NBD negotiation targets share: the `Negotiation` state
 //! machine driven over fuzzer bytes the way the server drives it.
 
-use ssdcache_serve::nbd::consts::{GREETING_LEN, MAX_OPTION_DATA};
-use ssdcache_serve::nbd::handshake::{Negotiation, Progress};
+use ssdcache_nbd::consts::{GREETING_LEN, MAX_OPTION_DATA};
+use ssdcache_nbd::handshake::{Negotiation, Progress};
 use std::ops::ControlFlow;
 
 /// One step of [`negotiate`]: what was fed, and what came of it.

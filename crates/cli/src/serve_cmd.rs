@@ -1,7 +1,7 @@
 //! `ssdcache create | serve | check | status | flush | maintain`: the
 //! persistent SSD cache of paper 000 (PWC write-back, or a read-only /
 //! write-through / write-around / passthrough baseline) served over NBD
-//! (`ssdcache_serve::cache`).
+//! (`ssdcache_engine`).
 //!
 //! A cache is a file (or device) CACHE in front of a backing file BACKING.
 //! CACHE holds a 4 KiB superblock, the two metadata slots, then the SSD
@@ -12,14 +12,14 @@ use clap::Args;
 use serde_json::Value;
 use ssdcache::policy::tiered::cleaner::CleanerConfig;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns, parse_ratio};
-use ssdcache_serve::cache::files;
-use ssdcache_serve::cache::inject::FaultPlan;
-use ssdcache_serve::cache::model_device::ModelDevice;
-use ssdcache_serve::cache::{recover, EngineConfig, FileDevice, StartOptions};
-use ssdcache_serve::cache::{CacheMode, Superblock};
-use ssdcache_serve::control::socket::{self as control, Reply};
-use ssdcache_serve::daemon::{self, DaemonConfig};
-use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
+use ssdcache_daemon::control::socket::{self as control, Reply};
+use ssdcache_daemon::DaemonConfig;
+use ssdcache_engine::files;
+use ssdcache_engine::inject::FaultPlan;
+use ssdcache_engine::model_device::ModelDevice;
+use ssdcache_engine::{recover, EngineConfig, FileDevice, StartOptions};
+use ssdcache_engine::{CacheMode, Superblock};
+use ssdcache_nbd::consts::MAX_STRING_LEN;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -135,7 +135,7 @@ pub struct ServeArgs {
     discard_dirty: bool,
     /// Cache-device I/O errors before the cache goes degraded (writes go to BACKING, nothing new
     /// is cached, dirty segments are written back); a device that shrinks degrades it at once.
-    #[arg(long, default_value_t = ssdcache_serve::cache::datapath::DEFAULT_ERROR_LIMIT)]
+    #[arg(long, default_value_t = ssdcache_engine::datapath::DEFAULT_ERROR_LIMIT)]
     max_cache_errors: u64,
     /// Clear a degraded cache's degraded state (after replacing or checking the cache device).
     #[arg(long)]
@@ -319,7 +319,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let model_spec = a.backing_model.clone();
     if let Some(spec) = &model_spec {
         // Parsed once here so a bad spec fails before the cache is touched.
-        let probe = ssdcache_serve::cache::MemDevice::new(4096);
+        let probe = ssdcache_engine::MemDevice::new(4096);
         ModelDevice::from_spec(spec, probe).map_err(|e| anyhow::anyhow!("--backing-model: {e}"))?;
     }
     let plan = |flag: &str, spec: &Option<String>| -> Result<Option<FaultPlan>> {
@@ -377,11 +377,11 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         inject_backing,
         read_only: a.read_only,
     };
-    ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
+    ssdcache_server::stderr_log::init("ssdcache serve", a.verbose);
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
-        let events = daemon::signal_events()?;
-        daemon::run(cfg, events, |addr| {
+        let events = ssdcache_daemon::signal_events()?;
+        ssdcache_daemon::run(cfg, events, |addr| {
             println!("listening on {addr}");
             let _ = std::io::stdout().flush();
         })
@@ -461,7 +461,7 @@ fn check_into(dev: &FileDevice, out: &mut serde_json::Map<String, Value>, lines:
     let mut copies = Vec::new();
     for (slot, pair) in store.read_all().into_iter().enumerate() {
         for (copy, r) in pair.into_iter().enumerate() {
-            let name = format!("slot {slot} {}", ssdcache_serve::cache::meta::COPIES[copy]);
+            let name = format!("slot {slot} {}", ssdcache_engine::meta::COPIES[copy]);
             match r {
                 Ok(m) => {
                     lines.push(format!(
@@ -519,7 +519,7 @@ pub fn drain(a: DrainArgs) -> Result<()> {
     if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let r = ssdcache_serve::cache::drain::drain(&a.cache, &a.backing, a.assume_torn, a.backing_moved, |done, total| {
+    let r = ssdcache_engine::drain::drain(&a.cache, &a.backing, a.assume_torn, a.backing_moved, |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })

@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns};
-use ssdcache_serve::ServerConfig;
+use ssdcache_server::ServerConfig;
 use std::time::Duration;
 
 #[derive(Args, Debug, Default)]

@@ -5,8 +5,8 @@
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use ssdcache_serve::nbd::handshake::TlsMode;
-use ssdcache_serve::server::{ListenAddr, TlsSettings};
+use ssdcache_nbd::handshake::TlsMode;
+use ssdcache_server::{ListenAddr, TlsSettings};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

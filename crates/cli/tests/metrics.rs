@@ -7,8 +7,8 @@
 //! server nor disturb NBD clients. Loopback only; every wait is bounded.
 
 use serde_json::Value;
-use ssdcache_serve::nbd::consts::*;
-use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
+use ssdcache_nbd::consts::*;
+use ssdcache_nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

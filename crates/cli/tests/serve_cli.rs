@@ -3,8 +3,8 @@
 //! stopped (SIGSTOP), a control client that never sends its command, a
 //! server full of idle connections. Loopback only; every wait is bounded.
 
-use ssdcache_serve::nbd::consts::*;
-use ssdcache_serve::nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
+use ssdcache_nbd::consts::*;
+use ssdcache_nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};

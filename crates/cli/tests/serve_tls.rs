@@ -7,7 +7,7 @@
 //! qemu-utils (scripts/test.sh installs them); a missing tool fails the test.
 //! Loopback only; every wait is bounded.
 
-use ssdcache_serve::nbd::consts::*;
+use ssdcache_nbd::consts::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

@@ -319,7 +319,7 @@ impl Pwc {
     }
 
     /// Seeds the state a persistent cache saved (for the cache engine in
-    /// `crates/serve`, which restarts from its metadata; the simulator never
+    /// `crates/engine`, which restarts from its metadata; the simulator never
     /// calls this): the HDD segment each slot caches, the frequency of each
     /// touched segment, and the evict clock. Nothing is dirty afterwards and
     /// the procedure count is kept.

@@ -1,0 +1,232 @@
+//! The control protocol of `ssdcache serve`, with no I/O inside (like
+//! `nbd/handshake.rs`): the client sends one line, `status`, `flush`,
+//! `flush-stop` (stops a running flush at its next segment: Ctrl-C of
+//! `ssdcache flush`) or `maintain`; the server answers one line of JSON, `{"ok":true,...}` with the
+//! command's result, or `{"ok":false,"error":"..."}`, and closes. Fed bytes,
+//! tested here; [`super::socket`] moves them.
+
+use std::io;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::metrics::snapshot::{Snapshot, Source};
+use ssdcache_engine::datapath::FlushProgress;
+use ssdcache_engine::model_device::ModelDevice;
+use ssdcache_engine::{FileCache, FileDevice, MaintainReport};
+
+/// A command a client can send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// The engine's state.
+    Status,
+    /// Write every dirty segment back now.
+    Flush,
+    /// Run the caching-and-eviction procedure now.
+    Maintain,
+    /// Stop a running `flush` at its next segment.
+    FlushStop,
+}
+
+impl Command {
+    /// Parses a command line (surrounding whitespace ignored).
+    pub fn parse(line: &str) -> Result<Command, String> {
+        match line.trim() {
+            "status" => Ok(Command::Status),
+            "flush" => Ok(Command::Flush),
+            "maintain" => Ok(Command::Maintain),
+            "flush-stop" => Ok(Command::FlushStop),
+            other => {
+                let shown: String = other.chars().take(40).collect();
+                Err(format!("unknown command `{shown}` (status, flush, flush-stop, maintain)"))
+            }
+        }
+    }
+}
+
+/// What the commands act on: the engine (a trait so that the protocol is
+/// tested without a cache).
+pub trait Controlled {
+    /// `status`: the same snapshot `/metrics` is rendered from.
+    fn status(&self) -> Snapshot;
+    /// `flush`: how far it got.
+    fn write_back(&self) -> io::Result<FlushProgress>;
+    /// `flush-stop`: stops a running flush at its next segment; whether one ran.
+    fn stop_write_back(&self) -> bool;
+    /// `maintain`.
+    fn maintain(&self) -> io::Result<MaintainReport>;
+}
+
+/// A served cache: the engine, and where its snapshots come from (the
+/// engine and the NBD server's connections).
+pub struct Served {
+    pub cache: Arc<FileCache>,
+    pub source: Source,
+}
+
+impl Controlled for Served {
+    fn status(&self) -> Snapshot {
+        self.source.snapshot()
+    }
+    fn write_back(&self) -> io::Result<FlushProgress> {
+        self.cache.write_back()
+    }
+    fn stop_write_back(&self) -> bool {
+        self.cache.stop_write_back()
+    }
+    fn maintain(&self) -> io::Result<MaintainReport> {
+        self.cache.maintain()
+    }
+}
+
+/// The benchmark's slow backing (`serve --backing-model`), whose modelled
+/// busy time `status` reports.
+pub trait BackingModel {
+    /// Its state, as JSON.
+    fn report(&self) -> Value;
+}
+
+impl BackingModel for ModelDevice<FileDevice> {
+    fn report(&self) -> Value {
+        let s = self.stats();
+        json!({
+            "spec": self.describe(), "reads": s.reads, "writes": s.writes,
+            "busy_s": s.busy_ns as f64 / 1e9, "queued_s": s.queued_ns as f64 / 1e9,
+        })
+    }
+}
+
+/// Runs one command (blocking: flush and maintain copy data) and returns
+/// the answer.
+pub fn answer(cmd: Result<Command, String>, engine: &dyn Controlled, model: Option<&dyn BackingModel>) -> Value {
+    let fail = |e: String| json!({"ok": false, "error": e});
+    match cmd {
+        Err(e) => fail(e),
+        Ok(Command::Status) => {
+            let mut status = serde_json::to_value(engine.status()).unwrap_or(Value::Null);
+            if let Some(m) = model {
+                status["backing_model"] = m.report();
+            }
+            json!({"ok": true, "pid": std::process::id(), "status": status})
+        }
+        Ok(Command::Flush) => match engine.write_back() {
+            Ok(p) => {
+                log::info!("control: flush wrote back {} of {} segment(s)", p.written_back, p.total);
+                json!({"ok": true, "written_back": p.written_back, "total": p.total, "interrupted": p.interrupted})
+            }
+            Err(e) => fail(e.to_string()),
+        },
+        Ok(Command::FlushStop) => json!({"ok": true, "was_running": engine.stop_write_back()}),
+        Ok(Command::Maintain) => match engine.maintain() {
+            Ok(r) => json!({"ok": true, "report": r}),
+            Err(e) => fail(e.to_string()),
+        },
+    }
+}
+
+/// An answer as the line sent back.
+pub fn encode(answer: &Value) -> Vec<u8> {
+    let mut out = answer.to_string().into_bytes();
+    out.push(b'\n');
+    out
+}
+
+/// A client's reading of an answer line: `Ok(Ok(v))` done, `Ok(Err(why))`
+/// refused by the server, `Err` not an answer at all.
+pub fn decode(line: &str) -> Result<Result<Value, String>, serde_json::Error> {
+    let v: Value = serde_json::from_str(line.trim())?;
+    Ok(if v["ok"] == json!(true) { Ok(v) } else { Err(v["error"].as_str().unwrap_or("no reason given").to_string()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::snapshot::Connections;
+    use ssdcache_engine::datapath::MapStatus;
+    use ssdcache_engine::{CacheMode, EngineStatus};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    struct Fake {
+        flushes: AtomicU64,
+        fail: bool,
+    }
+
+    impl Controlled for Fake {
+        fn status(&self) -> Snapshot {
+            let engine = EngineStatus {
+                mode: CacheMode::WriteBack,
+                policy: "pwc".into(),
+                segment_size: 1 << 20,
+                ssd_segments: 8,
+                hdd_segments: 64,
+                map: MapStatus { cached: 3, dirty: 1, ..Default::default() },
+                last_maintenance: None,
+                last_report: None,
+                next_maintenance: None,
+                idle: None,
+                uptime: 1.5,
+                cache_hints: 0,
+                cache_hint_fills: 0,
+                requests: Vec::new(),
+                procedure_runs: Vec::new(),
+                cleaner: None,
+            };
+            Snapshot { engine, connections: Connections { open: 2, accepted: 5, ..Default::default() } }
+        }
+        fn write_back(&self) -> io::Result<FlushProgress> {
+            if self.fail {
+                return Err(io::Error::other("backing device error"));
+            }
+            let n = self.flushes.fetch_add(1, Ordering::Relaxed) + 2;
+            Ok(FlushProgress { written_back: n, total: n + 1, interrupted: true })
+        }
+        fn stop_write_back(&self) -> bool {
+            !self.fail
+        }
+        fn maintain(&self) -> io::Result<MaintainReport> {
+            Ok(MaintainReport { plan: vec![(0, 5)], cached: 4, seconds: 0.25 })
+        }
+    }
+
+    fn round_trip(line: &str, engine: &Fake) -> Result<Value, String> {
+        let sent = encode(&answer(Command::parse(line), engine, None));
+        assert_eq!(sent.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
+        decode(std::str::from_utf8(&sent).unwrap()).expect("an answer")
+    }
+
+    #[test]
+    fn commands_round_trip_through_one_line_each() {
+        let ok = Fake { flushes: AtomicU64::new(0), fail: false };
+        let v = round_trip("status\n", &ok).unwrap();
+        assert_eq!((v["status"]["cached"].as_u64(), v["status"]["dirty"].as_u64()), (Some(3), Some(1)));
+        assert_eq!(v["status"]["mode"], "write-back");
+        assert_eq!(
+            (v["status"]["connections"]["open"].as_u64(), v["status"]["connections"]["accepted"].as_u64()),
+            (Some(2), Some(5))
+        );
+        let f = round_trip(" flush ", &ok).unwrap();
+        assert_eq!(
+            (f["written_back"].as_u64(), f["total"].as_u64(), f["interrupted"].as_bool()),
+            (Some(2), Some(3), Some(true))
+        );
+        assert_eq!(round_trip("flush-stop", &ok).unwrap()["was_running"], true);
+        assert_eq!(
+            round_trip("flush-stop", &Fake { flushes: AtomicU64::new(0), fail: true }).unwrap()["was_running"],
+            false
+        );
+        assert_eq!(round_trip("maintain", &ok).unwrap()["report"]["plan"], json!([[0, 5]]));
+        let bad = Fake { flushes: AtomicU64::new(0), fail: true };
+        assert_eq!(round_trip("flush", &bad).unwrap_err(), "backing device error");
+    }
+
+    #[test]
+    fn unknown_commands_and_garbage_answers_are_named() {
+        let ok = Fake { flushes: AtomicU64::new(0), fail: false };
+        let e = round_trip("format everything", &ok).unwrap_err();
+        assert!(e.starts_with("unknown command `format everything`"), "{e}");
+        let long = "x".repeat(10_000);
+        assert!(round_trip(&long, &ok).unwrap_err().len() < 120, "the echo is bounded");
+        assert!(decode("not json").is_err());
+        assert_eq!(decode("{\"ok\":false}").unwrap().unwrap_err(), "no reason given");
+    }
+}

@@ -1,0 +1,297 @@
+//! The `/metrics` endpoint of `serve --metrics ADDR`: `GET /metrics` answers
+//! the exposition text, anything else a short error; every connection is
+//! closed after one answer.
+//!
+//! A tiny responder rather than hyper: one GET of one page, and hyper is not
+//! a dependency here; what matters is that hostile clients cannot hurt the
+//! server, and each bound is explicit:
+//! - memory: a request head of at most [`MAX_HEAD`] bytes is read (more is
+//!   answered 431 and the connection closed, the rest never read), and at
+//!   most [`MAX_CONNECTIONS`] are served at once (more are closed at
+//!   accept), so the endpoint holds at most `MAX_CONNECTIONS` heads and pages;
+//! - time: a connection gets [`EXCHANGE_TIMEOUT`] for its whole exchange
+//!   (sending the head and taking the answer), then it is closed;
+//! - the NBD side shares nothing with it but the runtime and a snapshot's
+//!   short locks (taken on a blocking thread, which keeps its connection's
+//!   slot until it returns: an engine stuck behind a hung device ties up
+//!   at most `MAX_CONNECTIONS` threads, and scrapes are refused meanwhile).
+//!
+//! No authentication: bind it to loopback, or a network you trust.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::exposition;
+
+/// Largest request head read (request line and headers).
+pub const MAX_HEAD: usize = 8 << 10;
+/// Connections served at once; more are closed at accept.
+pub const MAX_CONNECTIONS: usize = 8;
+/// Time a connection has to send its head and take the answer.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the endpoint turned away (for tests and logs).
+#[derive(Debug, Default)]
+pub struct EndpointStats {
+    /// Closed at accept: [`MAX_CONNECTIONS`] were being served.
+    pub refused: AtomicU64,
+    /// Closed after [`EXCHANGE_TIMEOUT`].
+    pub timed_out: AtomicU64,
+    /// Answered 431: a head longer than [`MAX_HEAD`].
+    pub too_large: AtomicU64,
+    /// Pages served.
+    pub served: AtomicU64,
+}
+
+/// Serves `/metrics` on `listener` until the task is dropped or aborted.
+pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<EndpointStats>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let sock = match listener.accept().await {
+            Ok((sock, _)) => sock,
+            Err(e) => {
+                // e.g. EMFILE: back off instead of spinning
+                log::warn!("metrics endpoint: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            stats.refused.fetch_add(1, Relaxed);
+            continue; // dropped: closed
+        };
+        let (registry, stats) = (registry.clone(), stats.clone());
+        tokio::spawn(async move {
+            match tokio::time::timeout(EXCHANGE_TIMEOUT, exchange(sock, &registry, &stats, slot)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => log::debug!("metrics endpoint: {e}"),
+                Err(_) => {
+                    stats.timed_out.fetch_add(1, Relaxed);
+                }
+            }
+        });
+    }
+}
+
+/// What a request head asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Asked {
+    Metrics,
+    NotFound,
+    NotGet,
+    Malformed,
+}
+
+/// Reads the head: `Ok(None)` if it grew past [`MAX_HEAD`] first.
+async fn read_head(sock: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+            return Ok(Some(head));
+        }
+        if head.len() >= MAX_HEAD {
+            return Ok(None);
+        }
+        let want = chunk.len().min(MAX_HEAD - head.len());
+        let n = sock.read(&mut chunk[..want]).await?;
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed before the end of its head"));
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn parse(head: &[u8]) -> Asked {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_ascii_whitespace();
+    let (Some(method), Some(target), Some(version)) = (words.next(), words.next(), words.next()) else {
+        return Asked::Malformed;
+    };
+    if !version.starts_with("HTTP/1.") {
+        return Asked::Malformed;
+    }
+    if method != "GET" {
+        return Asked::NotGet;
+    }
+    let path = target.split('?').next().unwrap_or_default();
+    if path == "/metrics" {
+        Asked::Metrics
+    } else {
+        Asked::NotFound
+    }
+}
+
+/// Whether an `Accept` header names OpenMetrics (Prometheus's does).
+fn wants_openmetrics(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head).lines().any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("accept") && v.to_ascii_lowercase().contains("application/openmetrics-text")
+        })
+    })
+}
+
+async fn respond(sock: &mut TcpStream, status: &str, content_type: &str, body: &[u8]) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(head.as_bytes()).await?;
+    sock.write_all(body).await?;
+    sock.shutdown().await
+}
+
+/// One connection's exchange; it holds `slot` until done, or (a page being
+/// rendered) until the rendering ends.
+async fn exchange(
+    mut sock: TcpStream,
+    registry: &Arc<Registry>,
+    stats: &EndpointStats,
+    slot: OwnedSemaphorePermit,
+) -> std::io::Result<()> {
+    let Some(head) = read_head(&mut sock).await? else {
+        stats.too_large.fetch_add(1, Relaxed);
+        return respond(&mut sock, "431 Request Header Fields Too Large", "text/plain", b"request head too large\n")
+            .await;
+    };
+    match parse(&head) {
+        Asked::Metrics => {
+            // A snapshot takes the engine's locks, which a fill may hold
+            // during device I/O: not on the async runtime. The rendering
+            // keeps the connection's slot even past the timeout, so a stuck
+            // engine holds at most MAX_CONNECTIONS blocking threads.
+            let r = registry.clone();
+            let page = tokio::task::spawn_blocking(move || {
+                let _slot = slot;
+                exposition::render(&r)
+            })
+            .await
+            .map_err(std::io::Error::other)?;
+            stats.served.fetch_add(1, Relaxed);
+            // Prometheus asks for OpenMetrics; others get the classic format.
+            if wants_openmetrics(&head) {
+                respond(&mut sock, "200 OK", exposition::CONTENT_TYPE, page.as_bytes()).await
+            } else {
+                let page = exposition::to_classic(&page);
+                respond(&mut sock, "200 OK", exposition::CLASSIC_CONTENT_TYPE, page.as_bytes()).await
+            }
+        }
+        Asked::NotFound => respond(&mut sock, "404 Not Found", "text/plain", b"only /metrics is served here\n").await,
+        Asked::NotGet => respond(&mut sock, "405 Method Not Allowed", "text/plain", b"only GET\n").await,
+        Asked::Malformed => respond(&mut sock, "400 Bad Request", "text/plain", b"not an HTTP/1 request\n").await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::snapshot::Source;
+    use ssdcache_engine::datapath::MapStatus;
+    use ssdcache_engine::{CacheMode, EngineStatus};
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Condvar, Mutex};
+
+    fn status() -> EngineStatus {
+        EngineStatus {
+            mode: CacheMode::WriteBack,
+            policy: "pwc".into(),
+            segment_size: 1 << 20,
+            ssd_segments: 8,
+            hdd_segments: 64,
+            map: MapStatus::default(),
+            last_maintenance: None,
+            last_report: None,
+            next_maintenance: None,
+            idle: None,
+            uptime: 1.0,
+            cache_hints: 0,
+            cache_hint_fills: 0,
+            requests: Vec::new(),
+            procedure_runs: Vec::new(),
+            cleaner: None,
+        }
+    }
+
+    /// An engine stuck behind a hung device (its status blocks): scrapes
+    /// time out, and the renderings stuck in it never exceed
+    /// MAX_CONNECTIONS, however many scrapes come, before or after the
+    /// timeouts.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stuck_engine_ties_up_at_most_max_connections_threads() {
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let started = Arc::new(AtomicUsize::new(0));
+        let (g, n) = (gate.clone(), started.clone());
+        let source = Source::new(
+            move || {
+                n.fetch_add(1, Relaxed);
+                let (open, cv) = &*g;
+                let mut o = open.lock().unwrap();
+                while !*o {
+                    o = cv.wait(o).unwrap();
+                }
+                status()
+            },
+            None,
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stats = Arc::new(EndpointStats::default());
+        let server = tokio::spawn(serve(listener, Arc::new(exposition::registry(source)), stats.clone()));
+        let scrape = || async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await;
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out).await; // closed: refused, or timed out
+            out
+        };
+        for round in 0..2 {
+            let all: Vec<_> = (0..20).map(|_| tokio::spawn(scrape())).collect();
+            for t in all {
+                assert!(t.await.unwrap().is_empty(), "round {round}: a page from a stuck engine");
+            }
+        }
+        assert!(started.load(Relaxed) <= MAX_CONNECTIONS, "{} renderings started", started.load(Relaxed));
+        assert!(stats.refused.load(Relaxed) >= 40 - MAX_CONNECTIONS as u64);
+        // Unstuck: served again.
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        let mut page = Vec::new();
+        for _ in 0..100 {
+            page = scrape().await;
+            if !page.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(String::from_utf8_lossy(&page).starts_with("HTTP/1.1 200 OK"));
+        server.abort();
+    }
+
+    #[test]
+    fn request_lines_are_read_strictly() {
+        assert_eq!(parse(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), Asked::Metrics);
+        assert_eq!(parse(b"GET /metrics?x=1 HTTP/1.0\n\n"), Asked::Metrics);
+        assert_eq!(parse(b"GET / HTTP/1.1\r\n\r\n"), Asked::NotFound);
+        assert_eq!(parse(b"GET /metricsX HTTP/1.1\r\n\r\n"), Asked::NotFound);
+        assert_eq!(parse(b"POST /metrics HTTP/1.1\r\n\r\n"), Asked::NotGet);
+        assert_eq!(parse(b"GET /metrics\r\n\r\n"), Asked::Malformed);
+        assert_eq!(parse(b"GET /metrics SPDY/3\r\n\r\n"), Asked::Malformed);
+        assert_eq!(parse(b"\xff\xfe\r\n\r\n"), Asked::Malformed);
+    }
+
+    #[test]
+    fn openmetrics_only_when_asked_for() {
+        let prometheus = b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n";
+        assert!(wants_openmetrics(prometheus));
+        assert!(wants_openmetrics(b"GET /metrics HTTP/1.1\r\naccept:APPLICATION/OPENMETRICS-TEXT\r\n\r\n"));
+        assert!(!wants_openmetrics(b"GET /metrics HTTP/1.1\r\nAccept: */*\r\n\r\n"));
+        assert!(!wants_openmetrics(b"GET /metrics HTTP/1.1\r\nX-Accept: application/openmetrics-text\r\n\r\n"));
+    }
+}

@@ -1,0 +1,310 @@
+//! The background cleaner of a write-back cache (`serve --max-dirty
+//! --dirty-age --clean-rate`; beyond paper 000, whose only write-back is the
+//! daily procedure's): operators' bounds on dirty data.
+//!
+//! **Which slot, when**: the simulator's own rule,
+//! [`ssdcache::policy::tiered::cleaner::Cleaner`], in wall-clock nanoseconds
+//! since the engine opened. It sits in the map as its [`DirtyWatch`], so it
+//! hears of every clean → dirty change and every write-back (procedure,
+//! flush, degraded settling, shutdown, itself) under the map's mutex, in step
+//! with the dirty bitmap. A slot is due when more than `max_dirty` of the
+//! slots are dirty (oldest dirtied first) or when it has been dirty for
+//! `dirty_age`; at most `rate` bytes per second are written back (a token
+//! bucket of one second, charged whole segments).
+//!
+//! **How** ([`run`], one thread): before each segment it yields to
+//! foreground I/O: it waits until no request is in flight and none has
+//! arrived for [`GAP`], but at most [`MAX_YIELD`], so a busy server still
+//! cleans (at least one segment per `MAX_YIELD`, rate permitting). Then
+//! [`CacheMap::clean_one`] writes the slot back under the admin mutex and the
+//! segment's lock, with the procedure's code. After [`BATCH`] segments, or
+//! when nothing more is due, it syncs the backing device. With nothing due
+//! it looks again every [`POLL`], or at once when a write takes the dirty
+//! share over `max_dirty` ([`Nudge`]). A failed write-back (the slot stays dirty)
+//! makes it back off, 1 s doubling to 30 s; a degraded cache is left to the
+//! engine's settling.
+
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use ssdcache::policy::tiered::cleaner::{Cleaner, CleanerConfig, CleanerStats};
+use ssdcache::Nanos;
+
+use crate::datapath::{CacheMap, CleanOne, DirtyWatch};
+use crate::device::BlockDevice;
+use ssdcache_block::sync::lock;
+
+/// A request-free gap the cleaner waits for before each segment.
+pub const GAP: Duration = Duration::from_millis(2);
+/// The longest it waits for that gap.
+pub const MAX_YIELD: Duration = Duration::from_millis(50);
+/// Segments written back between syncs of the backing device.
+pub const BATCH: u32 = 16;
+/// How often it looks for due slots when none is.
+pub const POLL: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Wakes the idle cleaner thread early: a write took the dirty share over
+/// `max_dirty` (or the engine stops).
+#[derive(Debug, Default)]
+pub struct Nudge {
+    nudged: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Nudge {
+    pub fn nudge(&self) {
+        *lock(&self.nudged) = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits until nudged or `d` passed; clears the nudge.
+    fn wait(&self, d: Duration) {
+        let g = lock(&self.nudged);
+        let (mut g, _) = self.cv.wait_timeout_while(g, d, |n| !*n).unwrap_or_else(|e| e.into_inner());
+        *g = false;
+    }
+}
+
+/// The [`Cleaner`] as the map's watch, on the engine's wall clock.
+pub struct CleanerWatch {
+    pub cleaner: Cleaner,
+    clock: Instant,
+    slots: usize,
+    nudge: Arc<Nudge>,
+}
+
+impl CleanerWatch {
+    /// For a cache of `slots` slots; `nudge` wakes the thread.
+    pub fn new(cfg: CleanerConfig, clock: Instant, slots: usize, nudge: Arc<Nudge>) -> Self {
+        CleanerWatch { cleaner: Cleaner::new(cfg), clock, slots, nudge }
+    }
+
+    fn now(&self) -> Nanos {
+        self.clock.elapsed().as_nanos() as Nanos
+    }
+}
+
+impl DirtyWatch for CleanerWatch {
+    fn dirtied(&mut self, slot: u32) {
+        let now = self.now();
+        self.cleaner.dirtied(slot, now);
+        if self.cleaner.config().max_dirty.is_some_and(|m| self.cleaner.dirty() as f64 > m * self.slots as f64) {
+            self.nudge.nudge();
+        }
+    }
+    fn cleaned(&mut self, slot: u32) {
+        self.cleaner.cleaned(slot);
+    }
+}
+
+/// What the cleaner thread is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activity {
+    /// Nothing is due.
+    Idle,
+    /// Something is due; waiting for a gap in the requests.
+    Yielding,
+    /// Writing a segment back.
+    Cleaning,
+    /// Something is due, but the rate says wait.
+    RateLimited,
+    /// A write-back failed; waiting to retry.
+    BackingOff,
+    /// The thread has ended (shutdown).
+    Stopped,
+}
+
+impl Activity {
+    const ALL: [Activity; 6] = [
+        Activity::Idle,
+        Activity::Yielding,
+        Activity::Cleaning,
+        Activity::RateLimited,
+        Activity::BackingOff,
+        Activity::Stopped,
+    ];
+}
+
+/// The thread's state, readable at any time.
+#[derive(Debug, Default)]
+pub struct CleanerState {
+    activity: AtomicU8,
+}
+
+impl CleanerState {
+    fn set(&self, a: Activity) {
+        self.activity.store(a as u8, Relaxed);
+    }
+    pub fn activity(&self) -> Activity {
+        Activity::ALL[self.activity.load(Relaxed) as usize]
+    }
+}
+
+/// The cleaner's part of `ssdcache status` (and the metrics).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CleanerStatus {
+    /// The bounds: share of slots, seconds, bytes per second (`None`: none).
+    pub max_dirty: Option<f64>,
+    pub dirty_age: Option<f64>,
+    pub clean_rate: Option<u64>,
+    /// What it is doing now; `running` is true while it writes back or waits
+    /// to (yielding, rate-limited, backing off).
+    pub activity: Activity,
+    pub running: bool,
+    /// Slots it wrote back, by reason, and their bytes (whole segments).
+    pub cleaned_too_many: u64,
+    pub cleaned_too_old: u64,
+    pub cleaned_bytes: u64,
+    /// Seconds the oldest dirty slot has been dirty (`None`: nothing dirty).
+    pub oldest_dirty_age: Option<f64>,
+}
+
+/// The status of `map`'s cleaner (`None` without one).
+pub fn status<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
+    map: &CacheMap<S, H, M>,
+    state: &CleanerState,
+) -> Option<CleanerStatus> {
+    let (cfg, stats, oldest, now): (CleanerConfig, CleanerStats, Option<Nanos>, Nanos) =
+        map.with_watch(|w: &mut CleanerWatch| {
+            (*w.cleaner.config(), w.cleaner.stats(), w.cleaner.oldest_since(), w.now())
+        })?;
+    let activity = state.activity();
+    Some(CleanerStatus {
+        max_dirty: cfg.max_dirty,
+        dirty_age: cfg.dirty_age.map(|n| n as f64 / 1e9),
+        clean_rate: cfg.rate,
+        activity,
+        running: !matches!(activity, Activity::Idle | Activity::Stopped),
+        cleaned_too_many: stats.cleaned_too_many,
+        cleaned_too_old: stats.cleaned_too_old,
+        cleaned_bytes: stats.bytes,
+        oldest_dirty_age: oldest.map(|t| now.saturating_sub(t) as f64 / 1e9),
+    })
+}
+
+/// What the thread needs from the engine besides the map.
+pub struct Hooks<'a> {
+    /// Whether the foreground has been quiet for `gap`: no request in
+    /// flight and none arrived since.
+    pub quiet_for: &'a (dyn Fn(Duration) -> bool + Sync),
+    /// The engine's stop flag and the condition variable that announces it.
+    pub stop: &'a Mutex<bool>,
+    pub wake: &'a Condvar,
+    /// Wakes the idle thread (see [`CleanerWatch`]); the engine nudges it at stop too.
+    pub nudge: &'a Nudge,
+}
+
+impl Hooks<'_> {
+    /// Waits up to `d` unless stopped; returns whether stopped.
+    fn sleep(&self, d: Duration) -> bool {
+        let stop = lock(self.stop);
+        if *stop {
+            return true;
+        }
+        *self.wake.wait_timeout(stop, d).unwrap_or_else(|e| e.into_inner()).0
+    }
+}
+
+/// The cleaner thread's loop (see the module doc); returns at stop.
+pub fn run<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
+    map: &CacheMap<S, H, M>,
+    state: &CleanerState,
+    hooks: &Hooks,
+) {
+    let seg = map.segment_size();
+    let slots = map.with_meta(|m| m.map.len());
+    let mut buf = vec![0u8; seg as usize];
+    let mut unsynced = 0u32;
+    let mut backoff = Duration::from_secs(1);
+    let sync = |unsynced: &mut u32| {
+        if *unsynced > 0 {
+            if let Err(e) = map.sync_backing() {
+                log::error!("cleaner: syncing the backing device failed: {e}");
+            }
+            *unsynced = 0;
+        }
+    };
+    loop {
+        let due = map.with_watch(|w: &mut CleanerWatch| {
+            let now = w.now();
+            (w.cleaner.due(now, slots).is_some(), w.cleaner.oldest_since().map(|t| (t, now)))
+        });
+        let Some((due, oldest)) = due else { break };
+        if !due || map.is_degraded() {
+            sync(&mut unsynced);
+            state.set(Activity::Idle);
+            // Until the oldest dirty slot comes of age, at most POLL.
+            let age = map.with_watch(|w: &mut CleanerWatch| w.cleaner.config().dirty_age).flatten();
+            let wait = match (age, oldest) {
+                (Some(age), Some((t, now))) => Duration::from_nanos((t + age).saturating_sub(now)).min(POLL),
+                _ => POLL,
+            };
+            hooks.nudge.wait(wait.max(Duration::from_millis(1)));
+            if *lock(hooks.stop) {
+                break;
+            }
+            continue;
+        }
+        // Yield to foreground I/O: a gap, or MAX_YIELD at most.
+        state.set(Activity::Yielding);
+        let t0 = Instant::now();
+        while !(hooks.quiet_for)(GAP) && t0.elapsed() < MAX_YIELD {
+            if hooks.sleep(Duration::from_millis(1)) {
+                sync(&mut unsynced);
+                state.set(Activity::Stopped);
+                return;
+            }
+        }
+        state.set(Activity::Cleaning);
+        let picked = map.clean_one(
+            |w: &mut CleanerWatch| {
+                let now = w.now();
+                w.cleaner.next(now, slots, seg).map(|(slot, _)| slot)
+            },
+            &mut buf,
+        );
+        match picked {
+            Ok(CleanOne::Cleaned { .. }) => {
+                backoff = Duration::from_secs(1);
+                unsynced += 1;
+                if unsynced >= BATCH {
+                    sync(&mut unsynced);
+                }
+            }
+            Ok(CleanOne::Nothing) => {
+                // Due (we looked), so the rate says wait: a segment's worth.
+                sync(&mut unsynced);
+                state.set(Activity::RateLimited);
+                let rate = map.with_watch(|w: &mut CleanerWatch| w.cleaner.config().rate).flatten();
+                let wait = rate.map_or(Duration::from_millis(1), |r| Duration::from_secs_f64(seg as f64 / r as f64));
+                if hooks.sleep(wait.clamp(Duration::from_millis(1), Duration::from_secs(1))) {
+                    break;
+                }
+            }
+            Ok(CleanOne::Stopped) => {
+                sync(&mut unsynced);
+                state.set(Activity::Idle);
+                if hooks.sleep(POLL) {
+                    break;
+                }
+            }
+            Err(e) => {
+                log::error!("cleaner: write-back failed (the slot stays dirty), retrying in {backoff:?}: {e}");
+                sync(&mut unsynced);
+                state.set(Activity::BackingOff);
+                if hooks.sleep(backoff) {
+                    break;
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+        if *lock(hooks.stop) {
+            break;
+        }
+    }
+    sync(&mut unsynced);
+    state.set(Activity::Stopped);
+}
