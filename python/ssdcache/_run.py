@@ -23,6 +23,8 @@ def _is_int(x: Any) -> bool:
 
 def _size(name: str, value: Any) -> int | str:
     if isinstance(value, float) and value.is_integer():
+        if value >= 2**64:  # (as an int, 1e300 has 301 digits: say it as given)
+            raise ValueError(f"{name} {value:g}: too large: a size is at most 2^64 - 1 bytes (16 EiB)")
         value = int(value)
     if _is_int(value):
         if value <= 0:
@@ -140,7 +142,8 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
         footprint (distinct pages touched) such as ``"5%"`` (rounded up to whole
         pages; the report's ``cache_share`` and ``footprint_pages`` say so).
     page:
-        Cache page size (the unit of caching), default ``"4KiB"``.
+        Cache page size (the unit of caching), default ``"4KiB"``: a multiple of
+        512 B from 512 B to 1 MiB.
     mode:
         ``"write-back"``, ``"write-through"``, ``"write-around"``, ``"write-only"``
         or ``"read-only"`` (``ssdcache.modes()``).

@@ -113,3 +113,62 @@ def test_bad_sizes_and_warmups_are_value_errors(kwargs, message):
 def test_a_share_on_a_stream_is_refused():
     with pytest.raises(ValueError, match="stream"):
         ssdcache.simulate({"path": "/dev/stdin", "format": "msr"}, "lru", cache="5%")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    # (2**70 was "not a whole number of bytes", 1e300 a 301-digit number)
+    ({"cache": 2**70}, r"^--cache: size \"1180591620717411303424\": too large: a size is at most 2\^64 - 1 bytes"),
+    ({"cache": 1e300}, r"^cache 1e\+300: too large: a size is at most 2\^64 - 1 bytes \(16 EiB\)$"),
+    ({"cache": "1e9%"}, r"^--cache 1e9%: must be at most 100%$"),
+    # (2**64 requests or ns became 2**64 - 1 without a word)
+    ({"warmup": 2**64}, r"^--warmup 18446744073709551616: too large: a request count is at most 2\^64 - 1$"),
+    ({"warmup": "18446744073709551616ns"}, r"too long: a duration is at most 2\^64 - 1 ns"),
+    ({"interval": 2**64}, r"^--interval: duration \"18446744073709551616ns\": too long"),
+    ({"queue_depth": 2**40, "device": "ssd"}, r"^--queue-depth 1099511627776: out of range 1\.\.=512$"),
+    ({"repeat": 2**40}, r"^--repeat 1099511627776: too large: at most 4294967295$"),
+    # (page=3 took 3.4 GB; op=99.99% flash 10,000 times the footprint)
+    ({"page": 3}, r"^--page: size \"3\": a page must be a multiple of 512 B from 512 B to 1 MiB$"),
+    ({"page": "1B"}, r"a page must be a multiple of 512 B"),
+    ({"device": "ftl(op=99.99%)"}, r"device ftl, parameter op=99\.99%: must be at most 90%"),
+    ({"device": "ftl(page=1B)"}, r"device ftl, parameter page=1B: a page must be"),
+    ({"cache_device": "ftl(size=2TiB)"}, r"parameter size=2TiB: the device would have 536870912 pages"),
+])
+def test_values_out_of_range_say_so(kwargs, message):
+    args = {"cache": "64KiB", **kwargs}
+    with pytest.raises(ValueError, match=message) as e:
+        ssdcache.simulate(GEN, "lru", **args)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300, str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"page": 3}, r"a page must be a multiple of 512 B"),
+    ({"warmup": 2**64}, r"too large: a request count is at most 2\^64 - 1"),
+    ({"cache": [2**70]}, r"too large: a size is at most 2\^64 - 1 bytes"),
+    ({"cache": [1e300]}, r"^cache 1e\+300: too large"),
+    ({"cache": "1e9%"}, r"--cache 1e9%: must be at most 100%"),
+])
+def test_mrc_values_out_of_range_say_so(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ssdcache.mrc(GEN, **kwargs)
+
+
+def test_a_trace_without_requests_is_a_value_error(tmp_path):
+    # (simulate reported a hit ratio of 0 on 0 requests, mrc a curve of 0 misses)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("not a request\nnor this\n")
+    with pytest.raises(ValueError, match=r"empty\.txt: no requests to simulate$"):
+        ssdcache.simulate(str(empty), format="ssdsim")
+    with pytest.raises(ValueError, match=r"empty\.txt: no requests to simulate$"):
+        ssdcache.simulate(ssdcache.load(str(empty), format="ssdsim"))
+    with pytest.raises(ValueError, match=r"no requests to simulate \(2 malformed lines skipped\)$"):
+        ssdcache.simulate(ssdcache.load(str(bad), format="ssdsim", skip_bad=True), device="ftl")
+    with pytest.raises(ValueError, match=r"no requests to simulate"):
+        ssdcache.sweep(str(empty), ["lru", "arc"], ["1MiB"], format="ssdsim", progress=False)
+    with pytest.raises(ValueError, match=r"empty\.txt: no requests for a miss-ratio curve$"):
+        ssdcache.mrc(str(empty), format="ssdsim")
+    with pytest.raises(ValueError, match=r"no requests for a miss-ratio curve \(2 malformed lines skipped\)$"):
+        ssdcache.mrc(str(bad), format="ssdsim", skip_bad=True)
+    with pytest.raises(ValueError, match=r"no requests for a miss-ratio curve"):
+        ssdcache.mrc(str(empty), format="ssdsim", sample="50%", policy=["lru", "arc"])

@@ -35,7 +35,8 @@ pub struct AnalyzeArgs {
     /// Column mapping for --format csv, e.g. 'time=0,op=1,offset=2,size=3'.
     #[arg(long)]
     csv_columns: Option<String>,
-    /// Page size: reuse, popularity and footprint count pages of this size.
+    /// Page size: reuse, popularity and footprint count pages of this size (512 B to 1 MiB,
+    /// a multiple of 512 B).
     #[arg(long, default_value = "4KiB")]
     page: String,
     /// Interval of the series and the heatmap: a duration of trace time (60s, 1h), a request

@@ -44,7 +44,7 @@ pub struct MrcArgs {
     /// Number of evenly spaced sizes when --cache is not given (1..=100000).
     #[arg(long, default_value_t = 20)]
     pub points: u64,
-    /// Cache unit (page size).
+    /// Cache unit (page size): a multiple of 512 B from 512 B to 1 MiB.
     #[arg(long, default_value = "4KiB")]
     pub page: String,
     /// Print one JSON object per trace (one per line), every point in it.

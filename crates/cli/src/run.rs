@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use ssdcache::metrics::Report;
 use ssdcache::policy::Mode;
 use ssdcache::sim::relative::{self, parse_cache_sizes, parse_warmup, CacheSize, Sizing};
-use ssdcache::sim::run::{self, check_repeat, parse_interval, parse_mode, parse_page, queue_spec};
+use ssdcache::sim::run::{self, check_repeat, parse_interval, parse_mode, parse_page, parse_queue_depth, queue_spec};
 use ssdcache::sim::{QueueSpec, RunSpec, SimError, TraceSource};
 use ssdcache::spec::split_list;
 use ssdcache::trace::Format;
@@ -74,7 +74,7 @@ pub struct SimArgs {
     /// count (5M, 500k, 1000). Reports say what was skipped (warmup, warmup_requests).
     #[arg(long)]
     pub warmup: Option<String>,
-    /// Cache unit (page size).
+    /// Cache unit (page size): a multiple of 512 B from 512 B to 1 MiB.
     #[arg(long, default_value = "4KiB")]
     pub page: String,
     /// Cache mode(s), comma-separated: write-back, write-through, write-around, write-only, read-only.
@@ -223,8 +223,8 @@ fn queues(args: &SimArgs) -> Result<Vec<Option<QueueSpec>>> {
     }
     let depths = split_list(args.queue_depth.as_deref().unwrap_or("32"))
         .iter()
-        .map(|d| d.parse::<u32>().map_err(|_| anyhow::anyhow!("--queue-depth: {d:?} is not a whole number")))
-        .collect::<Result<Vec<u32>>>()?;
+        .map(|d| parse_queue_depth(d))
+        .collect::<Result<Vec<u32>, SimError>>()?;
     let scales = split_list(args.iat_scale.as_deref().unwrap_or("1"))
         .iter()
         .map(|f| f.parse::<f64>().map_err(|_| anyhow::anyhow!("--iat-scale: {f:?} is not a number")))

@@ -2,12 +2,12 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use ssdcache::sim::run::parse_page;
 use ssdcache::sim::{pages_of, TraceSource};
 use ssdcache::trace::binary::BinaryWriter;
 use ssdcache::trace::formats::oracle::OracleWriter;
 use ssdcache::trace::formats::FORMATS;
 use ssdcache::trace::{Format, Op, ReadOptions, TraceReader, Unit, BATCH};
-use ssdcache::units::parse_bytes;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -97,7 +97,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
                 TraceSource::File { path: input.into(), format, opts: ReadOptions::default() }
             };
             let (mut reader, used) = source.open()?;
-            let page_bytes = parse_bytes(&page).context("--page")?;
+            let page_bytes = parse_page(&page)?;
             let info = ssdcache::trace::info::analyze(reader.as_mut(), page_bytes).with_context(|| source.name())?;
             if json {
                 let mut v = serde_json::to_value(&info)?;
@@ -137,7 +137,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
 }
 
 fn write_output(reader: &mut dyn TraceReader, path: &Path, out: &OutputArgs) -> Result<()> {
-    let page_bytes = parse_bytes(&out.page).context("--page")?;
+    let page_bytes = parse_page(&out.page)?;
     let n = match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => bail!("{} is a directory", path.display()),
         // A pipe or a device (`/dev/stdout`) is written as it is: nothing there to lose or rename.

@@ -238,6 +238,74 @@ fn mrc_memory_follows_the_footprint_not_the_trace() {
 }
 
 #[test]
+fn device_parameters_that_would_explode_memory_are_one_line_errors() {
+    // Each used to be built: op=99.99% sized the flash at 10,000 times the
+    // footprint (4 GB on a 400 MB one), page=1B gave every byte a map entry.
+    let gen = "zipf(keys=1000,requests=2000)";
+    for (device, says) in [
+        ("ftl(op=99.99%)", "device ftl, parameter op=99.99%: must be at most 90%"),
+        ("ftl(page=1B)", "device ftl, parameter page=1B: a page must be a multiple of 512 B from 512 B to 1 MiB"),
+        ("ftl(type=hybrid,page=3)", "parameter page=3: a page must be"),
+        ("ftl(page=1B,size=footprint)", "parameter page=1B: a page must be"),
+        (
+            "ftl(size=2TiB)",
+            "parameter size=2TiB: the device would have 536870912 pages of 4KiB, more than the 268435456 (2^28)",
+        ),
+        ("ftl(block=1TiB)", "parameter block=1TiB: the device would have"),
+        ("ftl(type=hybrid,log_blocks=4000000)", "parameter log_blocks=4000000: the device would have"),
+        ("ssd(read_iops=0)", "parameter read_iops=0: must be at least 1"),
+    ] {
+        one_line_error(&sim(&["--gen", gen, "-p", "lru", "-c", "1MiB", "--device", device]), says);
+        one_line_error(&sim(&["--gen", gen, "-p", "lru", "-c", "1MiB", "--cache-device", device]), says);
+    }
+    // At the bound, the flash is ten times the footprint (one 16 MiB chunk), 0.4 MB of heap.
+    let o = sim(&["--gen", gen, "-p", "lru", "-c", "1MiB", "--device", "ftl(op=90%)", "--json"]);
+    let r = &ok_json(&o)[0];
+    let pages = r["physical_pages"].as_u64().unwrap();
+    assert_eq!(r["logical_pages"], 4096, "one 16 MiB chunk of 4 KiB pages");
+    assert!((40 * 1024..=41 * 1024).contains(&pages), "{pages}");
+    assert!(heap_peak(&o) < 2 * MB, "heap peak {}", heap_peak(&o));
+}
+
+#[test]
+fn a_trace_without_requests_is_a_one_line_error() {
+    // (sim used to report a hit ratio of 0 on 0 requests, mrc a curve of 0 misses)
+    let empty = Temp::new("no-requests.txt", b"");
+    let bad = Temp::new("all-malformed.txt", b"not a request\nnor this\n");
+    let (e, b) = (empty.path(), bad.path());
+    for (command, args, says) in [
+        ("sim", vec!["-t", e, "-f", "ssdsim", "-p", "lru", "-c", "1MiB"], "no requests to simulate"),
+        (
+            "sim",
+            vec!["-t", e, "-f", "ssdsim", "-p", "lru,arc,belady", "-c", "1MiB", "--json"],
+            "no requests to simulate",
+        ),
+        ("sim", vec!["-t", e, "-f", "ssdsim", "-c", "1MiB", "--device", "ftl", "--queue-depth", "4"], "no requests"),
+        (
+            "sim",
+            vec!["-t", b, "-f", "ssdsim", "--skip-bad", "-p", "lru", "-c", "1MiB"],
+            "no requests to simulate (2 malformed lines skipped)",
+        ),
+        ("mrc", vec!["--trace", e, "-f", "ssdsim"], "no requests for a miss-ratio curve"),
+        ("mrc", vec!["--trace", e, "-f", "ssdsim", "--cache", "1MiB", "--json"], "no requests for a miss-ratio curve"),
+        (
+            "mrc",
+            vec!["--trace", b, "-f", "ssdsim", "--skip-bad"],
+            "no requests for a miss-ratio curve (2 malformed lines skipped)",
+        ),
+        ("mrc", vec!["--trace", e, "-f", "ssdsim", "--sample", "50%"], "no requests for a miss-ratio curve"),
+        (
+            "mrc",
+            vec!["--trace", e, "-f", "ssdsim", "--sample", "50%", "--policy", "arc"],
+            "no requests for a miss-ratio curve",
+        ),
+    ] {
+        let err = one_line_error(&ssdcache(command, &args), says);
+        assert!(err.contains(args[1]), "names the trace: {err}");
+    }
+}
+
+#[test]
 fn mrc_bad_arguments_are_one_line_errors() {
     for (args, says) in [
         (&["--gen", "zipf(keys=10,requests=10)", "--policy", "arc"][..], "lru only"),

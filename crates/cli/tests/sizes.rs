@@ -73,6 +73,56 @@ fn bad_sizes_and_warmups_are_one_line_errors() {
 }
 
 #[test]
+fn values_out_of_range_say_so() {
+    // Each used to be clamped to 2^64 - 1 without a word, or refused for
+    // something else ("at most 6 decimals", "not a whole number").
+    for command in ["sim", "mrc"] {
+        for (args, says) in [
+            (&["--cache", "1e9%"][..], "--cache 1e9%: must be at most 100%"),
+            (&["--cache", "1234%"][..], "--cache 1234%: must be at most 100%"),
+            (&["--cache", "18446744073709551616"][..], "too large: a size is at most 2^64 - 1 bytes (16 EiB)"),
+            (
+                &["--warmup", "18446744073709551616"][..],
+                "--warmup 18446744073709551616: too large: a request count is at most 2^64 - 1",
+            ),
+            (&["--warmup", "18446744073709551616ns"][..], "too long: a duration is at most 2^64 - 1 ns"),
+            (&["--warmup", "1e9%"][..], "--warmup 1e9%: must be less than 100%"),
+            (&["--page", "3"][..], "--page: size \"3\": a page must be a multiple of 512 B from 512 B to 1 MiB"),
+            (&["--page", "1B"][..], "a page must be a multiple of 512 B"),
+            (&["--page", "2MiB"][..], "a page must be a multiple of 512 B"),
+        ] {
+            let o = ssdcache(command, &[&["--gen", GEN][..], args].concat(), None);
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            assert_eq!(o.status.code(), Some(2), "{command} {args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{command} {args:?}: {err}");
+            assert!(err.contains(says), "{command} {args:?}: {err}");
+        }
+    }
+    for (args, says) in [
+        (
+            &["sim", "--interval", "18446744073709551616ns"][..],
+            "--interval: duration \"18446744073709551616ns\": too long",
+        ),
+        (
+            &["sim", "--device", "ssd", "--queue-depth", "99999999999"][..],
+            "--queue-depth 99999999999: out of range 1..=512",
+        ),
+        (&["trace", "analyze", "--page", "3"][..], "a page must be a multiple of 512 B"),
+    ] {
+        let o = ssdcache(args[0], &[&args[1..], &["--gen", GEN][..]].concat(), None);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // The bounds themselves are fine.
+    for args in [&["--page", "512"][..], &["--page", "1MiB", "--cache", "4MiB"], &["--cache", "100%"]] {
+        let o = ssdcache("sim", &[&["--gen", GEN, "-p", "lru"][..], args].concat(), None);
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+#[test]
 fn reports_say_how_the_cache_was_sized_and_what_was_skipped() {
     let runs = json_lines(&ssdcache(
         "sim",

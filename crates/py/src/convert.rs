@@ -6,7 +6,7 @@
 use numpy::ndarray::ArrayView1;
 use ssdcache::sim::relative::{self, parse_cache_size, parse_warmup, CacheSize, Sizing, TraceFacts, Warmup};
 use ssdcache::sim::run::{
-    check, check_repeat, parse_interval, parse_mode, parse_page, queue_spec, run, with_trace_name,
+    check, check_repeat, parse_interval, parse_mode, parse_page, parse_queue_depth, queue_spec, run, with_trace_name,
 };
 use ssdcache::sim::{RunSpec, SimError, TraceSource};
 use ssdcache::trace::{Op, Request, Unit};
@@ -135,18 +135,16 @@ impl SpecText {
     /// The run this describes, and how many times to replay the trace; the same
     /// defaults and messages as `ssdcache sim`.
     pub fn parse(&self) -> Result<(RunSpec, u32), SimError> {
-        let depth = match self.queue_depth {
-            None => None,
-            Some(d) => Some(
-                u32::try_from(d)
-                    .map_err(|_| SimError::Config(format!("--queue-depth: \"{d}\" is not a whole number")))?,
-            ),
-        };
+        let depth = self.queue_depth.map(|d| parse_queue_depth(&d.to_string())).transpose()?;
         let repeat = match self.repeat {
             None => 1,
-            Some(r) => {
-                u32::try_from(r).map_err(|_| SimError::Config(format!("--repeat: {r} is not a whole number ≥ 1")))?
-            }
+            Some(r) => u32::try_from(r).map_err(|_| {
+                SimError::Config(if r < 0 {
+                    format!("--repeat: {r} is not a whole number ≥ 1")
+                } else {
+                    format!("--repeat {r}: too large: at most {}", u32::MAX)
+                })
+            })?,
         };
         check_repeat(repeat)?;
         let page_bytes = parse_page(self.page.as_deref().unwrap_or("4KiB"))?;
@@ -368,6 +366,24 @@ mod tests {
         let (s, _) = spec(|s| s.cache = "1KiB".into()).unwrap();
         let e = check_spec(&s).unwrap_err();
         assert!(e.contains("smaller than one page"), "{e}");
+    }
+
+    #[test]
+    fn values_too_large_say_so() {
+        // (2^70 bytes was "not a whole number of bytes"; 2^40 queue slots and
+        // repeats "not a whole number"; a 2^64 warm-up became 2^64 - 1 requests)
+        let e = spec(|s| s.cache = (1u128 << 70).to_string()).unwrap_err();
+        assert_eq!(e, "--cache: size \"1180591620717411303424\": too large: a size is at most 2^64 - 1 bytes (16 EiB)");
+        let e = spec(|s| s.queue_depth = Some(1 << 40)).unwrap_err();
+        assert_eq!(e, "--queue-depth 1099511627776: out of range 1..=512");
+        let e = spec(|s| s.repeat = Some(1 << 40)).unwrap_err();
+        assert_eq!(e, "--repeat 1099511627776: too large: at most 4294967295");
+        let e = spec(|s| s.page = Some("3".into())).unwrap_err();
+        assert_eq!(e, "--page: size \"3\": a page must be a multiple of 512 B from 512 B to 1 MiB");
+        let mut text = SpecText::new("lru", "1MiB");
+        text.warmup = Some("18446744073709551616".into());
+        let e = one_line(&text.relative().unwrap_err());
+        assert_eq!(e, "--warmup 18446744073709551616: too large: a request count is at most 2^64 - 1");
     }
 
     #[test]

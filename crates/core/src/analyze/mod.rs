@@ -24,7 +24,7 @@ use crate::mrc::stack::Stack;
 use crate::sim::run::TraceSource;
 use crate::sim::{pages_of, SimError};
 use crate::trace::{Op, Request, Unit, BATCH};
-use crate::units::parse_duration_ns;
+use crate::units::{parse_duration_ns, scaled, Scaled};
 use bins::{Histogram, LogHistogram};
 use hashbrown::HashMap;
 use serde::Serialize;
@@ -55,20 +55,24 @@ impl FromStr for IntervalSpec {
         }
         let spec = if let Some(n) = t.strip_suffix("req") {
             let (num, mult) = match n.trim().char_indices().last() {
-                Some((i, 'k' | 'K')) => (&n[..i], 1e3),
-                Some((i, 'M')) => (&n[..i], 1e6),
-                Some((i, 'G')) => (&n[..i], 1e9),
-                _ => (n, 1.0),
+                Some((i, 'k' | 'K')) => (&n[..i], 1_000),
+                Some((i, 'M')) => (&n[..i], 1_000_000),
+                Some((i, 'G')) => (&n[..i], 1_000_000_000),
+                _ => (n, 1),
             };
-            let v: f64 = num
-                .trim()
-                .parse()
-                .map_err(|_| format!("interval {text:?}: expected a count such as 100000req or 1Mreq"))?;
-            let v = v * mult;
-            if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > u64::MAX as f64 {
-                return Err(format!("interval {text:?}: a whole number of requests, at least 1"));
+            match scaled(num.trim(), mult, false) {
+                Ok(0) | Err(Scaled::NotWhole) => {
+                    return Err(format!("interval {text:?}: a whole number of requests, at least 1"))
+                }
+                Err(Scaled::NotANumber) => {
+                    return Err(format!("interval {text:?}: expected a count such as 100000req or 1Mreq"))
+                }
+                // (2^64 used to be taken as 2^64 - 1 without a word)
+                Err(Scaled::TooLarge) => {
+                    return Err(format!("interval {text:?}: too large: a request count is at most 2^64 - 1"))
+                }
+                Ok(v) => IntervalSpec::Requests(v),
             }
-            IntervalSpec::Requests(v as u64)
         } else {
             let ns = parse_duration_ns(t).map_err(|e| format!("interval: {e} (or a count such as 1Mreq, or auto)"))?;
             IntervalSpec::Time(ns)
@@ -454,7 +458,7 @@ pub fn analyze(source: &TraceSource, opts: Options) -> Result<Analysis, SimError
         }
     }
     if a.requests == 0 {
-        return Err(SimError::Config("no requests to analyze".into()));
+        return Err(SimError::no_requests("to analyze", reader.skipped()));
     }
     Ok(a.finish(source.name(), format, reader.skipped()))
 }

@@ -231,6 +231,12 @@ fn empty_trace_and_bad_options() {
         assert!(bad.parse::<IntervalSpec>().is_err(), "{bad}");
     }
     assert_eq!("1Mreq".parse::<IntervalSpec>(), Ok(IntervalSpec::Requests(1_000_000)));
+    // 2^64 requests used to become 2^64 - 1 without a word
+    for big in ["18446744073709551616req", "18446744073709552Kreq"] {
+        let e = big.parse::<IntervalSpec>().unwrap_err();
+        assert!(e.contains("too large: a request count is at most 2^64 - 1"), "{big}: {e}");
+    }
+    assert_eq!("18446744073709551615req".parse::<IntervalSpec>(), Ok(IntervalSpec::Requests(u64::MAX)));
     assert_eq!("60s".parse::<IntervalSpec>(), Ok(IntervalSpec::Time(60_000_000_000)));
     assert_eq!("auto".parse::<IntervalSpec>(), Ok(IntervalSpec::Auto));
     for base in [1.0, 0.5, f64::NAN, f64::INFINITY] {

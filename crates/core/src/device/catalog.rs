@@ -7,7 +7,7 @@ use super::{
     Precondition, Ssd, SsdParams,
 };
 use crate::spec::{ParamInfo, Spec, SpecError};
-use crate::units::{format_bytes, parse_duration_ns};
+use crate::units::{format_bytes, parse_duration_ns, parse_page_bytes};
 
 /// A device built from a spec, ready for a run.
 pub type BoxedDevice = Box<dyn Device + Send>;
@@ -52,12 +52,13 @@ pub static DEVICES: &[DeviceInfo] = &[
                 "flashsim",
                 "timing preset: slc, mlc1, mlc2, ull (paper 001 Table 1), flashsim (paper 002 Table 1)",
             ),
-            param("op", "7%", "over-provisioning: spare share of physical capacity"),
+            param("op", "7%", "over-provisioning: spare share of physical capacity, at most 90%"),
             param(
                 "size",
                 "auto",
                 "logical capacity: auto = the touched 16 MiB chunks of the trace (untouched pages in them act as \
-                 spare), footprint = exactly the touched pages, or a size",
+                 spare), footprint = exactly the touched pages, or a size; with the spare, at most 2^28 pages \
+                 (1 TiB of 4 KiB pages)",
             ),
             param(
                 "precondition",
@@ -65,7 +66,7 @@ pub static DEVICES: &[DeviceInfo] = &[
                 "before the run: none (fresh, all erased), seq (one sequential fill), random (fill, then random \
                  overwrites until GC is at steady state); not counted in the run",
             ),
-            param("page", "(preset)", "NAND page size"),
+            param("page", "(preset)", "NAND page size: a multiple of 512 B from 512 B to 1 MiB"),
             param("block", "(preset)", "NAND block size"),
             param("read", "(preset)", "page read latency, e.g. 25us"),
             param("program", "(preset)", "page program latency"),
@@ -172,12 +173,29 @@ fn size(spec: &Spec, ctx: &DeviceCtx, min: u64) -> Result<u64, SpecError> {
     }
 }
 
+/// Most over-provisioning `op=` takes: 90%, flash 10 times the logical space.
+/// Studies sweep it to 50% or so (write amplification is near 1 well before
+/// 90%); beyond, the flash (and the model's maps, 4 bytes a page) grows
+/// without bound: 99.99% is 10,000 times the footprint.
+pub const MAX_OP: f64 = 0.9;
+
+/// Most pages a flash model may have: 2^28, 1 TiB of 4 KiB pages (4 TiB of
+/// the presets' 16 KiB ones). The page maps take 4 bytes a physical and 4 a
+/// logical page, so at most about 2 GiB.
+pub const MAX_FLASH_PAGES: u64 = 1 << 28;
+
+/// The NAND page: the preset's, or `page=` (512 B to 1 MiB, see [`parse_page_bytes`]).
+fn nand_page(spec: &Spec, preset: u64) -> Result<u64, SpecError> {
+    if !given(spec, "page") {
+        return Ok(preset);
+    }
+    parse_page_bytes(spec.raw("page")).map_err(|e| spec.invalid("page", e.why))
+}
+
 fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     let hybrid = spec.choice("type", &["page", "hybrid"])? == "hybrid";
     let mut nand = NandTiming::preset(spec.raw("nand")).map_err(|e| spec.invalid("nand", e.to_string()))?;
-    if given(spec, "page") {
-        nand.page_bytes = spec.bytes("page")?;
-    }
+    nand.page_bytes = nand_page(spec, nand.page_bytes)?;
     let block_bytes = if given(spec, "block") { spec.bytes("block")? } else { nand.block_bytes() };
     if block_bytes % nand.page_bytes != 0 || block_bytes < nand.page_bytes {
         return Err(spec.invalid("block", format!("must be a whole number of {} pages", format_bytes(nand.page_bytes))));
@@ -191,8 +209,8 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
         }
     }
     let op = spec.ratio("op")?;
-    if op >= 1.0 {
-        return Err(spec.invalid("op", "must be below 100%"));
+    if op > MAX_OP {
+        return Err(spec.invalid("op", "must be at most 90% (flash 10 times the logical space)"));
     }
     let precondition = Precondition::from_name(&spec.choice("precondition", Precondition::NAMES)?)
         .expect("choice returns one of the names");
@@ -200,15 +218,31 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     let block = nand.block_bytes();
     let logical_blocks = logical_bytes.div_ceil(block);
     let logical_pages = logical_bytes.div_ceil(nand.page_bytes);
+    let ppb = nand.pages_per_block as u64;
+    // Every step that adds pages is bounded, and the error names the
+    // parameter that took the device past [`MAX_FLASH_PAGES`].
+    let bounded = |key: &str, pages: u64, hint: &str| {
+        if pages <= MAX_FLASH_PAGES {
+            return Ok(());
+        }
+        Err(spec.invalid(
+            key,
+            format!(
+                "the device would have {pages} pages of {}, more than the {MAX_FLASH_PAGES} (2^28) a flash model \
+                 may have; {hint}",
+                format_bytes(nand.page_bytes)
+            ),
+        ))
+    };
+    bounded("size", logical_pages, "give a larger page or a smaller size")?;
+    bounded("block", (logical_blocks + 1).saturating_mul(ppb), "give a smaller block")?;
     // Physical blocks: the logical pages plus the spare share, rounded up to
     // whole blocks (a logical space of whole blocks gets ⌈blocks / (1 - op)⌉),
     // and at least one spare block for GC.
-    let ppb = nand.pages_per_block as u64;
     let mut physical = ((logical_pages as f64 / (1.0 - op) / ppb as f64).ceil() as u64).max(logical_blocks + 1);
-    let too_big = |_| spec.invalid("size", "more than 2^32 blocks");
+    bounded("op", physical * ppb, "give a smaller op or a larger page")?;
     if !hybrid {
-        let blocks = u32::try_from(physical).map_err(too_big)?;
-        let ftl = PageFtl::with_logical_pages(nand, blocks, logical_pages)
+        let ftl = PageFtl::with_logical_pages(nand, physical as u32, logical_pages)
             .map_err(|e| spec.invalid("size", e.to_string()))?;
         return Ok(prepared(ftl, precondition));
     }
@@ -218,10 +252,9 @@ fn build_ftl(spec: &Spec, ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
         LogBlocks::Fraction(f) => ((physical as f64 * f).round() as u64).max(1),
     };
     physical = physical.max(logical_blocks + logs + 1);
-    let blocks = u32::try_from(physical).map_err(too_big)?;
-    let logs = u32::try_from(logs).map_err(|_| spec.invalid("log_blocks", "more than 2^32 blocks"))?;
-    let opts = HybridOptions { log_blocks: LogBlocks::Count(logs), in_place: spec.flag("in_place")? };
-    let ftl = HybridFtl::with_logical_pages(nand, blocks, logical_pages, opts)
+    bounded("log_blocks", physical.saturating_mul(ppb), "give fewer log blocks")?;
+    let opts = HybridOptions { log_blocks: LogBlocks::Count(logs as u32), in_place: spec.flag("in_place")? };
+    let ftl = HybridFtl::with_logical_pages(nand, physical as u32, logical_pages, opts)
         .map_err(|e| spec.invalid("log_blocks", e.to_string()))?;
     Ok(prepared(ftl, precondition))
 }
@@ -241,11 +274,8 @@ pub fn footprint_page(text: &str) -> Result<Option<u64>, SpecError> {
         return Ok(None);
     }
     size(&spec, &DeviceCtx { footprint_bytes: 0 }, 1)?; // (a disk: the error above)
-    let mut page = NandTiming::preset(spec.raw("nand")).map_err(|e| spec.invalid("nand", e.to_string()))?.page_bytes;
-    if given(&spec, "page") {
-        page = spec.bytes("page")?;
-    }
-    Ok(Some(page.max(1)))
+    let preset = NandTiming::preset(spec.raw("nand")).map_err(|e| spec.invalid("nand", e.to_string()))?;
+    Ok(Some(nand_page(&spec, preset.page_bytes)?))
 }
 
 /// `log_blocks=16` (a count) or `log_blocks=3%` (a share of physical blocks).
@@ -298,7 +328,11 @@ fn build_ssd(spec: &Spec, _ctx: &DeviceCtx) -> Result<BoxedDevice, SpecError> {
     }
     for (key, field) in [("read_iops", &mut p.rand_read_iops), ("write_iops", &mut p.rand_write_iops)] {
         if given(spec, key) {
-            *field = spec.uint(key)?.max(1);
+            // (0 used to be taken as 1 without a word)
+            *field = spec.uint(key)?;
+            if *field == 0 {
+                return Err(spec.invalid(key, "must be at least 1"));
+            }
         }
     }
     Ok(Box::new(Ssd::new(p)))
@@ -411,6 +445,43 @@ mod tests {
         assert!(h.read(1 << 39, 4096) > h2.read(1 << 39, 4096));
         let (mut d, _) = build("dram(read=50ns)", &CTX).unwrap();
         assert_eq!(d.read(0, 8192), 100);
+    }
+
+    #[test]
+    fn parameters_that_would_explode_memory_are_refused() {
+        // A 1 MiB footprint: what each of these used to build stays small.
+        let ctx = DeviceCtx { footprint_bytes: 1 << 20 };
+        let msg = |s: &str| build(s, &ctx).err().map(|e| e.to_string()).unwrap_or_default();
+        // op=99.99% was flash 10,000 times the footprint; page=1B a map entry per byte
+        for (spec, says) in [
+            ("ftl(op=99.99%)", "parameter op=99.99%: must be at most 90%"),
+            ("ftl(op=91%)", "parameter op=91%: must be at most 90%"),
+            ("ftl(page=1B)", "parameter page=1B: a page must be a multiple of 512 B from 512 B to 1 MiB"),
+            ("ftl(page=3)", "parameter page=3: a page must be"),
+            ("ftl(page=4000)", "parameter page=4000: a page must be"),
+            ("ftl(page=2MiB,block=64MiB)", "parameter page=2MiB: a page must be"),
+            (
+                "ftl(size=2TiB)",
+                "parameter size=2TiB: the device would have 536870912 pages of 4KiB, more than the 268435456 (2^28)",
+            ),
+            ("ftl(block=1TiB)", "parameter block=1TiB: the device would have"),
+            ("ftl(type=hybrid,log_blocks=4000000)", "parameter log_blocks=4000000: the device would have"),
+            ("ssd(read_iops=0)", "parameter read_iops=0: must be at least 1"),
+            ("ssd(write_iops=0)", "parameter write_iops=0: must be at least 1"),
+        ] {
+            assert!(msg(spec).contains(says), "{spec}: {}", msg(spec));
+        }
+        let e = footprint_page("ftl(page=1B,size=footprint)").unwrap_err().to_string();
+        assert!(e.contains("page=1B: a page must be"), "{e}");
+        // The bounds themselves, and the papers' pages, still build.
+        for ok in
+            ["ftl(op=90%)", "ftl(page=512,block=64KiB)", "ftl(nand=slc,page=8KiB,op=25%)", "ftl(page=1MiB,block=64MiB)"]
+        {
+            assert!(build(ok, &ctx).is_ok(), "{ok}: {}", msg(ok));
+        }
+        // 256 pages / 0.1 = 40 blocks of 64 (41 as 1 - 0.9 rounds in floating point)
+        let pages = build("ftl(op=90%,nand=ull)", &ctx).unwrap().0.stats().physical_pages;
+        assert!((40 * 64..=41 * 64).contains(&pages), "{pages}");
     }
 
     #[test]

@@ -322,6 +322,9 @@ pub fn sampled_curves(
     };
     let curves: Vec<Curve> =
         policies.iter().filter_map(|p| if is_lru(p) { shards.clone() } else { minis.next() }).collect();
+    if let Some(c) = curves.iter().find(|c| c.counts.requests == 0) {
+        return Err(named(SimError::no_requests("for a miss-ratio curve", c.counts.skipped)));
+    }
     // A rate so low that no key was drawn gives curves of zeros, which would read as no misses.
     if let Some(c) =
         curves.iter().find(|c| c.counts.footprint_pages == 0 && c.counts.read_pages + c.counts.write_pages > 0)

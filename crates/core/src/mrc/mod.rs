@@ -324,6 +324,9 @@ pub fn exact_lru_warm(source: &TraceSource, page_bytes: u64, warmup_requests: u6
             index += 1;
         }
     }
+    if index == 0 {
+        return Err(SimError::no_requests("for a miss-ratio curve", reader.skipped()));
+    }
     if warmup_requests > 0 && index <= warmup_requests {
         return Err(SimError::Config(format!(
             "--warmup: {warmup_requests} warm-up requests leave none of the trace's {index} to count; give a shorter warm-up"

@@ -55,6 +55,36 @@ fn sizes_are_even_and_reach_the_footprint() {
     assert_eq!(full.dirty_writebacks, 0, "nothing is evicted");
 }
 
+/// A trace with no requests, as if `skipped` malformed lines were all it had.
+fn empty(skipped: u64) -> TraceSource {
+    let requests: Vec<crate::trace::Request> = Vec::new();
+    TraceSource::Memory {
+        name: "empty".into(),
+        format: "mem".into(),
+        requests: requests.into(),
+        unit: crate::trace::Unit::Bytes,
+        skipped,
+    }
+}
+
+#[test]
+fn a_trace_without_requests_is_an_error_not_a_curve_of_zeros() {
+    // (it used to give every size a miss ratio of 0)
+    let e = exact_lru(&empty(0), 4096).err().map(|e| e.to_string());
+    assert_eq!(e.as_deref(), Some("no requests for a miss-ratio curve"));
+    let e = crate::mrc::sized::exact_lru_sized(&empty(3), 4096, None, 20, None).err().map(|e| e.to_string());
+    assert_eq!(e.as_deref(), Some("no requests for a miss-ratio curve (3 malformed lines skipped)"));
+    // Sampled curves, SHARDS and miniature alike, name the trace too.
+    let spec = crate::mrc::sample::SampleSpec { rate: 0.5, max_keys: None, seed: 0 };
+    let sizes = crate::mrc::miniature::Sizes::Even(4);
+    for policy in ["lru", "arc"] {
+        let e = crate::mrc::miniature::sampled_curves(&empty(0), 4096, &[policy.to_string()], &sizes, &spec)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("empty: no requests for a miss-ratio curve"), "{policy}");
+    }
+}
+
 #[test]
 fn a_zero_page_is_refused() {
     let source = TraceSource::Gen("zipf(keys=10,requests=10)".into());

@@ -33,6 +33,19 @@ pub enum SimError {
     Config(String),
 }
 
+impl SimError {
+    /// A trace that gave no request, empty or every line skipped as malformed
+    /// (`skipped`): there is nothing `to` do (`"to analyze"`, `"to simulate"`),
+    /// and a report of zeros would read as a result.
+    pub fn no_requests(to: &str, skipped: u64) -> SimError {
+        let skipped = match skipped {
+            0 => String::new(),
+            n => format!(" ({n} malformed lines skipped)"),
+        };
+        SimError::Config(format!("no requests {to}{skipped}"))
+    }
+}
+
 /// The page accesses of one request: keys and whether each page is only partly written.
 #[derive(Clone, Copy, Debug)]
 pub struct PageRange {

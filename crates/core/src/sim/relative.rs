@@ -13,7 +13,7 @@ use crate::device::DeviceStats;
 use crate::metrics::Report;
 use crate::sim::run::TraceSource;
 use crate::trace::{Op, BATCH};
-use crate::units::{format_bytes, parse_bytes, parse_duration_ns};
+use crate::units::{format_bytes, parse_bytes, parse_duration_ns, scaled, Scaled};
 use crate::Nanos;
 use hashbrown::HashSet;
 
@@ -31,6 +31,16 @@ impl Share {
     fn parse(flag: &str, text: &str, upto_whole: bool) -> Result<Share, SimError> {
         let bad = |why: &str| SimError::Config(format!("{flag} {text}: {why}"));
         let digits = text.trim().strip_suffix('%').ok_or_else(|| bad("a share needs a % sign"))?.trim();
+        // Out of range first: 1e9% and 1234% are more than 100%, whatever
+        // else is wrong with how they are written.
+        if let Ok(v) = digits.parse::<f64>() {
+            if v <= 0.0 {
+                return Err(bad("must be more than 0%"));
+            }
+            if v > 100.0 || (!upto_whole && v >= 100.0) {
+                return Err(bad(if upto_whole { "must be at most 100%" } else { "must be less than 100%" }));
+            }
+        }
         let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
         if int.is_empty() && frac.is_empty()
             || !int.bytes().all(|b| b.is_ascii_digit())
@@ -137,16 +147,16 @@ pub fn parse_warmup(text: &str) -> Result<Warmup, SimError> {
             _ => None,
         };
         match count_mult {
-            Some(mult) => {
-                let n: f64 = num.replace('_', "").parse().map_err(|_| {
-                    bad("expected a share (20%), a duration (1h, 30min) or a request count (5M, 500k, 1000)".into())
-                })?;
-                let count = n * mult as f64;
-                if !count.is_finite() || count.fract() != 0.0 || count > u64::MAX as f64 {
-                    return Err(bad("a request count must be a whole number".into()));
-                }
-                WarmupKind::Requests(count as u64)
-            }
+            Some(mult) => WarmupKind::Requests(scaled(num, mult, false).map_err(|e| {
+                bad(match e {
+                    Scaled::NotANumber => {
+                        "expected a share (20%), a duration (1h, 30min) or a request count (5M, 500k, 1000)".into()
+                    }
+                    Scaled::NotWhole => "a request count must be a whole number".into(),
+                    // (2^64 used to be taken as 2^64 - 1 without a word)
+                    Scaled::TooLarge => "too large: a request count is at most 2^64 - 1".into(),
+                })
+            })?),
             None => WarmupKind::Duration(parse_duration_ns(t).map_err(|e| {
                 bad(format!("{e}; expected a share (20%), a duration (1h, 30min) or a request count (5M, 500k, 1000)"))
             })?),
@@ -438,6 +448,41 @@ mod tests {
             let e = parse_cache_sizes(bad).unwrap_err().to_string();
             assert!(e.starts_with("--cache"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_share_out_of_range_says_so_before_how_it_is_written() {
+        // (1e9% used to be told "at most 6 decimals", 1234% and -5% likewise)
+        for (text, says) in [
+            ("1e9%", "--cache 1e9%: must be at most 100%"),
+            ("1234%", "--cache 1234%: must be at most 100%"),
+            ("100.0000001%", "--cache 100.0000001%: must be at most 100%"),
+            ("-5%", "--cache -5%: must be more than 0%"),
+            ("5.1234567%", "--cache 5.1234567%: expected a percentage such as 5% or 12.5% (at most 6 decimals)"),
+            ("1e-9%", "--cache 1e-9%: expected a percentage such as 5% or 12.5% (at most 6 decimals)"),
+        ] {
+            assert_eq!(parse_cache_size(text).unwrap_err().to_string(), says);
+        }
+        let e = parse_warmup("1e9%").unwrap_err().to_string();
+        assert_eq!(e, "--warmup 1e9%: must be less than 100%");
+    }
+
+    #[test]
+    fn warmups_of_2_to_the_64_are_refused_not_clamped() {
+        // (each used to become 2^64 - 1 requests or ns without a word)
+        for text in ["18446744073709551616", "18446744073709552k", "18446744073.709551616G"] {
+            let e = parse_warmup(text).unwrap_err().to_string();
+            assert_eq!(e, format!("--warmup {text}: too large: a request count is at most 2^64 - 1"));
+        }
+        for text in ["18446744073709551616ns", "213504d"] {
+            let e = parse_warmup(text).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--warmup {text}: duration")) && e.contains("too long"), "{e}");
+        }
+        // Counts are read exactly, not through a float.
+        let kind = |t: &str| parse_warmup(t).unwrap().kind;
+        assert_eq!(kind("18446744073709551615"), WarmupKind::Requests(u64::MAX));
+        assert_eq!(kind("9007199254740993"), WarmupKind::Requests(9_007_199_254_740_993));
+        assert_eq!(kind("18446744073709551615ns"), WarmupKind::Duration(u64::MAX));
     }
 
     #[test]

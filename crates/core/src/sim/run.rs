@@ -10,7 +10,7 @@ use crate::policy::registry::build;
 use crate::policy::{BuildCtx, Mode};
 use crate::trace::progress::Progress;
 use crate::trace::{self, Format, MemoryReader, ReadOptions, Request, TraceReader, Unit};
-use crate::units::{format_bytes, parse_bytes, parse_duration_ns};
+use crate::units::{format_bytes, parse_bytes, parse_duration_ns, parse_page_bytes};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -61,8 +61,8 @@ impl TraceSource {
                 (reader, used.name().to_string())
             }
             TraceSource::Gen(spec) => (open_gen(spec)?, "gen".to_string()),
-            TraceSource::Memory { requests, unit, format, .. } => {
-                (Box::new(MemoryReader::new(requests.clone(), *unit)), format.clone())
+            TraceSource::Memory { requests, unit, format, skipped, .. } => {
+                (Box::new(MemoryReader::new(requests.clone(), *unit).with_skipped(*skipped)), format.clone())
             }
         })
     }
@@ -183,9 +183,10 @@ pub fn parse_cache(text: &str) -> Result<u64, SimError> {
     parse_bytes(text).map_err(|e| SimError::Config(format!("--cache: {e}")))
 }
 
-/// A cache page size (`--page`): `4KiB`.
+/// A cache page size (`--page`): `4KiB`; a multiple of 512 B from 512 B to
+/// 1 MiB ([`parse_page_bytes`]).
 pub fn parse_page(text: &str) -> Result<u64, SimError> {
-    parse_bytes(text).map_err(|e| SimError::Config(format!("--page: {e}")))
+    parse_page_bytes(text).map_err(|e| SimError::Config(format!("--page: {e}")))
 }
 
 /// A cache mode (`--mode`): `write-back`, `wb`, `write_through`…
@@ -205,6 +206,19 @@ pub fn check_repeat(times: u32) -> Result<(), SimError> {
 /// A series interval (`--interval`): `1d`, `1h`, `500ms`; bare numbers are seconds.
 pub fn parse_interval(text: &str) -> Result<crate::Nanos, SimError> {
     parse_duration_ns(text).map_err(|e| SimError::Config(format!("--interval: {e}")))
+}
+
+/// A queue depth (`--queue-depth 32`; from Python, an int's digits): a
+/// number too large for 32 bits is out of range, not "not a whole number".
+pub fn parse_queue_depth(text: &str) -> Result<u32, SimError> {
+    let t = text.trim();
+    t.parse::<u32>().map_err(|_| {
+        SimError::Config(if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            format!("--queue-depth {t}: out of range 1..={}", super::queue::MAX_DEPTH)
+        } else {
+            format!("--queue-depth: {t:?} is not a whole number")
+        })
+    })
 }
 
 /// Queue depth of a queueing replay asked for by an inter-arrival scale alone.
@@ -270,6 +284,9 @@ struct Built {
     capacity: usize,
 }
 
+/// Most pages a cache may hold (page keys are numbered in 32 bits).
+pub const MAX_CACHE_PAGES: u64 = u32::MAX as u64 - 1;
+
 fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
     if spec.page_bytes == 0 {
         return Err(SimError::Config("page size must be greater than zero".into()));
@@ -282,10 +299,13 @@ fn build_policy(spec: &RunSpec) -> Result<Built, SimError> {
             format_bytes(spec.page_bytes)
         )));
     }
-    let capacity = usize::try_from(capacity)
-        .ok()
-        .filter(|&c| c < u32::MAX as usize)
-        .ok_or_else(|| SimError::Config(format!("cache of {capacity} pages is too large")))?;
+    let capacity = usize::try_from(capacity).ok().filter(|&c| c <= MAX_CACHE_PAGES as usize).ok_or_else(|| {
+        SimError::Config(format!(
+            "cache {} is too large: {capacity} pages of {}, more than the {MAX_CACHE_PAGES} (2^32 - 2) a cache may hold",
+            format_bytes(spec.cache_bytes),
+            format_bytes(spec.page_bytes)
+        ))
+    })?;
     let (policy, canonical) =
         build(&spec.policy, &BuildCtx { capacity, mode: spec.mode, page_bytes: spec.page_bytes })?;
     let mode = canonical
@@ -335,10 +355,7 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
             (counters, None, series)
         }
     };
-    let skipped = match source {
-        TraceSource::Memory { skipped, .. } => *skipped,
-        _ => reader.skipped(),
-    };
+    let skipped = reader.skipped();
     let info = RunInfo {
         policy: canonical,
         mode,
@@ -348,6 +365,9 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
         page_bytes: spec.page_bytes,
         capacity_pages: capacity as u64,
     };
+    if counters.requests == 0 && spec.sizing.warmup_requests == 0 {
+        return Err(SimError::no_requests("to simulate", skipped));
+    }
     spec.sizing.check_counted(counters.requests)?;
     let mut report = Report::new(info, counters, skipped);
     spec.sizing.annotate(&mut report);
@@ -437,6 +457,60 @@ mod text_tests {
         ] {
             assert!(e.to_string().starts_with(flag), "{e}");
         }
+    }
+
+    #[test]
+    fn a_trace_without_requests_is_an_error_not_a_report_of_zeros() {
+        // (it used to report a hit ratio of 0 on 0 requests)
+        let empty = |skipped| TraceSource::Memory {
+            name: "empty".into(),
+            format: "mem".into(),
+            requests: Vec::new().into(),
+            unit: Unit::Bytes,
+            skipped,
+        };
+        let said = |spec: &RunSpec, skipped| run(&empty(skipped), spec).err().map(|e| e.to_string());
+        let plain = RunSpec::new("lru", 1 << 20);
+        assert_eq!(said(&plain, 0).as_deref(), Some("no requests to simulate"));
+        assert_eq!(said(&plain, 2).as_deref(), Some("no requests to simulate (2 malformed lines skipped)"));
+        let devices = RunSpec { device: Some("ftl".into()), cache_device: Some("ssd".into()), ..plain.clone() };
+        assert_eq!(said(&devices, 0).as_deref(), Some("no requests to simulate"));
+        let queued = RunSpec { queue: queue_spec(Some(4), None).unwrap(), ..devices };
+        assert_eq!(said(&queued, 0).as_deref(), Some("no requests to simulate"));
+        assert_eq!(said(&RunSpec::new("belady", 1 << 20), 0).as_deref(), Some("no requests to simulate"));
+    }
+
+    #[test]
+    fn a_queue_depth_too_large_is_out_of_range() {
+        // (it used to say "not a whole number")
+        let e = parse_queue_depth("99999999999").unwrap_err().to_string();
+        assert_eq!(e, "--queue-depth 99999999999: out of range 1..=512");
+        assert_eq!(parse_queue_depth("deep").unwrap_err().to_string(), "--queue-depth: \"deep\" is not a whole number");
+        assert_eq!(parse_queue_depth(" 32 ").unwrap(), 32);
+    }
+
+    #[test]
+    fn a_cache_too_large_says_the_bound() {
+        // (it used to say "cache of 274877906944 pages is too large", and no more)
+        let e = build_policy(&RunSpec::new("lru", 1 << 50)).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "cache 1024TiB is too large: 274877906944 pages of 4KiB, more than the 4294967294 (2^32 - 2) a cache may hold"
+        );
+        assert!(build_policy(&RunSpec::new("lru", 4294967294 * 4096)).is_ok());
+    }
+
+    #[test]
+    fn pages_are_sectors_to_a_mebibyte() {
+        // (any size was taken: 1 B and 3 B pages multiplied memory by thousands)
+        for ok in ["512", "512B", "1s", "2KiB", "4KiB", "8KiB", "16KiB", "132KiB", "1MiB", "1536"] {
+            assert!(parse_page(ok).is_ok(), "{ok}");
+        }
+        for bad in ["1B", "3", "511", "1000", "4097", "2MiB", "1GiB"] {
+            let e = parse_page(bad).unwrap_err().to_string();
+            assert_eq!(e, format!("--page: size {bad:?}: a page must be a multiple of 512 B from 512 B to 1 MiB"));
+        }
+        assert!(parse_page("0").unwrap_err().to_string().contains("greater than zero"));
     }
 
     #[test]

@@ -161,11 +161,18 @@ pub struct MemoryReader {
     requests: std::sync::Arc<[Request]>,
     pos: usize,
     unit: Unit,
+    skipped: u64,
 }
 
 impl MemoryReader {
     pub fn new(requests: std::sync::Arc<[Request]>, unit: Unit) -> Self {
-        MemoryReader { requests, pos: 0, unit }
+        MemoryReader { requests, pos: 0, unit, skipped: 0 }
+    }
+
+    /// Reports `skipped` malformed lines: those of the file the requests were loaded from.
+    pub fn with_skipped(mut self, skipped: u64) -> Self {
+        self.skipped = skipped;
+        self
     }
 }
 
@@ -180,5 +187,8 @@ impl TraceReader for MemoryReader {
     }
     fn unit(&self) -> Unit {
         self.unit
+    }
+    fn skipped(&self) -> u64 {
+        self.skipped
     }
 }
