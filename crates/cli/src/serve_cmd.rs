@@ -368,6 +368,9 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         read_only: a.read_only,
     };
     ssdcache_serve::stderr_log::init("ssdcache serve", a.verbose);
+    for w in cfg.server.tls.iter().flat_map(|t| &t.warnings) {
+        log::warn!("{w}");
+    }
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         let events = daemon::signal_events()?;
