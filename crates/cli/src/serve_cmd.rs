@@ -19,6 +19,7 @@ use ssdcache_serve::cache::{recover, EngineConfig, FileDevice, StartOptions};
 use ssdcache_serve::cache::{CacheMode, Superblock};
 use ssdcache_serve::control::socket::{self as control, Reply};
 use ssdcache_serve::daemon::{self, DaemonConfig};
+use ssdcache_serve::metrics::http::{self, EndpointLimits};
 use ssdcache_serve::nbd::consts::MAX_STRING_LEN;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -113,6 +114,13 @@ pub struct ServeArgs {
     /// one, `metrics on ADDR` tells which). Unauthenticated: keep it on loopback or a trusted network.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Metrics connections served at once, 1 to 256; more are closed at accept [default: 8].
+    #[arg(long, value_name = "N")]
+    metrics_max_clients: Option<usize>,
+    /// Time a metrics connection has to send its request and take the page, 100ms to 10min
+    /// [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    metrics_timeout: Option<String>,
     #[command(flatten)]
     limits: crate::serve_limits::LimitArgs,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
@@ -290,6 +298,30 @@ fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
     }
 }
 
+/// `--metrics-max-clients` and `--metrics-timeout`, within their bounds.
+fn metrics_limits(a: &ServeArgs) -> Result<EndpointLimits> {
+    let mut l = EndpointLimits::default();
+    if a.metrics.is_none() && (a.metrics_max_clients.is_some() || a.metrics_timeout.is_some()) {
+        bail!("--metrics-max-clients and --metrics-timeout limit the metrics endpoint: add --metrics ADDR");
+    }
+    if let Some(n) = a.metrics_max_clients {
+        let r = http::MAX_CLIENTS_RANGE;
+        if !r.contains(&n) {
+            bail!("--metrics-max-clients {n}: must be from {} to {}", r.start(), r.end());
+        }
+        l.max_clients = n;
+    }
+    if let Some(t) = &a.metrics_timeout {
+        let d = Duration::from_nanos(parse_duration_ns(t).map_err(|e| anyhow::anyhow!("--metrics-timeout: {e}"))?);
+        let r = http::TIMEOUT_RANGE;
+        if !r.contains(&d) {
+            bail!("--metrics-timeout {t}: must be from 100ms to 10min");
+        }
+        l.timeout = d;
+    }
+    Ok(l)
+}
+
 /// `--metrics HOST:PORT` (a name is resolved once, here).
 fn metrics_addr(text: &str) -> Result<SocketAddr> {
     use std::net::ToSocketAddrs;
@@ -321,6 +353,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let (listen, tls) = a.net.resolve()?;
     server.tls = tls;
     let metrics = a.metrics.as_deref().map(metrics_addr).transpose()?;
+    let metrics_limits = metrics_limits(&a)?;
     let seq_cutoff = a
         .seq_cutoff
         .as_deref()
@@ -362,6 +395,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         control,
         server,
         metrics,
+        metrics_limits,
         backing_model: model_spec,
         inject_cache,
         inject_backing,
