@@ -8,6 +8,8 @@
 #   DIR/nocert/                             ca-cert.pem only: a client without a certificate
 #   DIR/rogue/                              ca-cert.pem, and a client certificate from another CA
 #   DIR/rogue-cert.pem, rogue-key.pem       that certificate, and otherca-cert.pem its CA
+#   DIR/expired-cert.pem, future-cert.pem   server-key.pem's certificate from the CA, valid only in
+#                                           2020, and only from 2090 (`openssl ca`: fixed dates)
 set -euo pipefail
 dir=$1
 mkdir -p "$dir"
@@ -31,6 +33,20 @@ ca otherca
 leaf server ca 'basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth'
 leaf client ca 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth'
 leaf rogue otherca 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth'
+dated() { # NAME START END: a server certificate valid from START to END (YYYYMMDDHHMMSSZ)
+  mkdir -p ca-db
+  : >ca-db/index.txt
+  echo 1000 >ca-db/serial
+  printf '%b\n' '[ca]\ndefault_ca = c\n[c]\ndatabase = ca-db/index.txt\nserial = ca-db/serial' \
+    'new_certs_dir = ca-db\ndefault_md = sha256\npolicy = p\n[p]\ncommonName = supplied' >ca-db/ca.cnf
+  printf '%b\n' 'basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1' >ca-db/ext
+  openssl req -new -key server-key.pem -subj "/CN=ssdcache test $1" -out "$1.csr"
+  openssl ca -batch -notext -config ca-db/ca.cnf -cert ca-cert.pem -keyfile ca-key.pem -in "$1.csr" \
+    -extfile ca-db/ext -startdate "$2" -enddate "$3" -out "$1-cert.pem" 2>/dev/null
+  rm -rf "$1.csr" ca-db
+}
+dated expired 20200101000000Z 20200102000000Z
+dated future 20900101000000Z 20900102000000Z
 for d in client nocert rogue; do
   mkdir -p "$d"
   cp ca-cert.pem "$d/ca-cert.pem"

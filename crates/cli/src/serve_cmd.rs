@@ -13,6 +13,7 @@ use serde_json::Value;
 use ssdcache::policy::tiered::cleaner::CleanerConfig;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns, parse_ratio};
 use ssdcache_daemon::control::socket::{self as control, Reply};
+use ssdcache_daemon::metrics::http::{self, EndpointLimits};
 use ssdcache_daemon::DaemonConfig;
 use ssdcache_engine::files;
 use ssdcache_engine::inject::FaultPlan;
@@ -113,6 +114,13 @@ pub struct ServeArgs {
     /// one, `metrics on ADDR` tells which). Unauthenticated: keep it on loopback or a trusted network.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Metrics connections served at once, 1 to 256; more are closed at accept [default: 8].
+    #[arg(long, value_name = "N")]
+    metrics_max_clients: Option<usize>,
+    /// Time a metrics connection has to send its request and take the page, 100ms to 10min
+    /// [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    metrics_timeout: Option<String>,
     #[command(flatten)]
     limits: crate::serve_limits::LimitArgs,
     /// Benchmarks only: make BACKING as slow as the simulator's HDD model says
@@ -300,6 +308,30 @@ fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
     }
 }
 
+/// `--metrics-max-clients` and `--metrics-timeout`, within their bounds.
+fn metrics_limits(a: &ServeArgs) -> Result<EndpointLimits> {
+    let mut l = EndpointLimits::default();
+    if a.metrics.is_none() && (a.metrics_max_clients.is_some() || a.metrics_timeout.is_some()) {
+        bail!("--metrics-max-clients and --metrics-timeout limit the metrics endpoint: add --metrics ADDR");
+    }
+    if let Some(n) = a.metrics_max_clients {
+        let r = http::MAX_CLIENTS_RANGE;
+        if !r.contains(&n) {
+            bail!("--metrics-max-clients {n}: must be from {} to {}", r.start(), r.end());
+        }
+        l.max_clients = n;
+    }
+    if let Some(t) = &a.metrics_timeout {
+        let d = Duration::from_nanos(parse_duration_ns(t).map_err(|e| anyhow::anyhow!("--metrics-timeout: {e}"))?);
+        let r = http::TIMEOUT_RANGE;
+        if !r.contains(&d) {
+            bail!("--metrics-timeout {t}: must be from 100ms to 10min");
+        }
+        l.timeout = d;
+    }
+    Ok(l)
+}
+
 /// `--metrics HOST:PORT` (a name is resolved once, here).
 fn metrics_addr(text: &str) -> Result<SocketAddr> {
     use std::net::ToSocketAddrs;
@@ -331,6 +363,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let (listen, tls) = a.net.resolve()?;
     server.tls = tls;
     let metrics = a.metrics.as_deref().map(metrics_addr).transpose()?;
+    let metrics_limits = metrics_limits(&a)?;
     let seq_cutoff = a
         .seq_cutoff
         .as_deref()
@@ -372,12 +405,16 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         control,
         server,
         metrics,
+        metrics_limits,
         backing_model: model_spec,
         inject_cache,
         inject_backing,
         read_only: a.read_only,
     };
     ssdcache_server::stderr_log::init("ssdcache serve", a.verbose);
+    for w in cfg.server.tls.iter().flat_map(|t| &t.warnings) {
+        log::warn!("{w}");
+    }
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         let events = ssdcache_daemon::signal_events()?;

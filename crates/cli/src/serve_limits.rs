@@ -21,8 +21,8 @@ pub struct LimitArgs {
     /// admit a new client [default: 60s].
     #[arg(long, value_name = "DURATION")]
     idle_timeout: Option<String>,
-    /// Memory for request payloads and reply data in flight across all connections (at least
-    /// the 32 MiB maximum block size) [default: 256MiB].
+    /// Memory for request payloads and reply data in flight across all connections, and for
+    /// TLS handshakes in progress (at least the 32 MiB maximum block size) [default: 256MiB].
     #[arg(long, value_name = "SIZE")]
     buffer_memory: Option<String>,
     /// Worker threads across all connections [default: 128].

@@ -408,6 +408,56 @@ fn bad_metrics_addresses_are_one_line_errors() {
     assert!(!f.dir.path().join("cache.img.ctl").exists());
 }
 
+/// `--metrics-max-clients` and `--metrics-timeout` set the endpoint's
+/// limits: with 10 and 60 s, ten silent clients are all kept (an eleventh is
+/// closed at accept) and still answered when they ask after 6 s. Before,
+/// the limits were fixed at 8 and 5 s, so eight slow clients held the
+/// endpoint for 5 s each.
+#[test]
+fn metrics_limits_are_set_by_flags() {
+    let f = Fixture::new("write-back");
+    let flags = ["--metrics", "127.0.0.1:0", "--metrics-max-clients", "10", "--metrics-timeout", "60s"];
+    let s = Server::start(&mut f.serve_cmd(&flags), &f.dir.path().join("serve.err"));
+    let mut silent: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(s.metrics()).unwrap()).collect();
+    // (accepted in order: the ten hold every slot when the eleventh comes)
+    let mut extra = TcpStream::connect(s.metrics()).unwrap();
+    extra.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = extra.write_all(b"GET /metrics HTTP/1.1\r\n\r\n");
+    let mut got = Vec::new();
+    let _ = extra.read_to_end(&mut got); // closed: the end, or a reset
+    assert!(got.is_empty(), "an eleventh client was answered: {}", String::from_utf8_lossy(&got));
+    std::thread::sleep(Duration::from_secs(6)); // past the old fixed 5 s
+    for (i, c) in silent.iter_mut().enumerate() {
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let mut page = String::new();
+        c.read_to_string(&mut page).unwrap();
+        assert!(page.starts_with("HTTP/1.1 200 OK"), "silent client {i} after 6 s: {page:?}");
+    }
+    assert_eq!(s.stop(), 0);
+}
+
+/// Absurd metrics limits, or limits without `--metrics`: one line, exit
+/// status 2.
+#[test]
+fn bad_metrics_limits_are_one_line_errors() {
+    let f = Fixture::new("write-back");
+    let m = ["--metrics", "127.0.0.1:0"];
+    for (flags, want) in [
+        (&["--metrics-max-clients", "0"][..], "--metrics-max-clients 0: must be from 1 to 256"),
+        (&["--metrics-max-clients", "100000"][..], "--metrics-max-clients 100000: must be from 1 to 256"),
+        (&["--metrics-timeout", "0s"][..], "--metrics-timeout 0s: must be from 100ms to 10min"),
+        (&["--metrics-timeout", "1ms"][..], "--metrics-timeout 1ms: must be from 100ms to 10min"),
+        (&["--metrics-timeout", "2h"][..], "--metrics-timeout 2h: must be from 100ms to 10min"),
+        (&["--metrics-timeout", "soon"][..], "--metrics-timeout: "),
+    ] {
+        let out = f.serve_cmd(&[&m[..], flags].concat()).stdout(Stdio::null()).output().unwrap();
+        one_line_error(&out, &[want]);
+    }
+    let out = f.serve_cmd(&["--metrics-timeout", "10s"]).stdout(Stdio::null()).output().unwrap();
+    one_line_error(&out, &["--metrics-max-clients and --metrics-timeout limit the metrics endpoint: add --metrics"]);
+}
+
 /// `--seq-cutoff` and `--promote-after`: bad values, and a mode they do not
 /// apply to, are one-line errors with exit status 2.
 #[test]

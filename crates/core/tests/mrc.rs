@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::traces_dir;
+use common::{not_sniffed, traces_dir};
 use ssdcache::mrc::exact_lru;
 use ssdcache::sim::run::{run, RunSpec, TraceSource};
 use ssdcache::trace::Format;
@@ -48,7 +48,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         let p = e.path();
         if p.is_dir() {
             out.extend(walk(&p));
-        } else if p.file_name().is_some_and(|n| n != "SOURCE.txt" && n != "README.md") {
+        } else if p.file_name().is_some_and(|n| n != "SOURCE.txt" && n != "README.md") && !not_sniffed(&p) {
             out.push(p);
         }
     }

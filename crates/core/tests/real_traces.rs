@@ -223,6 +223,42 @@ fn lirs_key_traces() {
     }
 }
 
+/// cache2k's orm-busy: 5 M big-endian u32 keys, xz-compressed, read whole.
+#[test]
+fn cache2k_orm_busy_keys_u32be() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("cache2k-orm-busy/orm-busy.trace.xz");
+    let (mut reader, format) = trace::open(&path, Format::KeysU32be, &ReadOptions::default()).unwrap();
+    assert_eq!((format, reader.unit()), (Format::KeysU32be, Unit::Pages));
+    let reqs = trace::read_all(reader.as_mut()).unwrap();
+    assert_eq!(reqs.len(), 5_000_000, "requests (SOURCE.txt)");
+    let keys: HashSet<u64> = reqs.iter().map(|r| r.addr).collect();
+    assert_eq!(keys.len(), 76_349, "unique keys (SOURCE.txt)");
+    assert_eq!((keys.iter().min(), keys.iter().max()), (Some(&66_048), Some(&4_047_863_809)), "key range");
+    assert!(reqs.iter().all(|r| r.len == 1 && r.op == Op::Read));
+}
+
+/// The AdaptSize CDN sample (`time id size_bytes`, xz): read as a block trace
+/// through a column mapping, each object at its id's own 4 MiB stretch (the
+/// largest object is 4,092,928 B, so objects never overlap).
+#[test]
+fn adaptsize_cdn_sample_through_a_column_mapping() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("adaptsize-cdn-sample/request.trace.xz");
+    let opts = ReadOptions {
+        csv: Some("time=0,offset=1,size=2,sep=space,offset_unit=4MiB".parse().unwrap()),
+        ..Default::default()
+    };
+    let (mut reader, _) = trace::open(&path, Format::Csv, &opts).unwrap();
+    let reqs = trace::read_all(reader.as_mut()).unwrap();
+    assert_eq!(reader.skipped(), 0);
+    assert_eq!(reqs.len(), 66_987, "requests (SOURCE.txt)");
+    assert_eq!(reqs.iter().map(|r| r.len as u64).sum::<u64>(), 485_457_552, "requested bytes (SOURCE.txt)");
+    assert_eq!(reqs.iter().map(|r| r.len).max(), Some(4_092_928), "largest object");
+    assert_eq!(reqs.iter().map(|r| r.addr).collect::<HashSet<_>>().len(), 36_815, "unique ids");
+    assert!(reqs.iter().all(|r| r.op == Op::Read));
+}
+
 /// Every trace file in the folder is covered by a test above (a new one must be added here).
 #[test]
 fn no_trace_is_left_out() {
@@ -243,6 +279,8 @@ fn no_trace_is_left_out() {
     files.sort();
     let lirs = ["2_pools", "cpp", "cs", "gli", "multi1", "multi2", "multi3", "ps", "sprite"];
     let mut checked: Vec<String> = [
+        "adaptsize-cdn-sample/request.trace.xz",
+        "cache2k-orm-busy/orm-busy.trace.xz",
         "cloudphysics-io-libcachesim/cloudPhysicsIO.csv.gz",
         "msr-cuts-heimdall/msr.cut.per_10k.most_thpt_rand_iops.1006.trace.gz",
         "msr-cuts-heimdall/msr.cut.per_10k.rw_20_80.105.trace.gz",

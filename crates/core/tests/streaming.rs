@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::traces_dir;
+use common::{not_sniffed, traces_dir};
 use ssdcache::sim::run::{run, RunSpec, TraceSource};
 use ssdcache::sim::QueueSpec;
 use ssdcache::trace::Format;
@@ -24,7 +24,7 @@ fn sample_traces() -> Vec<PathBuf> {
         }
         for f in std::fs::read_dir(&d).unwrap() {
             let f = f.unwrap().path();
-            if f.file_name().is_some_and(|n| n != "SOURCE.txt") {
+            if f.file_name().is_some_and(|n| n != "SOURCE.txt") && !not_sniffed(&f) {
                 out.push(f);
             }
         }

@@ -56,6 +56,8 @@ pub struct DaemonConfig {
     pub server: ServerConfig,
     /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
     pub metrics: Option<SocketAddr>,
+    /// How many metrics clients are served at once, and for how long.
+    pub metrics_limits: http::EndpointLimits,
     /// Benchmarks: BACKING made as slow as this HDD model spec.
     pub backing_model: Option<String>,
     /// Tests: faults injected into the cache device and BACKING.
@@ -189,7 +191,7 @@ pub async fn run(
             Some(l) => {
                 let addr = l.local_addr()?;
                 let registry = Arc::new(exposition::registry(source));
-                let task = tokio::spawn(http::serve(l, registry, Default::default()));
+                let task = tokio::spawn(http::serve(l, registry, Default::default(), cfg.metrics_limits));
                 eprintln!(
                     "ssdcache serve: metrics on http://{addr}/metrics{}",
                     if addr.ip().is_loopback() { "" } else { " (unauthenticated: anyone who can reach it reads them)" }

@@ -31,6 +31,7 @@ fn config(dir: &Path, listen: &str) -> DaemonConfig {
         control: dir.join("cache.ctl"),
         server: ServerConfig::default(),
         metrics: None,
+        metrics_limits: Default::default(),
         backing_model: None,
         inject_cache: None,
         inject_backing: None,

@@ -15,8 +15,9 @@
 //!   requests in flight and [`ServerConfig::max_inflight_bytes`] bytes of
 //!   write payloads and read buffers;
 //! - across the server, at most [`ServerConfig::buffer_memory`] bytes of
-//!   them (first come first served, at least `max_block`, so any single
-//!   request fits) and [`ServerConfig::max_threads`] worker threads. An idle
+//!   them and of TLS handshakes in progress (first come first served, at
+//!   least `max_block`, so any single request fits) and
+//!   [`ServerConfig::max_threads`] worker threads. An idle
 //!   connection holds no thread (the async side watches its socket), and a
 //!   busy one gives its thread back when others wait for one.
 //! - A transfer (the rest of a request, or a reply) slower than 256 KiB/s
@@ -140,8 +141,9 @@ pub struct ServerConfig {
     /// least `max_block`. Default 64 MiB.
     pub max_inflight_bytes: usize,
     /// Bytes of write payloads and read buffers in flight across all
-    /// connections (requests received and replies not yet sent); at least
-    /// `max_block`. Default 256 MiB.
+    /// connections (requests received and replies not yet sent), and of TLS
+    /// handshakes in progress ([`TlsSettings::handshake_memory`] each); at
+    /// least `max_block`. Default 256 MiB.
     pub buffer_memory: usize,
     /// Worker threads across all connections (started on demand; an idle
     /// connection holds none). Default 128.
@@ -647,11 +649,18 @@ async fn connection(
     reg: Registered,
 ) {
     sock.set_nodelay();
+    let mut tls_started = false;
     let negotiated = tokio::select! {
-        r = tokio::time::timeout(shared.config.handshake_timeout, negotiate(sock, &shared)) => r,
-        _ = stopped(&mut stop) => return,
-        _ = reg.kick.cancelled() => return,
+        r = tokio::time::timeout(shared.config.handshake_timeout, negotiate(sock, &shared, reg.id, &mut tls_started)) => Some(r),
+        _ = stopped(&mut stop) => None,
+        _ = reg.kick.cancelled() => None,
     };
+    // The handshake's memory is free now, whatever became of it; a large
+    // one (a large certificate chain) is given back to the system.
+    if tls_started && shared.config.tls.as_ref().is_some_and(|t| t.handshake_memory >= limits::TRIM_AFTER) {
+        limits::return_freed_memory();
+    }
+    let Some(negotiated) = negotiated else { return };
     let (export, session, transport) = match negotiated {
         Ok(Ok(Some(n))) => n,
         Ok(Ok(None)) => {
@@ -729,10 +738,21 @@ enum Transport {
     Tls(Box<tokio_rustls::server::TlsStream<Accepted>>),
 }
 
-/// Runs the negotiation, upgrading to TLS when the client asks for it;
-/// `Some((export, what was negotiated, socket))` to enter transmission,
-/// `None` on abort.
-async fn negotiate(mut sock: Accepted, shared: &Shared) -> Result<Option<(usize, Session, Transport)>, ConnError> {
+/// Runs the negotiation of connection `id`, upgrading to TLS when the
+/// client asks for it (`tls_started` then set); `Some((export, what was
+/// negotiated, socket))` to enter transmission, `None` on abort.
+///
+/// The TLS handshake's memory ([`TlsSettings::handshake_memory`]: above all
+/// the server's flight, which holds the whole certificate chain until the
+/// client reads it) is taken from the buffer budget before the handshake
+/// starts, in turn with requests, and given back when it ends, so clients
+/// that send a ClientHello and read nothing hold at most `buffer_memory`.
+async fn negotiate(
+    mut sock: Accepted,
+    shared: &Shared,
+    id: u64,
+    tls_started: &mut bool,
+) -> Result<Option<(usize, Session, Transport)>, ConnError> {
     let tls = shared.config.tls.as_ref();
     let mut n = Negotiation::with_tls(&shared.infos, tls.map_or(TlsMode::Off, |t| t.mode));
     match exchange(&mut sock, &mut n).await? {
@@ -741,7 +761,10 @@ async fn negotiate(mut sock: Accepted, shared: &Shared) -> Result<Option<(usize,
         Step::StartTls => {
             // Negotiation::with_tls(Off) never accepts STARTTLS.
             let Some(tls) = tls else { return Err(io::Error::other("STARTTLS accepted without TLS settings").into()) };
+            let held = shared.global.budget.take_async(tls.handshake_memory, id).await;
+            *tls_started = true;
             let mut s = tls.acceptor.accept(sock).await.map_err(|e| io::Error::new(e.kind(), format!("TLS: {e}")))?;
+            drop(held);
             n.tls_started();
             match exchange(&mut s, &mut n).await? {
                 Step::Abort => Ok(None),

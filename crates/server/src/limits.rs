@@ -21,6 +21,8 @@ pub(super) struct Budget {
     total: usize,
     state: Mutex<BudgetState>,
     cv: Condvar,
+    /// Wakes the async waiters ([`Budget::take_async`]) as `cv` wakes the threads.
+    notify: tokio::sync::Notify,
 }
 
 struct BudgetState {
@@ -50,7 +52,15 @@ impl Budget {
             total,
             state: Mutex::new(BudgetState { avail: total, peak: 0, waiters: VecDeque::new(), next_ticket: 0 }),
             cv: Condvar::new(),
+            notify: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Wakes every waiter, threads and tasks: bytes came back, or the head
+    /// of the queue changed.
+    fn wake(&self) {
+        self.cv.notify_all();
+        self.notify.notify_waiters();
     }
 
     /// Bytes taken now.
@@ -84,13 +94,13 @@ impl Budget {
                 s.waiters.pop_front();
                 s.grab(self.total, n);
                 if !s.waiters.is_empty() {
-                    self.cv.notify_all(); // the next one may fit too
+                    self.wake(); // the next one may fit too
                 }
                 return true;
             }
             if cancelled() {
                 s.waiters.retain(|w| w.ticket != ticket);
-                self.cv.notify_all(); // a new head may fit
+                self.wake(); // a new head may fit
                 return false;
             }
             s = self.cv.wait_timeout(s, BUDGET_SLICE).unwrap_or_else(|e| e.into_inner()).0;
@@ -105,13 +115,110 @@ impl Budget {
         s.avail += n;
         debug_assert!(s.avail <= self.total);
         if !s.waiters.is_empty() {
-            self.cv.notify_all();
+            self.wake();
+        }
+    }
+
+    /// [`take`](Self::take) for async code, in the same queue: `n` bytes
+    /// (at most the total), given back when the returned [`Held`] is
+    /// dropped. Dropping the future while it waits gives up its place.
+    pub(super) async fn take_async(&self, n: usize, owner: u64) -> Held<'_> {
+        let n = n.min(self.total);
+        let ticket = {
+            let mut s = lock(&self.state);
+            if s.waiters.is_empty() && s.avail >= n {
+                s.grab(self.total, n);
+                return Held { budget: self, n };
+            }
+            let ticket = s.next_ticket;
+            s.next_ticket += 1;
+            s.waiters.push_back(Waiter { ticket, owner });
+            ticket
+        };
+        let mut place = Place { budget: self, ticket, queued: true };
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable(); // no wake between the check and the wait is lost
+            {
+                let mut s = lock(&self.state);
+                if s.waiters.front().map(|w| w.ticket) == Some(ticket) && s.avail >= n {
+                    s.waiters.pop_front();
+                    place.queued = false;
+                    s.grab(self.total, n);
+                    if !s.waiters.is_empty() {
+                        self.wake();
+                    }
+                    return Held { budget: self, n };
+                }
+            }
+            // (the slice as the threads have, should a wake go astray)
+            let _ = tokio::time::timeout(BUDGET_SLICE, notified).await;
         }
     }
 
     /// Whether a connection other than `owner` waits for bytes.
     pub(super) fn others_waiting(&self, owner: u64) -> bool {
         lock(&self.state).waiters.iter().any(|w| w.owner != owner)
+    }
+}
+
+/// Bytes taken by [`Budget::take_async`], given back on drop.
+pub(super) struct Held<'a> {
+    budget: &'a Budget,
+    n: usize,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.budget.give(self.n);
+    }
+}
+
+/// An async waiter's place in the queue, left if it stops waiting.
+struct Place<'a> {
+    budget: &'a Budget,
+    ticket: u64,
+    queued: bool,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        if self.queued {
+            let mut s = lock(&self.budget.state);
+            s.waiters.retain(|w| w.ticket != self.ticket);
+            self.budget.wake(); // a new head may fit
+        }
+    }
+}
+
+/// Handshakes of at least this much memory are followed by
+/// [`return_freed_memory`].
+pub(super) const TRIM_AFTER: usize = 1 << 20;
+
+/// Asks the allocator to return the memory freed since to the system, on a
+/// blocking thread, once however many ask at the same time. glibc keeps
+/// freed memory for reuse rather than return it, and rustls frees a large
+/// certificate chain's flight in 16 KiB records: without this, the memory
+/// of handshakes that ended stays with the process. Elsewhere a no-op.
+pub(super) fn return_freed_memory() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static PENDING: AtomicBool = AtomicBool::new(false);
+    if PENDING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let trim = || {
+        PENDING.store(false, Ordering::Release);
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only releases free memory; it takes the
+        // allocator's own locks.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn_blocking(trim)),
+        Err(_) => trim(),
     }
 }
 
@@ -388,6 +495,41 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(2));
         assert!(!b.others_waiting(1));
         b.give(4);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn async_takers_wait_in_the_same_queue_and_leave_it_when_dropped() {
+        let b = Arc::new(Budget::new(10));
+        assert!(b.take(8, 1, || false));
+        let b2 = b.clone();
+        let waiter = tokio::spawn(async move {
+            let held = b2.take_async(5, 2).await;
+            let in_use = b2.in_use();
+            drop(held);
+            in_use
+        });
+        while !b.others_waiting(1) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // 2 bytes are free, but a later taker of 1 waits behind the 5 (first
+        // come, first served); given up, it leaves the queue
+        assert!(tokio::time::timeout(Duration::from_millis(50), b.take_async(1, 3)).await.is_err());
+        assert!(!b.others_waiting(2), "a dropped waiter is still queued");
+        // a thread queued behind the async waiter is served after it
+        let b3 = b.clone();
+        let thread = std::thread::spawn(move || b3.take(10, 4, || false));
+        while !b.others_waiting(2) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        b.give(8);
+        assert_eq!(waiter.await.unwrap(), 5);
+        assert!(tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap());
+        assert_eq!(b.in_use(), 10);
+        b.give(10);
+        let held = b.take_async(100, 5).await; // more than the total: the total
+        assert_eq!(b.in_use(), 10);
+        drop(held);
         assert_eq!(b.in_use(), 0);
     }
 

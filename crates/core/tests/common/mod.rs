@@ -25,3 +25,15 @@ pub fn traces_dir() -> Option<PathBuf> {
     });
     None
 }
+
+/// Trace folders that auto-detection does not read and the whole-folder walks
+/// (mrc.rs, streaming.rs) leave out: a CDN object trace with sizes (a block
+/// trace only through a column mapping) and 5 M bare keys-u32be keys (no
+/// signature to sniff; the speed benchmark's trace). real_traces.rs reads
+/// both with their format given.
+pub const NOT_SNIFFED: &[&str] = &["adaptsize-cdn-sample", "cache2k-orm-busy"];
+
+/// Whether `path` lies in one of the [`NOT_SNIFFED`] folders.
+pub fn not_sniffed(path: &std::path::Path) -> bool {
+    path.components().any(|c| NOT_SNIFFED.iter().any(|n| c.as_os_str() == *n))
+}

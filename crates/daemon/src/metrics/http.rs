@@ -7,14 +7,18 @@
 //! server, and each bound is explicit:
 //! - memory: a request head of at most [`MAX_HEAD`] bytes is read (more is
 //!   answered 431 and the connection closed, the rest never read), and at
-//!   most [`MAX_CONNECTIONS`] are served at once (more are closed at
-//!   accept), so the endpoint holds at most `MAX_CONNECTIONS` heads and pages;
-//! - time: a connection gets [`EXCHANGE_TIMEOUT`] for its whole exchange
-//!   (sending the head and taking the answer), then it is closed;
+//!   most [`EndpointLimits::max_clients`] are served at once (more are
+//!   closed at accept), so the endpoint holds at most that many heads and
+//!   pages;
+//! - time: a connection gets [`EndpointLimits::timeout`] for its whole
+//!   exchange (sending the head and taking the answer), then it is closed;
 //! - the NBD side shares nothing with it but the runtime and a snapshot's
 //!   short locks (taken on a blocking thread, which keeps its connection's
 //!   slot until it returns: an engine stuck behind a hung device ties up
-//!   at most `MAX_CONNECTIONS` threads, and scrapes are refused meanwhile).
+//!   at most `max_clients` threads, and scrapes are refused meanwhile).
+//!
+//! The two limits are `serve --metrics-max-clients` and `--metrics-timeout`,
+//! within [`MAX_CLIENTS_RANGE`] and [`TIMEOUT_RANGE`].
 //!
 //! No authentication: bind it to loopback, or a network you trust.
 
@@ -31,17 +35,38 @@ use super::exposition;
 
 /// Largest request head read (request line and headers).
 pub const MAX_HEAD: usize = 8 << 10;
-/// Connections served at once; more are closed at accept.
+/// Connections served at once by default; more are closed at accept.
 pub const MAX_CONNECTIONS: usize = 8;
-/// Time a connection has to send its head and take the answer.
+/// Time a connection has by default to send its head and take the answer.
 pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The connections that may be served at once: each may hold a blocking
+/// thread while a page renders (tokio has 512 for the whole process).
+pub const MAX_CLIENTS_RANGE: std::ops::RangeInclusive<usize> = 1..=256;
+/// A connection's time for its exchange: long enough to send a head, short
+/// enough that a client holding its slot gives it back.
+pub const TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_millis(100)..=Duration::from_secs(600);
+
+/// How many connections the endpoint serves at once, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointLimits {
+    /// Connections served at once; more are closed at accept.
+    pub max_clients: usize,
+    /// Time a connection has to send its head and take the answer.
+    pub timeout: Duration,
+}
+
+impl Default for EndpointLimits {
+    fn default() -> Self {
+        EndpointLimits { max_clients: MAX_CONNECTIONS, timeout: EXCHANGE_TIMEOUT }
+    }
+}
 
 /// What the endpoint turned away (for tests and logs).
 #[derive(Debug, Default)]
 pub struct EndpointStats {
-    /// Closed at accept: [`MAX_CONNECTIONS`] were being served.
+    /// Closed at accept: `max_clients` were being served.
     pub refused: AtomicU64,
-    /// Closed after [`EXCHANGE_TIMEOUT`].
+    /// Closed after the timeout.
     pub timed_out: AtomicU64,
     /// Answered 431: a head longer than [`MAX_HEAD`].
     pub too_large: AtomicU64,
@@ -50,8 +75,8 @@ pub struct EndpointStats {
 }
 
 /// Serves `/metrics` on `listener` until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<EndpointStats>) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<EndpointStats>, limits: EndpointLimits) {
+    let slots = Arc::new(Semaphore::new(limits.max_clients));
     loop {
         let sock = match listener.accept().await {
             Ok((sock, _)) => sock,
@@ -68,7 +93,7 @@ pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<En
         };
         let (registry, stats) = (registry.clone(), stats.clone());
         tokio::spawn(async move {
-            match tokio::time::timeout(EXCHANGE_TIMEOUT, exchange(sock, &registry, &stats, slot)).await {
+            match tokio::time::timeout(limits.timeout, exchange(sock, &registry, &stats, slot)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => log::debug!("metrics endpoint: {e}"),
                 Err(_) => {
@@ -166,7 +191,7 @@ async fn exchange(
             // A snapshot takes the engine's locks, which a fill may hold
             // during device I/O: not on the async runtime. The rendering
             // keeps the connection's slot even past the timeout, so a stuck
-            // engine holds at most MAX_CONNECTIONS blocking threads.
+            // engine holds at most max_clients blocking threads.
             let r = registry.clone();
             let page = tokio::task::spawn_blocking(move || {
                 let _slot = slot;
@@ -243,7 +268,8 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let stats = Arc::new(EndpointStats::default());
-        let server = tokio::spawn(serve(listener, Arc::new(exposition::registry(source)), stats.clone()));
+        let limits = EndpointLimits::default();
+        let server = tokio::spawn(serve(listener, Arc::new(exposition::registry(source)), stats.clone(), limits));
         let scrape = || async move {
             let mut s = TcpStream::connect(addr).await.unwrap();
             let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await;
