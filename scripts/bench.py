@@ -53,7 +53,7 @@ NOT_SAME = {"clockpro": "libCacheSim's ClockPro holds more pages than its size (
                         "allows: tests/agreement, test_libcachesim_clockpro_is_no_peer), so it is not CLOCK-Pro"}
 # Rows libCacheSim has no counterpart for, run on our side only: a parameter its class lacks.
 OURS_ONLY = {"lru-k(crp=10000)": "libCacheSim's LRUK has no correlated reference period (its only parameter is k): "
-                                 "ours alone, to show a large crp costs no more than LRU-2 (it was quadratic)"}
+                                 "ours alone, to show what a large crp costs beside lru-k (its eviction was quadratic)"}
 # The speed we hold ourselves to: this many times libCacheSim's requests per second.
 GOAL = 5.0
 
