@@ -13,8 +13,9 @@ one-page cache, divided by the cache's pages — for libCacheSim from peak RSS, 
 ssdcache from its exact peak heap (SSDCACHE_HEAP_STATS; its RSS is dominated by
 fixed buffers at this size).
 
-Every policy both tools have is run by default; the two sides alternate, and each cell
-is the median of --repeat runs (wall-clock on a shared, noisy machine: read the ratio,
+Every policy both tools have is run by default, then the rows only ssdcache can run
+(OURS_ONLY: a parameter libCacheSim lacks; no ratio, not in the 5x count); the two
+sides alternate, and each cell is the median of --repeat runs (wall-clock on a shared, noisy machine: read the ratio,
 not the absolute numbers). The first lines name the machine, the libCacheSim version
 and the ssdcache commit; --markdown prints the table as Markdown for the README.
 
@@ -50,6 +51,9 @@ ALIGNED = {"arc": "arc(variant=libcachesim)", "lirs": "lirs(variant=libcachesim)
 # what it is worth, but it is not a comparison of one algorithm's two implementations.
 NOT_SAME = {"clockpro": "libCacheSim's ClockPro holds more pages than its size (it misses fewer times than Belady "
                         "allows: tests/agreement, test_libcachesim_clockpro_is_no_peer), so it is not CLOCK-Pro"}
+# Rows libCacheSim has no counterpart for, run on our side only: a parameter its class lacks.
+OURS_ONLY = {"lru-k(crp=10000)": "libCacheSim's LRUK has no correlated reference period (its only parameter is k): "
+                                 "ours alone, to show what a large crp costs beside lru-k (its eviction was quadratic)"}
 # The speed we hold ourselves to: this many times libCacheSim's requests per second.
 GOAL = 5.0
 
@@ -108,7 +112,7 @@ def main() -> None:
     ap.add_argument("--keys", default="1M")
     ap.add_argument("--alpha", default="0.9")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--policies", default=",".join(LCS_CLASS))
+    ap.add_argument("--policies", default=",".join([*LCS_CLASS, *OURS_ONLY]))
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = ap.parse_args()
     n = count(args.requests)
@@ -121,27 +125,35 @@ def main() -> None:
     print(table_head(cols, widths, args.markdown))
     ratios = {}
     for policy in args.policies.split(","):
-        if policy not in LCS_CLASS:
-            sys.exit(f"--policies: {policy!r} is not one both tools have ({', '.join(LCS_CLASS)})")
-        cls = LCS_CLASS[policy]
+        if policy not in LCS_CLASS and policy not in OURS_ONLY:
+            sys.exit(f"--policies: {policy!r} is not one both tools have ({', '.join(LCS_CLASS)}) "
+                     f"nor one of ours alone ({', '.join(OURS_ONLY)})")
+        ours_only = policy in OURS_ONLY
+        cls = LCS_CLASS.get(policy)
         lcs_cmd = lambda size: [sys.executable, "-c", LCS_CHILD, cls, str(size * 4096), str(trace)]
         ours_cmd = lambda size: [BIN, "sim", "--trace", trace, "--format", "oracle-general", "--policy", ALIGNED.get(policy, policy),
                                  "--cache", f"{size * 4096}B", "--json"]
         lcs_walls, our_walls = [], []
         rss_lcs = heap_ours = 0
         for _ in range(args.repeat):  # alternating: each pair sees the same machine state
-            _, rss_lcs, out, _ = run_rss(lcs_cmd(pages))
-            lcs_walls.append(float(out.split()[0]))
-            lcs_miss = float(out.split()[1])
+            if not ours_only:
+                _, rss_lcs, out, _ = run_rss(lcs_cmd(pages))
+                lcs_walls.append(float(out.split()[0]))
+                lcs_miss = float(out.split()[1])
             wall, _, out, heap_ours = run_rss(ours_cmd(pages))
             our_walls.append(wall)
             ours_miss = json.loads(out)["misses"] / n
-        lcs_wall, our_wall = statistics.median(lcs_walls), statistics.median(our_walls)
+        our_wall = statistics.median(our_walls)
         # baseline: a cache too small to matter (16 pages: some policies need a few pages per queue)
-        _, base_lcs, _, _ = run_rss(lcs_cmd(16))
         _, _, _, base_ours = run_rss(ours_cmd(16))
-        per_lcs = (rss_lcs - base_lcs) / (pages - 16)
         per_ours = (heap_ours - base_ours) / (pages - 16)
+        if ours_only:
+            row = [policy + "†", "n/a", f"{n / our_wall:,.0f}", "n/a", "n/a", f"{ours_miss:.4f}", "n/a", f"{per_ours:.1f}"]
+            print(table_row(row, widths, args.markdown), flush=True)
+            continue
+        lcs_wall = statistics.median(lcs_walls)
+        _, base_lcs, _, _ = run_rss(lcs_cmd(16))
+        per_lcs = (rss_lcs - base_lcs) / (pages - 16)
         ratios[policy] = lcs_wall / our_wall
         mark = "*" if policy in NOT_SAME else ""
         row = [policy + mark, f"{n / lcs_wall:,.0f}", f"{n / our_wall:,.0f}", f"{lcs_wall / our_wall:.2f}x", f"{lcs_miss:.4f}",
@@ -153,6 +165,9 @@ def main() -> None:
     for policy, why in NOT_SAME.items():
         if policy in ratios:
             print(f"* {policy}: {why}")
+    for policy, why in OURS_ONLY.items():
+        if policy in args.policies.split(","):
+            print(f"† {policy}: {why}")
     same = {p: r for p, r in ratios.items() if p not in NOT_SAME}
     below = [f"{p} {r:.2f}x" for p, r in same.items() if r < GOAL]
     print(f"ratio >= {GOAL:g}x: {len(same) - len(below)} of {len(same)} policies that run the same algorithm"
@@ -163,7 +178,7 @@ def table_row(cells: list[str], widths: list[int], markdown: bool) -> str:
     """One row: Markdown, or the first cell left-aligned and the others right-aligned to `widths`."""
     if markdown:
         return "| " + " | ".join(cells) + " |"
-    return f"{cells[0]:<9}" + "".join(f"{c:>{w}}" for c, w in zip(cells[1:], widths))
+    return f"{cells[0]:<17}" + "".join(f"{c:>{w}}" for c, w in zip(cells[1:], widths))
 
 
 def table_head(cols: list[str], widths: list[int], markdown: bool) -> str:

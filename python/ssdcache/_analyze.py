@@ -114,9 +114,10 @@ def analyze(trace: TraceLike, page: Size = "4KiB", interval: str | int = "auto",
     devices, and an LBA × time heatmap — an :class:`Analysis` of DataFrames.
 
     `interval` is ``"auto"``, a duration of trace time (``"60s"``, or ns as an
-    int) or a request count (``"1Mreq"``). `log_base` is the reuse histograms'
-    bin base (libCacheSim's analyzer uses 1.5). `trace_options` are the
-    reader's: ``format=``, ``skip_bad=``, ``csv_columns=``.
+    int) or a request count (``"1Mreq"``); a fixed width may make at most 65,536
+    intervals and must be below 2**63. `log_base` is the reuse histograms' bin
+    base (libCacheSim's analyzer uses 1.5), at least 1.000678 (65,536 bins).
+    `trace_options` are the reader's: ``format=``, ``skip_bad=``, ``csv_columns=``.
     """
     unknown = set(trace_options) - set(_TRACE_OPTIONS)
     if unknown:
@@ -130,5 +131,9 @@ def analyze(trace: TraceLike, page: Size = "4KiB", interval: str | int = "auto",
         interval = f"{interval}ns"
     if isinstance(log_base, bool) or not isinstance(log_base, (int, float)):
         raise ValueError(f"log_base must be a number above 1, not {log_base!r}")
-    text = _core.analyze(to_source(trace, **trace_options), _size("page", page), interval, float(log_base))
+    try:
+        base = float(log_base)
+    except OverflowError:  # an int past float's range
+        raise ValueError("log_base is past a float's range: give a number above 1, at most 1e6") from None
+    text = _core.analyze(to_source(trace, **trace_options), _size("page", page), interval, base)
     return Analysis(json.loads(text))

@@ -96,3 +96,20 @@ def test_charts(tmp_path, fin1):
     proc = subprocess.run([sys.executable, "-m", "ssdcache.plot", "analysis", str(bad), "-o", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "not the JSON" in proc.stderr
+
+
+@pytest.mark.parametrize("spec, kwargs, message", [
+    # 44 million bins a histogram (a MemoryError on 25 k requests): refused, naming the least base.
+    ("loop(keys=2,requests=10)", {"log_base": 1.000001}, r"--log-base 1\.000001: .*65536.*1\.000678"),
+    ("loop(keys=2,requests=10)", {"log_base": 10 ** 400}, "log_base"),
+    # An interval past 2**63 was an OverflowError from pandas' int64 columns.
+    ("loop(keys=2,requests=10)", {"interval": 2 ** 64}, "interval .*below 2\\^63"),
+    ("loop(keys=2,requests=10)", {"interval": 2 ** 63}, "interval .*below 2\\^63"),
+    ("loop(keys=2,requests=10)", {"interval": "1e19req"}, "interval .*below 2\\^63"),
+    # At most 65,536 fixed intervals (the cap was 2^20: 1.9 GB at interval="1req" on 1 M requests).
+    ("loop(keys=2,requests=65537)", {"interval": "1req"}, "more than 65536 intervals"),
+])
+def test_bounds_are_value_errors(spec, kwargs, message):
+    with pytest.raises(ValueError, match=message) as e:
+        ssdcache.analyze(spec, **kwargs)
+    assert "\n" not in str(e.value)

@@ -41,10 +41,12 @@ pub struct AnalyzeArgs {
     page: String,
     /// Interval of the series and the heatmap: a duration of trace time (60s, 1h), a request
     /// count (100000req, 1Mreq), or auto (trace time if the trace has any, else requests;
-    /// at most 256 intervals, widths doubling from 1 ns or 1 request).
+    /// at most 256 intervals, widths doubling from 1 ns or 1 request). A fixed width may make
+    /// at most 65,536 intervals.
     #[arg(long, default_value = "auto")]
     interval: String,
-    /// Base of the reuse histograms' logarithmic bins (libCacheSim's analyzer uses 1.5).
+    /// Base of the reuse histograms' logarithmic bins (libCacheSim's analyzer uses 1.5); at
+    /// least 1.000678, which makes 65,536 bins over the range of a u64.
     #[arg(long, default_value_t = 2.0)]
     log_base: f64,
     /// Print one JSON object, every table in it.

@@ -335,7 +335,8 @@ fn analyze_bad_input_is_a_one_line_error() {
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "0s"], "--interval"),
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "0req"], "--interval"),
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "soon"], "--interval"),
-        (vec!["analyze", "--format", "ssdsim", late.path(), "--interval", "1ns"], "more than 1048576 intervals"),
+        (vec!["analyze", "--format", "ssdsim", late.path(), "--interval", "1ns"], "more than 65536 intervals"),
+        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "18446744073709551616ns"], "below 2^63"),
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--log-base", "1"], "--log-base"),
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--page", "0"], "--page"),
         (vec!["analyze", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
@@ -343,6 +344,25 @@ fn analyze_bad_input_is_a_one_line_error() {
     ] {
         one_line_error(&ssdcache("trace", &args), says);
     }
+}
+
+#[test]
+fn analyze_bins_and_intervals_are_bounded() {
+    // --log-base 1.000001 made 44 million bins a histogram (1.55 GB on 25 k
+    // requests): refused, naming the least base and the bound on bins.
+    let o = ssdcache("trace", &["analyze", "--gen", "zipf(keys=10,requests=10)", "--log-base", "1.000001"]);
+    let err = one_line_error(&o, "--log-base 1.000001:");
+    assert!(err.contains("65536") && err.contains("1.000678"), "{err}");
+    // --interval 1req on 1 M requests took 1.9 GB and wrote 366 MB of JSON
+    // under the old cap of 2^20 intervals: now an error at the 65,537th.
+    let o = ssdcache("trace", &["analyze", "--gen", "zipf(keys=5000,requests=1M)", "--interval", "1req", "--json"]);
+    one_line_error(&o, "more than 65536 intervals of 1 (request reaches 65536)");
+    assert!(heap_peak(&o) < 160 * MB, "peak heap {} bytes", heap_peak(&o));
+    // At the cap, memory and output stay bounded.
+    let o = ssdcache("trace", &["analyze", "--gen", "zipf(keys=5000,requests=65536)", "--interval", "1req", "--json"]);
+    assert_eq!(ok_json(&o)[0]["timeline"]["intervals"].as_array().unwrap().len(), 65_536);
+    assert!(heap_peak(&o) < 160 * MB, "peak heap {} bytes", heap_peak(&o));
+    assert!(o.stdout.len() < 64 * MB as usize, "{} bytes of JSON", o.stdout.len());
 }
 
 #[test]

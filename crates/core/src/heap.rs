@@ -16,11 +16,19 @@ pub struct IndexedHeap<P> {
     heap: Vec<(P, u32)>,
     /// `pos[idx]`: where `idx` sits in `heap`, [`ABSENT`] if not there.
     pos: Vec<u32>,
+    /// Pushes, removals and updates so far: tests bound a policy's work by it.
+    #[cfg(test)]
+    pub ops: u64,
 }
 
 impl<P: Ord + Copy> Default for IndexedHeap<P> {
     fn default() -> Self {
-        IndexedHeap { heap: Vec::new(), pos: Vec::new() }
+        IndexedHeap {
+            heap: Vec::new(),
+            pos: Vec::new(),
+            #[cfg(test)]
+            ops: 0,
+        }
     }
 }
 
@@ -58,6 +66,7 @@ impl<P: Ord + Copy> IndexedHeap<P> {
             self.pos.resize(i + 1, ABSENT);
         }
         debug_assert_eq!(self.pos[i], ABSENT, "pushed twice");
+        self.count();
         self.heap.push((prio, idx));
         self.pos[i] = (self.heap.len() - 1) as u32;
         self.up(self.heap.len() - 1);
@@ -75,6 +84,7 @@ impl<P: Ord + Copy> IndexedHeap<P> {
         if !self.contains(idx) {
             return false;
         }
+        self.count();
         let at = self.pos[idx as usize] as usize;
         let last = self.heap.len() - 1;
         self.swap(at, last);
@@ -89,10 +99,19 @@ impl<P: Ord + Copy> IndexedHeap<P> {
     /// Gives `idx` (in the heap) a new priority.
     pub fn update(&mut self, idx: u32, prio: P) {
         debug_assert!(self.contains(idx));
+        self.count();
         let at = self.pos[idx as usize] as usize;
         self.heap[at].0 = prio;
         self.fix(at);
     }
+
+    #[cfg(test)]
+    fn count(&mut self) {
+        self.ops += 1;
+    }
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn count(&mut self) {}
 
     fn fix(&mut self, at: usize) {
         if at > 0 && self.heap[at].0 < self.heap[(at - 1) / 2].0 {

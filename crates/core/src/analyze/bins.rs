@@ -4,6 +4,21 @@
 
 use serde::Serialize;
 
+/// The most bins a histogram may need: a base so close to 1 that more would
+/// cover the values of a u64 is refused, as the counts (and the bins the
+/// report lists) grow with the values (base 1.000001 needs 44 million).
+pub const MAX_BINS: usize = 1 << 16;
+
+/// Bins covering every u64 value at `base` (> 1), as [`LogHistogram::bin_of`] numbers them.
+pub fn bins_needed(base: f64) -> f64 {
+    ((u64::MAX as f64).ln() / base.ln()).floor() + 1.0
+}
+
+/// The least base (to 6 decimals) whose bins number at most [`MAX_BINS`].
+pub fn min_base() -> f64 {
+    (((u64::MAX as f64).ln() / MAX_BINS as f64).exp() * 1e6).ceil() / 1e6
+}
+
 /// Counts of positive values in logarithmic bins, and of zeros apart.
 #[derive(Clone, Debug)]
 pub struct LogHistogram {
@@ -82,6 +97,16 @@ impl LogHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_least_base_keeps_the_bins_bounded() {
+        // At the least base u64's values fit MAX_BINS bins (the last one's
+        // bin number is below it); a millionth less, they would not.
+        let least = min_base();
+        assert!(bins_needed(least) <= MAX_BINS as f64, "{least}");
+        assert!(bins_needed(least - 1e-6) > MAX_BINS as f64, "{least}");
+        assert!(LogHistogram::new(least).bin_of(u64::MAX) < MAX_BINS);
+    }
 
     #[test]
     fn values_fall_in_the_bin_their_logarithm_names() {

@@ -31,6 +31,11 @@ use serde::Serialize;
 use std::str::FromStr;
 use timeline::{Axis, Timeline};
 
+/// The widest interval: every interval's start and end then fit a signed
+/// 64-bit integer (pandas' int64 columns; Python's `analyze` adds the width to
+/// each start).
+const MAX_WIDTH: u64 = i64::MAX as u64;
+
 /// How wide the timeline's intervals are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IntervalSpec {
@@ -79,6 +84,10 @@ impl FromStr for IntervalSpec {
         };
         match spec {
             IntervalSpec::Time(0) => Err(format!("interval {text:?}: must be longer than 0")),
+            IntervalSpec::Time(w) if w > MAX_WIDTH => Err(format!("interval {text:?}: must be below 2^63 ns")),
+            IntervalSpec::Requests(n) if n > MAX_WIDTH => {
+                Err(format!("interval {text:?}: must be below 2^63 requests"))
+            }
             s => Ok(s),
         }
     }
@@ -107,6 +116,16 @@ impl Options {
         }
         if !(self.log_base.is_finite() && self.log_base > 1.0 && self.log_base <= 1e6) {
             return Err(SimError::Config(format!("--log-base {}: give a number above 1", self.log_base)));
+        }
+        if bins::bins_needed(self.log_base) > bins::MAX_BINS as f64 {
+            return Err(SimError::Config(format!(
+                "--log-base {}: bins so narrow would number {:.0} over the range of values, more than {}: \
+                 give a base of at least {}",
+                self.log_base,
+                bins::bins_needed(self.log_base),
+                bins::MAX_BINS,
+                bins::min_base()
+            )));
         }
         Ok(())
     }

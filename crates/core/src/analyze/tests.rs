@@ -260,3 +260,48 @@ fn far_addresses_and_huge_requests_fit_the_heatmap() {
     check_timeline(&reqs, &a);
     assert!(a.timeline.heatmap.counts.len() <= timeline::HEAT_ROWS);
 }
+
+#[test]
+fn log_bases_near_1_are_refused_not_binned() {
+    // Base 1.000001 needed 44 million bins over the range of a u64 (1.55 GB
+    // and 1.1 GB of JSON on 25 k requests); bins are capped at 65,536.
+    let reqs = random_trace(1, 50);
+    for base in [1.000001, 1.0000001, 1.0 + f64::EPSILON, 1.0006] {
+        let e = analyze(&source(&reqs), Options { log_base: base, ..Options::default() }).unwrap_err();
+        assert!(e.to_string().starts_with(&format!("--log-base {base}:")), "{e}");
+        assert!(e.to_string().contains("65536"), "{e}");
+    }
+    // The least base accepted (bins::min_base): its bins fit the cap whatever the values.
+    let a = analyze(&source(&reqs), Options { log_base: 1.000678, ..Options::default() }).unwrap();
+    assert!(a.reuse_time_ns.bins.len() <= 65_536 && !a.reuse_time_ns.bins.is_empty());
+}
+
+#[test]
+fn fixed_intervals_are_capped_at_65536() {
+    // A request at 65,536 ns with 1 ns intervals needs 65,537 of them: an
+    // error before any is made (the cap was 2^20, 1.9 GB at `--interval 1req`).
+    let first = Request { time: 0, addr: 0, len: 512, dev: 0, op: Op::Read };
+    let at = |t: u64| [first, Request { time: t, ..first }];
+    let one_ns = Options { interval: IntervalSpec::Time(1), ..Options::default() };
+    let e = analyze(&source(&at(65_536)), one_ns).unwrap_err();
+    assert!(e.to_string().contains("more than 65536 intervals"), "{e}");
+    assert_eq!(analyze(&source(&at(65_535)), one_ns).unwrap().timeline.intervals.len(), 65_536);
+}
+
+#[test]
+fn interval_widths_fit_a_signed_64_bit_integer() {
+    // Python's analyze adds the width to each start in int64 columns: a width
+    // of 2^63 or more (interval=2**64 gave an OverflowError there) is refused.
+    for bad in [
+        "18446744073709551616ns",
+        "18446744073709551615ns",
+        "9223372036854775808ns",
+        "1e19req",
+        "10000000000000000000req",
+    ] {
+        let e = bad.parse::<IntervalSpec>().unwrap_err();
+        assert!(e.starts_with(&format!("interval {bad:?}: must be below 2^63")), "{e}");
+    }
+    assert_eq!("9000000000000000000ns".parse::<IntervalSpec>(), Ok(IntervalSpec::Time(9_000_000_000_000_000_000)));
+    assert_eq!("9000000000000000000req".parse::<IntervalSpec>(), Ok(IntervalSpec::Requests(9_000_000_000_000_000_000)));
+}
