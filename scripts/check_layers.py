@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Checks that the modules of crates/core/src import one way: down the layers, never in a circle.
+"""Checks that the modules of crates/core/src import one way: down the layers, never in a circle;
+that the workspace's crates depend one way (CRATE_LAYERS); and that no files of a crate
+(FILE_CYCLE_CRATES) import each other in a circle.
 
 Reads every `use crate::…`, `use super::…` and `use self::…` statement and every path
 written in the code (`crate::key::page_key(…)`) of crates/core/src, outside comments,
@@ -34,7 +36,7 @@ SRC = Path(__file__).resolve().parent.parent / "crates" / "core" / "src"
 # Bottom (0) to top. A file may import files of its own layer or of lower ones; the
 # first pattern a file matches gives its layer (paths relative to crates/core/src).
 LAYERS = [
-    (0, "vocabulary", ["lib.rs", "units.rs", "key.rs", "spec.rs", "list.rs", "heap.rs"]),
+    (0, "vocabulary", ["lib.rs", "excerpt.rs", "units.rs", "key.rs", "spec.rs", "list.rs", "heap.rs"]),
     (1, "trace", ["trace/*"]),
     (1, "device", ["device/*"]),
     (2, "metrics", ["metrics.rs"]),
@@ -345,7 +347,61 @@ def module_name(rel):
     return parts[0]
 
 
+# The workspace's crates, bottom (0) to top: a crate may depend only on crates of lower
+# layers (its [dependencies] in Cargo.toml; dev-dependencies are the tests' business).
+CRATE_LAYERS = {
+    "core": 0, "block": 0,
+    "nbd": 1, "engine": 1,
+    "server": 2,
+    "daemon": 3,
+    "cli": 4, "py": 4,
+}
+# The crates whose files are checked for import cycles one by one (core's layers above
+# count some folders as one unit; here every file is one).
+FILE_CYCLE_CRATES = ["core", "block", "nbd", "server", "engine", "daemon", "cli", "py"]
+
+
+def crate_deps(name):
+    """The workspace crates `crates/NAME/Cargo.toml` depends on (normal dependencies)."""
+    toml = (SRC.parent.parent / name / "Cargo.toml").read_text()
+    section = re.search(r"(?ms)^\[dependencies\]\n(.*?)(?=^\[|\Z)", toml)
+    deps = []
+    for line in (section.group(1) if section else "").splitlines():
+        m = re.match(r"(ssdcache(?:-\w+)?)\s*(?:\.workspace|=)", line)
+        if m:
+            deps.append("core" if m.group(1) == "ssdcache" else m.group(1)[len("ssdcache-"):])
+    return deps
+
+
+def check_crates():
+    """Crate dependencies that point up, and file import cycles inside the serve crates."""
+    errors = []
+    root = SRC.parent.parent
+    for d in sorted(p.name for p in root.iterdir() if (p / "Cargo.toml").exists()):
+        if d not in CRATE_LAYERS:
+            errors.append(f"unassigned crate: crates/{d} is in no layer (add it to CRATE_LAYERS)")
+            continue
+        for dep in crate_deps(d):
+            if CRATE_LAYERS.get(dep, 99) >= CRATE_LAYERS[d]:
+                errors.append(f"crate dependency that does not point down: crates/{d} -> crates/{dep}")
+    for name in FILE_CYCLE_CRATES:
+        crate = Crate(root / name / "src")
+        # A child naming its parent module's items is the module's inside, not a cycle;
+        # what is refused is a circle through files none of which is the other's parent.
+        arrows = {(a, b): n for (a, b), n in crate.arrows().items()
+                  if not (b.endswith(("mod.rs", "lib.rs")) and a.startswith(b.rsplit("/", 1)[0] + "/" if "/" in b else ""))}
+        files = [r for r in crate.files.values() if r not in crate.test_only]
+        for comp in cycles(set(files), list(arrows)):
+            ties = [f"    {a} -> {b} [{', '.join(sorted(n))}]" for (a, b), n in sorted(arrows.items())
+                    if a in comp and b in comp]
+            errors.append(f"import cycle in crates/{name} between {len(comp)} files: {', '.join(comp)}\n" + "\n".join(ties))
+    return errors
+
+
 def main():
+    crate_errors = check_crates()
+    for e in crate_errors:
+        print(e)
     crate = Crate(SRC)
     arrows = crate.arrows()
     errors = []
@@ -377,11 +433,12 @@ def main():
         for c in mcycles:
             print("module cycle:", " <-> ".join(c))
         print()
-    if errors:
+    if errors or crate_errors:
         print("\n".join(errors))
-        print(f"\ncheck_layers: {len(errors)} problem(s) in crates/core/src", file=sys.stderr)
+        print(f"\ncheck_layers: {len(errors) + len(crate_errors)} problem(s)", file=sys.stderr)
         return 1
-    print(f"check_layers: {len(files)} files, {len(arrows)} arrows, every import points down, no cycles")
+    print(f"check_layers: crates/core: {len(files)} files, {len(arrows)} arrows, every import points down, "
+          f"no cycles; crate dependencies point down; no file cycle in {', '.join(FILE_CYCLE_CRATES)}")
     return 0
 
 

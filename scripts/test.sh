@@ -28,7 +28,7 @@ pip_install() { PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --dis
 step "python packages"
 pip_install -r tests/requirements.txt
 
-step "layers of crates/core (imports point down, no cycles)"
+step "layers (core's imports point down, crates depend one way, no file import cycle in any crate)"
 python3 scripts/check_layers.py
 
 step "formatting (cargo fmt --check: the workspace and the fuzz crate)"

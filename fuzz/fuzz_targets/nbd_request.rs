@@ -14,12 +14,12 @@
 //! shadow reads as zeroes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use ssdcache_block::{Backend, MemBackend};
 use ssdcache_nbd::consts::*;
 use ssdcache_nbd::request::{
     decide, direct, error_reply, execute, parse_request_header, parse_simple_reply, Command, Decision, ExportParams,
 };
 use ssdcache_nbd::structured::{split_chunk, Session};
-use ssdcache_block::{Backend, MemBackend};
 
 const SIZE: usize = 64 * 1024;
 const MAX_BLOCK: u32 = 16 * 1024;

@@ -7,6 +7,7 @@
 
 pub mod analyze;
 pub mod device;
+pub mod excerpt;
 pub mod heap;
 pub mod key;
 pub mod list;

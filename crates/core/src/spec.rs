@@ -10,6 +10,7 @@
 //! what it means): every catalogue — policies, devices, workloads — lists its
 //! entries' parameters that way, and [`Spec::bind`] checks a spec against it.
 
+use crate::excerpt::{clip, excerpt};
 use crate::units;
 use thiserror::Error;
 
@@ -63,9 +64,6 @@ pub enum SpecError {
     BadValue { kind: &'static str, name: String, param: String, value: String, why: String },
 }
 
-/// The most a message quotes of one piece of user text.
-const EXCERPT_CHARS: usize = 80;
-
 /// Deepest nesting of parentheses a spec may have: far more than any real
 /// spec needs (`admit(by=…,rule=admit(…))` is two), few enough that building
 /// what a spec nests, one call deeper a level, cannot overflow the stack.
@@ -74,31 +72,6 @@ const MAX_NESTING: usize = 32;
 /// Most parameters and components one spec may list: far more than any entry
 /// declares, and it keeps the check for repeated parameters cheap.
 const MAX_PARTS: usize = 256;
-
-/// `text` quoted, cut to its first [`EXCERPT_CHARS`] characters (saying how
-/// long it was) when longer.
-pub fn excerpt(text: &str) -> String {
-    match head(text) {
-        (all, false) => format!("{all:?}"),
-        (head, true) => format!("{head:?}… ({} bytes)", text.len()),
-    }
-}
-
-/// [`excerpt`] without the quotes.
-fn clip(text: &str) -> String {
-    match head(text) {
-        (all, false) => all.to_string(),
-        (head, true) => format!("{head}… ({} bytes)", text.len()),
-    }
-}
-
-/// `text`'s first [`EXCERPT_CHARS`] characters, and whether it had more.
-fn head(text: &str) -> (&str, bool) {
-    match text.char_indices().nth(EXCERPT_CHARS) {
-        None => (text, false),
-        Some((cut, _)) => (&text[..cut], true),
-    }
-}
 
 /// A parsed spec.
 #[derive(Clone, Debug, PartialEq)]

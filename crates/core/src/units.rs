@@ -2,10 +2,10 @@
 
 use thiserror::Error;
 
-/// (The text is quoted through [`excerpt`](crate::spec::excerpt): a number
+/// (The text is quoted through [`excerpt`](crate::excerpt::excerpt): a number
 /// of 300 digits from Python is clipped, not printed whole.)
 #[derive(Debug, Error, PartialEq)]
-#[error("{what} {}: {why}", crate::spec::excerpt(text))]
+#[error("{what} {}: {why}", crate::excerpt::excerpt(text))]
 pub struct UnitError {
     pub what: &'static str,
     pub text: String,

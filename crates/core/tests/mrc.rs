@@ -5,7 +5,8 @@ mod common;
 
 use common::{not_sniffed, traces_dir};
 use ssdcache::mrc::exact_lru;
-use ssdcache::sim::run::{run, RunSpec, TraceSource};
+use ssdcache::sim::run::{run, RunSpec};
+use ssdcache::sim::TraceSource;
 use ssdcache::trace::Format;
 
 fn lru(cache_pages: u64) -> RunSpec {

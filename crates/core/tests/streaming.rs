@@ -9,8 +9,9 @@
 mod common;
 
 use common::{not_sniffed, traces_dir};
-use ssdcache::sim::run::{run, RunSpec, TraceSource};
+use ssdcache::sim::run::{run, RunSpec};
 use ssdcache::sim::QueueSpec;
+use ssdcache::sim::TraceSource;
 use ssdcache::trace::Format;
 use std::path::PathBuf;
 

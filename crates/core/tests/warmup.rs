@@ -12,7 +12,8 @@ use ssdcache::mrc::exact_lru_warm;
 use ssdcache::policy::registry::{build, BuildCtx, POLICIES};
 use ssdcache::policy::{Access, Effects, Io, Mode, NEVER};
 use ssdcache::sim::relative::{parse_cache_sizes, parse_warmup, plan};
-use ssdcache::sim::run::{run, RunSpec, TraceSource};
+use ssdcache::sim::run::{run, RunSpec};
+use ssdcache::sim::TraceSource;
 use ssdcache::trace::{Op, Request, Unit};
 use std::collections::BTreeSet;
 

@@ -21,7 +21,7 @@ pub mod bins;
 pub mod timeline;
 
 use crate::mrc::stack::Stack;
-use crate::sim::run::TraceSource;
+use crate::sim::source::TraceSource;
 use crate::sim::{pages_of, SimError};
 use crate::trace::{Op, Request, Unit, BATCH};
 use crate::units::{parse_duration_ns, scaled, Scaled};

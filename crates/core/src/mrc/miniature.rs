@@ -26,7 +26,7 @@ use super::sample::{count_request, estimated_point, even_sizes, Estimated, Sampl
 use super::{Curve, TraceCounts};
 use crate::policy::registry::build;
 use crate::policy::{BuildCtx, Mode, Policy};
-use crate::sim::run::TraceSource;
+use crate::sim::source::TraceSource;
 use crate::sim::{pages_of, SimConfig, SimError, Simulator};
 use crate::trace::{Op, Request, Unit, BATCH};
 use hashbrown::HashSet;

@@ -21,7 +21,7 @@ pub mod sample;
 pub mod sized;
 pub mod stack;
 
-use crate::sim::run::TraceSource;
+use crate::sim::source::TraceSource;
 use crate::sim::{pages_of, SimError};
 use crate::trace::{Op, Request, BATCH};
 use serde::Serialize;

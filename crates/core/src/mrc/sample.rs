@@ -23,7 +23,7 @@
 
 use super::stack::Stack;
 use super::{Curve, Point, Profiler, TraceCounts};
-use crate::sim::run::TraceSource;
+use crate::sim::source::TraceSource;
 use crate::sim::{pages_of, SimError};
 use crate::trace::{Op, BATCH};
 use std::collections::BinaryHeap;

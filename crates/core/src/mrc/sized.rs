@@ -9,7 +9,7 @@
 
 use super::{exact_lru_warm, Curve};
 use crate::sim::relative::{self, check_source, pages_of_size, CacheSize, Warmup};
-use crate::sim::run::TraceSource;
+use crate::sim::source::TraceSource;
 use crate::sim::SimError;
 
 /// A curve with what its sizes and warm-up were.

@@ -13,12 +13,14 @@ pub mod queue;
 pub mod relative;
 pub mod run;
 pub mod series;
+pub mod source;
 use crate::Nanos;
 pub use backing::{Backing, Devices, Layout, LayoutScan};
 pub use future::NextUses;
 pub use queue::QueueSpec;
-pub use run::{run, RunSpec, TraceSource};
+pub use run::{run, RunSpec};
 pub use series::Series;
+pub use source::TraceSource;
 
 #[derive(Debug, Error)]
 pub enum SimError {

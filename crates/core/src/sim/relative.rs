@@ -11,7 +11,7 @@
 use super::{pages_of, SimError};
 use crate::device::DeviceStats;
 use crate::metrics::Report;
-use crate::sim::run::TraceSource;
+use crate::sim::source::TraceSource;
 use crate::trace::{Op, BATCH};
 use crate::units::{format_bytes, parse_bytes, parse_duration_ns, scaled, Scaled};
 use crate::Nanos;

@@ -31,9 +31,11 @@ pub fn traces_dir() -> Option<PathBuf> {
 /// trace only through a column mapping) and 5 M bare keys-u32be keys (no
 /// signature to sniff; the speed benchmark's trace). real_traces.rs reads
 /// both with their format given.
+#[allow(dead_code)] // not every test binary walks the folder
 pub const NOT_SNIFFED: &[&str] = &["adaptsize-cdn-sample", "cache2k-orm-busy"];
 
 /// Whether `path` lies in one of the [`NOT_SNIFFED`] folders.
+#[allow(dead_code)]
 pub fn not_sniffed(path: &std::path::Path) -> bool {
     path.components().any(|c| NOT_SNIFFED.iter().any(|n| c.as_os_str() == *n))
 }
