@@ -161,6 +161,17 @@ fn a_refused_create_leaves_no_new_file_behind() {
     assert_eq!(std::fs::read(&cache).unwrap(), b"mine");
 }
 
+/// `--clean-rate` of 2^64 B/s or more: refused as too large (it was clamped
+/// to 2^64 - 1 without a word); the server never starts.
+#[test]
+fn a_clean_rate_past_2_to_the_64_is_refused_not_clamped() {
+    let f = Fixture::new();
+    for rate in ["18446744073709551616", "16777216TiB"] {
+        let (code, err, _) = run(f.serve_cmd(&["--max-dirty", "5%", "--clean-rate", rate]), Duration::from_secs(20));
+        assert_one_line_error(code, &err, &["--clean-rate", "too large"]);
+    }
+}
+
 /// The cache named as its own backing store: one line, said once (the
 /// chain of causes used to repeat it).
 #[test]
