@@ -336,7 +336,10 @@ fn analyze_bad_input_is_a_one_line_error() {
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "0req"], "--interval"),
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "soon"], "--interval"),
         (vec!["analyze", "--format", "ssdsim", late.path(), "--interval", "1ns"], "more than 65536 intervals"),
-        (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "18446744073709551616ns"], "below 2^63"),
+        (
+            vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--interval", "18446744073709551616ns"],
+            "too long: a duration is at most 2^64 - 1 ns",
+        ),
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--log-base", "1"], "--log-base"),
         (vec!["analyze", "--gen", "zipf(keys=10,requests=10)", "--page", "0"], "--page"),
         (vec!["analyze", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),

@@ -297,12 +297,7 @@ fn interval_widths_fit_a_signed_64_bit_integer() {
     // past 2^64 - 1 it is no number of nanoseconds at all
     let e = "18446744073709551616ns".parse::<IntervalSpec>().unwrap_err();
     assert!(e.contains("too long: a duration is at most 2^64 - 1 ns"), "{e}");
-    for bad in [
-        "18446744073709551615ns",
-        "9223372036854775808ns",
-        "1e19req",
-        "10000000000000000000req",
-    ] {
+    for bad in ["18446744073709551615ns", "9223372036854775808ns", "1e19req", "10000000000000000000req"] {
         let e = bad.parse::<IntervalSpec>().unwrap_err();
         assert!(e.starts_with(&format!("interval {bad:?}: must be below 2^63")), "{e}");
     }
