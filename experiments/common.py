@@ -3,7 +3,7 @@
 The experiments run their simulations the way a user of the Python package
 would: ``ssdcache.sweep`` (the ``ssdcache._core`` extension, the same engine
 and numbers as ``ssdcache sim``) and draw with ``ssdcache.plot`` where it has
-the chart. ``scripts/reproduce.sh`` installs the package (``pip install .``)
+the chart. ``scripts/repro/reproduce.sh`` installs the package (``pip install .``)
 and writes into docs/reproductions/<paper>/, which docs/REPRODUCTIONS.md shows
 next to the paper's numbers.
 
@@ -23,7 +23,7 @@ import sys
 try:
     import ssdcache
 except ImportError:
-    sys.exit("the ssdcache Python package is missing: pip install . (scripts/reproduce.sh does)")
+    sys.exit("the ssdcache Python package is missing: pip install . (scripts/repro/reproduce.sh does)")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = pathlib.Path(os.environ.get("SSDCACHE_BIN", ROOT / "target" / "release" / "ssdcache"))
@@ -61,7 +61,7 @@ def reports(df) -> list[dict]:
 def trace_info(what: list[str]) -> dict:
     """``ssdcache trace info --json`` of a trace file (``[path]``) or a generator (``["--gen", spec]``)."""
     if not BIN.exists():
-        sys.exit(f"{BIN} not built: run scripts/reproduce.sh, or cargo build --release -p ssdcache-cli")
+        sys.exit(f"{BIN} not built: run scripts/repro/reproduce.sh, or cargo build --release -p ssdcache-cli")
     out = subprocess.run([str(BIN), "trace", "info", *what, "--json"], check=True, capture_output=True,
                          text=True).stdout
     return json.loads(out)

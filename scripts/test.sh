@@ -8,7 +8,7 @@
 #      (damaged metadata, failing devices, operator mistakes: test_faults.sh),
 #      kill -9 trials each followed by one damaged metadata or superblock copy
 #      (test_integrity.sh), and many kill -9 trials under a verifying client
-#      (scripts/test_crash.sh),
+#      (scripts/test/test_crash.sh),
 #   3. the Python package (`pip install .`: the ssdcache._core extension, built in release),
 #   4. the Python-driven suites: agreement with libCacheSim's miss counts (tests/agreement)
 #      and the package's own tests (tests/python),
@@ -29,7 +29,7 @@ step "python packages"
 pip_install -r tests/requirements.txt
 
 step "layers (core's imports point down, crates depend one way, no file import cycle in any crate)"
-python3 scripts/check_layers.py
+python3 scripts/test/check_layers.py
 
 step "formatting (cargo fmt --check: the workspace and the fuzz crate)"
 cargo fmt --all --check
@@ -54,29 +54,29 @@ step "rust tests"
 cargo test --workspace --locked --release
 
 step "NBD server against real clients"
-NBD_PROFILE=release scripts/test_nbd.sh
+NBD_PROFILE=release scripts/test/test_nbd.sh
 
 step "cache engine (ssdcache create/serve/check/status/flush/maintain) against NBD clients, clean stop and kill -9"
-SERVE_PROFILE=release scripts/test_serve.sh
+SERVE_PROFILE=release scripts/test/test_serve.sh
 
 step "structured replies, block status (nbdinfo --map, qemu-img map, sparse nbdcopy), NBD_CMD_CACHE, serve --read-only"
-SERVE_PROFILE=release scripts/test_structured.sh
+SERVE_PROFILE=release scripts/test/test_structured.sh
 
 step "integrity faults with a real client (damaged metadata, failing and truncated devices, operator mistakes)"
-SERVE_PROFILE=release scripts/test_faults.sh
+SERVE_PROFILE=release scripts/test/test_faults.sh
 
 step "whole-system integrity: kill -9, then one damaged superblock or metadata copy, per trial"
-SERVE_PROFILE=release scripts/test_integrity.sh
-INTEGRITY_TRIALS=8 INTEGRITY_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test_integrity.sh
+SERVE_PROFILE=release scripts/test/test_integrity.sh
+INTEGRITY_TRIALS=8 INTEGRITY_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test/test_integrity.sh
 
-step "the crash tests' oracle (scripts/crashlib: the journal and the sector records, unit tests)"
-python3 -m pytest -q scripts/crashlib
+step "the crash tests' oracle (scripts/lib/crashlib: the journal and the sector records, unit tests)"
+python3 -m pytest -q scripts/lib/crashlib
 
 step "kill -9 crash trials under a verifying client (write-back, then write-through)"
-CRASH_STRICT=1 SERVE_PROFILE=release scripts/test_crash.sh
-CRASH_STRICT=1 CRASH_MODE=write-through CRASH_TRIALS=6 SERVE_PROFILE=release scripts/test_crash.sh
+CRASH_STRICT=1 SERVE_PROFILE=release scripts/test/test_crash.sh
+CRASH_STRICT=1 CRASH_MODE=write-through CRASH_TRIALS=6 SERVE_PROFILE=release scripts/test/test_crash.sh
 # the background cleaner running all along (5% of 127 slots: 6 dirty at most; none older than 1 s)
-CRASH_STRICT=1 CRASH_TRIALS=10 CRASH_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test_crash.sh
+CRASH_STRICT=1 CRASH_TRIALS=10 CRASH_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test/test_crash.sh
 
 step "python package (pip install .)"
 # maturin builds crates/py with the workspace's release profile, reusing the simulator
@@ -90,7 +90,7 @@ python3 -m pytest -q -n 2 tests/agreement
 step "python suite: the ssdcache package (incl. a one-node Ray cluster)"
 python3 -m pytest -q tests/python
 
-if [ -x scripts/fuzz.sh ]; then
+if [ -x scripts/test/fuzz.sh ]; then
   step "fuzzing (${FUZZ_SECONDS:-10}s per target)"
-  scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+  scripts/test/fuzz.sh "${FUZZ_SECONDS:-10}"
 fi

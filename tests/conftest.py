@@ -46,7 +46,7 @@ def sim_json(*args: str) -> list[dict]:
 
 # Folders whose traces format sniffing does not read (as crates/core/tests/common's NOT_SNIFFED):
 # a CDN object trace with sizes, and 5 M bare keys-u32be keys (the speed benchmark's trace, read
-# with its format given by crates/core/tests/real_traces.rs and scripts/bench.py).
+# with its format given by crates/core/tests/real_traces.rs and scripts/bench/bench.py).
 NOT_SNIFFED = ("adaptsize-cdn-sample", "cache2k-orm-busy")
 
 

@@ -1,4 +1,4 @@
-//! A counting wrapper around the system allocator, so that `scripts/bench.py`
+//! A counting wrapper around the system allocator, so that `scripts/bench/bench.py`
 //! can measure memory per cached page exactly (peak heap bytes) rather than
 //! through page-granular RSS. Costs two relaxed atomic adds per allocation; the
 //! simulator's hot path allocates nothing.

@@ -1,6 +1,6 @@
 //! `sim` predicts what the background cleaner of `serve` writes back: one
 //! trace replayed through `ssdcache sim --policy 'pwc(max_dirty=25%)'` and
-//! through `ssdcache serve --max-dirty 25%` (scripts/replay_nbd.py).
+//! through `ssdcache serve --max-dirty 25%` (scripts/tools/replay_nbd.py).
 //!
 //! The trace: day 0 writes 12 segments once (none cached: they go to the
 //! backing file); the procedure between the days (`sim`: PWC's period of
@@ -49,7 +49,7 @@ fn trace(path: &Path) {
 fn sim_predicts_the_segments_the_cleaner_writes_back() {
     let py = "/usr/bin/python3";
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
+    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)");
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t.txt");
     let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB"]);
@@ -70,7 +70,7 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
     let within: Vec<String> = (0..=bound).map(|n| n.to_string()).collect();
     let settle =
         format!("'{BIN}' status '{}' --json | grep -Eq '\"dirty\":({})[,}}]'", cache.display(), within.join("|"));
-    let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/replay_nbd.py");
+    let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tools/replay_nbd.py");
     let mut c = Command::new(py);
     c.arg(&replay).arg(format!("nbd://{nbd}")).arg(&t);
     c.arg("--between").arg(format!("'{BIN}' maintain '{}'", cache.display())).arg("--settle").arg(&settle);
@@ -116,7 +116,7 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
 fn flush_shows_progress_and_stops_cleanly_on_sigint() {
     let py = "/usr/bin/python3";
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
+    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)");
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = make_cache(dir.path(), 64 << 20, &["--size", "32MiB"]);
     let err = dir.path().join("serve.err");

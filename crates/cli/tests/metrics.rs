@@ -481,13 +481,13 @@ fn bad_admission_flags_are_one_line_errors() {
 /// `sim` predicts `serve`: one trace (Zipf reads, then two sequential
 /// scans), 128 KiB requests on 128 KiB segments, replayed in order through
 /// `ssdcache sim` (pages of one segment) and through a read-only `serve
-/// --seq-cutoff 256KiB --promote-after 2` (scripts/replay_nbd.py, queue
+/// --seq-cutoff 256KiB --promote-after 2` (scripts/tools/replay_nbd.py, queue
 /// depth 1): the same hits, misses, fills, and so the same bypasses.
 #[test]
 fn sim_predicts_the_bypasses_and_hits_of_serve() {
     let py = "/usr/bin/python3";
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test_nbd.sh installs it)");
+    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)");
     let f = Fixture::new("read-only");
     let trace = f.dir.path().join("trace.txt");
     let mut text = String::new();
@@ -505,7 +505,7 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
 
     let err = f.dir.path().join("serve.err");
     let s = Server::start(&mut f.serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"]), &err);
-    let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/replay_nbd.py");
+    let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tools/replay_nbd.py");
     let mut c = Command::new(py);
     c.arg(&replay).arg(format!("nbd://{}", s.nbd())).arg(&trace).args(["--qd", "1"]);
     run_ok(c, None);

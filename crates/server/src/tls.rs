@@ -8,7 +8,7 @@
 //! stream and one end of a Unix socket pair; the threads serve the other
 //! end exactly as they serve a plain socket (flow control, stall detection,
 //! shutdown all unchanged). The cost is one more copy through the kernel
-//! per byte and an async task per TLS connection; `scripts/bench_serve.sh`
+//! per byte and an async task per TLS connection; `scripts/bench/bench_serve.sh`
 //! measures it against nbdkit's TLS. (Kernel TLS would avoid the copy but
 //! needs the session's secrets handed to the kernel: not done.)
 //!

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Many kill -9 crash trials of `ssdcache serve` (by default the PWC write-back
 # SSD cache) under a verifying client (issue 5). Needs python3-libnbd for
-# /usr/bin/python3 (scripts/test_nbd.sh installs it).
+# /usr/bin/python3 (scripts/test/test_nbd.sh installs it).
 #
-#   SERVE_PROFILE=release scripts/test_crash.sh      (25 trials: ~35 s on 2 cores)
+#   SERVE_PROFILE=release scripts/test/test_crash.sh      (25 trials: ~35 s on 2 cores)
 #
 #   CRASH_TRIALS   trials (default 25)
 #   CRASH_SEED     seed of the trial plan and the client (default random; printed,
@@ -35,7 +35,7 @@
 # One cache (BACKING 64 MiB, CACHE 16 MiB, 128 KiB segments: 512 segments, 127
 # slots) is used by every trial, so every restart is a recovery of the previous
 # trial's crash. Before `create`, every sector of BACKING is given a
-# self-describing record (scripts/crash_client.py: block, sector, generation,
+# self-describing record (scripts/lib/crash_client.py: block, sector, generation,
 # CRC-32), so any sector that is zero, misplaced, torn or stale is caught.
 #
 # A trial (its mode, duration, maintenance and write-back counts come from the seed):
@@ -74,7 +74,7 @@
 # write-back cache, no block ever had its newest data on the SSD only (the test
 # would then prove nothing about recovery).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 source scripts/lib/common.sh
 # Extra `serve` flags (e.g. the background cleaner: --max-dirty 5% --dirty-age 1s).
@@ -91,12 +91,12 @@ STRICT=${CRASH_STRICT:-0}
 CACHE_MODE=${CRASH_MODE:-write-back}
 die() { echo "FAIL: $* (CRASH_SEED=$SEED)" >&2; exit 1; }
 PY=/usr/bin/python3
-CLIENT=$ROOT/scripts/crash_client.py
+CLIENT=$ROOT/scripts/lib/crash_client.py
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || die "CRASH_TRIALS must be a positive integer"
 [[ -z $MINUTES || $MINUTES =~ ^[1-9][0-9]*$ ]] || die "CRASH_MINUTES must be a positive integer"
 [[ $SEED =~ ^[0-9]+$ ]] || die "CRASH_SEED must be a non-negative integer"
 case "$SABOTAGE" in "" | lose-write | early-durable | corrupt-ssd | corrupt-backing) ;; *) die "CRASH_SABOTAGE: unknown $SABOTAGE" ;; esac
-"$PY" -c 'import nbd' 2>/dev/null || die "$PY has no nbd module: run scripts/test_nbd.sh once (it installs python3-libnbd)"
+"$PY" -c 'import nbd' 2>/dev/null || die "$PY has no nbd module: run scripts/test/test_nbd.sh once (it installs python3-libnbd)"
 
 step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The NBD server (crates/server) against real NBD clients.
 #
-#   scripts/test_nbd.sh          (from anywhere; root for the apt install step)
-#   NBD_PROFILE=release scripts/test_nbd.sh    (serve a release build of the example)
+#   scripts/test/test_nbd.sh          (from anywhere; root for the apt install step)
+#   NBD_PROFILE=release scripts/test/test_nbd.sh    (serve a release build of the example)
 #
 # Installs the clients when missing (qemu-utils, libnbd-bin, python3-libnbd,
 # fio, nbdkit from Debian; nbdkit is installed with them but not used yet),
@@ -34,7 +34,7 @@
 # with/without NO_HOLE, 4 connections that each did I/O, exactly the provoked
 # errors. Any mismatch fails the script. About 10 s after the build.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 source scripts/lib/common.sh
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The verifying client of scripts/test_crash.sh (kill -9 crash trials of
+"""The verifying client of scripts/test/test_crash.sh (kill -9 crash trials of
 `ssdcache serve`). Debian's /usr/bin/python3: stdlib + python3-libnbd only.
 
 Every 512-byte sector of the export holds a self-describing record:

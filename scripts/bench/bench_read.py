@@ -40,7 +40,7 @@ The Python interpreter and `import libcachesim` are part of libCacheSim's proces
 the "start-up" line under the table gives each side's time on a one-line file, so the
 fixed costs can be told apart from reading.
 
-Usage: scripts/bench_read.py [--lines 5M] [--repeat 5] [--formats msr,spc] [--codecs plain,gz,zst]
+Usage: scripts/bench/bench_read.py [--lines 5M] [--repeat 5] [--formats msr,spc] [--codecs plain,gz,zst]
 """
 
 import argparse
@@ -53,7 +53,7 @@ import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(os.environ.get("SSDCACHE_BIN", ROOT / "target" / "release" / "ssdcache"))
 DATA = ROOT / "bench-data"
 

@@ -19,7 +19,7 @@ sides alternate, and each cell is the median of --repeat runs (wall-clock on a s
 not the absolute numbers). The first lines name the machine, the libCacheSim version
 and the ssdcache commit; --markdown prints the table as Markdown for the README.
 
-Usage: scripts/bench.py [--requests 10M] [--keys 1M] [--repeat 3] [--policies lru,arc,...] [--markdown]
+Usage: scripts/bench/bench.py [--requests 10M] [--keys 1M] [--repeat 3] [--policies lru,arc,...] [--markdown]
 """
 
 import argparse
@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(os.environ.get("SSDCACHE_BIN", ROOT / "target" / "release" / "ssdcache"))
 DATA = ROOT / "bench-data"
 LCS_CLASS = {"lru": "LRU", "fifo": "FIFO", "clock": "Clock", "arc": "ARC", "lirs": "LIRS", "2q": "TwoQ", "s3fifo": "S3FIFO",

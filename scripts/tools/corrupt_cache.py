@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Damages the cache file's superblock or metadata on purpose, for
-scripts/test_integrity.sh. Stdlib only.
+scripts/test/test_integrity.sh. Stdlib only.
 
 Where things are comes from `ssdcache check CACHE --json` (saved to a file):
 

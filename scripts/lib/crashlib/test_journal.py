@@ -1,6 +1,6 @@
 """Unit tests of the crash tests' oracle (journal.py) and sector records (records.py).
 
-    python3 -m pytest -q scripts/crashlib
+    python3 -m pytest -q scripts/lib/crashlib
 """
 
 import os

@@ -16,7 +16,7 @@ Then it fails, saying which file imports what and why that is wrong, on
     file is a module, except that trace/, device/ and sim/ count as one each (ONE_UNIT);
   - a file that no layer claims (add it to LAYERS).
 
-Usage: scripts/check_layers.py [--graph]   (--graph prints the module-level arrows)
+Usage: scripts/test/check_layers.py [--graph]   (--graph prints the module-level arrows)
 
 Checked by hand that it fails (exit 1): adding `use crate::sim::Simulator;` to
 crates/core/src/trace/info.rs gives "upward import: trace/info.rs (layer 1 trace) ->
@@ -31,7 +31,7 @@ from collections import defaultdict
 from fnmatch import fnmatch
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "crates" / "core" / "src"
+SRC = Path(__file__).resolve().parents[2] / "crates" / "core" / "src"
 
 # Bottom (0) to top. A file may import files of its own layer or of lower ones; the
 # first pattern a file matches gives its layer (paths relative to crates/core/src).

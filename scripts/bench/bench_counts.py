@@ -9,13 +9,13 @@ per-core L2; cachegrind models only two levels). The counts are exact and the
 same on every run, so they compare where wall-clock time on a shared 2-core
 machine cannot; what they leave out is how well a CPU overlaps the misses.
 
-Same trace and cache as scripts/bench.py (Zipf 0.9 over 1 M keys, cache at 10 %
+Same trace and cache as scripts/bench/bench.py (Zipf 0.9 over 1 M keys, cache at 10 %
 of the footprint), 1 M requests by default: cachegrind runs programs about 50×
 slower. Each tool's start-up (for libCacheSim: Python, its import and the cache's
 creation) is taken out by subtracting a run of the same command on a 1-request
 trace, so the figures are per request of the replay itself.
 
-Usage: scripts/bench_counts.py [--requests 1M] [--keys 1M] [--policies lru,mq,...] [--markdown]
+Usage: scripts/bench/bench_counts.py [--requests 1M] [--keys 1M] [--policies lru,mq,...] [--markdown]
 """
 
 import argparse

@@ -3,8 +3,8 @@
 # `sim` (LRU), `sim --device` (LRU and Belady), `mrc` (exact LRU, and sampled
 # at 1 % for three policies) and `trace analyze`, each with /usr/bin/time -v
 # (wall time, CPU time, peak RSS).
-# Usage: scripts/scale.sh REQUESTS DIR   e.g. scripts/scale.sh 100M /tmp/scale
-#        SCALE_RUNS="sim-lru mrc-sample" scripts/scale.sh 1000M DIR   (a subset)
+# Usage: scripts/bench/scale.sh REQUESTS DIR   e.g. scripts/bench/scale.sh 100M /tmp/scale
+#        SCALE_RUNS="sim-lru mrc-sample" scripts/bench/scale.sh 1000M DIR   (a subset)
 set -euo pipefail
 n=${1:-100M}
 dir=${2:-/tmp/ssdcache-scale}

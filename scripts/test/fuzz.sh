@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz every trace reader for a bounded time.
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]     (default 20 s, every target)
+#   scripts/test/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]     (default 20 s, every target)
 #
 # Targets live in fuzz/ (its own cargo package and workspace, excluded from the
 # main one): one per reader (spc, msr, blkparse, vscsi, tencent, systor, csv,
@@ -36,7 +36,7 @@
 #   RUSTC_BOOTSTRAP=1 cargo fuzz run <target> fuzz/artifacts/<target>/crash-…   (from fuzz/)
 # and turn it into a regression test in the reader's unit tests.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-20}
 shift || true

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak of `ssdcache serve` (issue 14; a benchmark, not in CI): SOAK_MINUTES
-# (default 10) of scripts/test_crash.sh trials (its verifying client: 2
+# (default 10) of scripts/test/test_crash.sh trials (its verifying client: 2
 # connections, 8 requests in flight each, journal, FUA and flushes; procedures
 # by SIGUSR1 and `ssdcache flush` during the workload; kill -9 or SIGTERM and
 # restart after each), with
@@ -13,7 +13,7 @@
 #     of going degraded at once. Write errors only: an injected read error
 #     could land in the SIGTERM shutdown's write-back, which then (rightly)
 #     refuses to mark the cache clean, and the trial's clean-stop check would
-#     fail on it; cache reads are covered by scripts/test_faults.sh.
+#     fail on it; cache reads are covered by scripts/test/test_faults.sh.
 #   A failed request, procedure or flush is counted, not fatal
 #   (CRASH_ALLOW_ERRORS=1); every acknowledged-and-flushed write must still
 #   be there after every restart (and with CRASH_STRICT=1, every acknowledged
@@ -22,9 +22,9 @@
 # latency percentiles per 10 s, drawn into SOAK_OUT/latency.png (matplotlib
 # from the pyenv python3; the crash client runs on /usr/bin/python3).
 #
-#   SOAK_MINUTES=10 SOAK_OUT=/tmp/soak scripts/soak_serve.sh
+#   SOAK_MINUTES=10 SOAK_OUT=/tmp/soak scripts/bench/soak_serve.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 MINUTES=${SOAK_MINUTES:-10}
 OUT=${SOAK_OUT:-$(mktemp -d /tmp/soak.XXXXXX)}
 mkdir -p "$OUT"
@@ -35,10 +35,10 @@ PLOT_PY=${SOAK_PYTHON:-python3}
 echo "soak: $MINUTES minute(s); output in $OUT"
 CRASH_MINUTES=$MINUTES CRASH_ALLOW_ERRORS=1 CRASH_STRICT=1 CRASH_LATENCY_LOG=$LAT \
   CRASH_SERVE_ARGS="--max-dirty 10% --dirty-age 2s --clean-rate 2MB --inject-cache write:eio:after=3000:count=3" \
-  SERVE_PROFILE=release scripts/test_crash.sh 2>&1 | tee "$OUT/crash.log"
+  SERVE_PROFILE=release scripts/test/test_crash.sh 2>&1 | tee "$OUT/crash.log"
 echo
 echo "== what was written, verified, lost"
 grep -E '^   (trials|writes_sent|writes_acked|fua_acked|flushes_acked|maintenance_runs|control_write_backs|blocks_verified|written_blocks_verified|blocks_recovered_from_ssd|torn_blocks|acked_unflushed_lost|request_errors|procedure_failures|flush_command_failures|cache_device_errors_logged):' "$OUT/crash.log"
 echo
 echo "== client latency over time"
-"$PLOT_PY" scripts/soak_plot.py "$LAT" "$OUT/latency.png"
+"$PLOT_PY" scripts/bench/soak_plot.py "$LAT" "$OUT/latency.png"

@@ -6,7 +6,7 @@ reads while another floods the server, for `ssdcache serve` and for nbdkit
 A benchmark, not a test: it prints numbers and fails only when something does
 not work. Run with Debian's python3 (python3-libnbd lives there):
 
-    scripts/bench_flood.py [--seconds 5] [--rounds 2] [--flooders 4]
+    scripts/bench/bench_flood.py [--seconds 5] [--rounds 2] [--flooders 4]
 
 Per server (each serving a copy of the same 1 GiB file, ssdcache as a
 write-back cache in front of it), the VICTIM (one connection, 4 KiB random
@@ -42,7 +42,7 @@ import time
 
 import nbd
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("SSDCACHE_BIN", os.path.join(ROOT, "target", "release", "ssdcache"))
 DISK = 1 << 30
 BLOCK = 4096

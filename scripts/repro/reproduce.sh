@@ -5,10 +5,10 @@
 # ssdcache.plot, as a user would), runs experiments/paperNNN.py for each paper
 # asked (default: all), writing tables and charts under docs/reproductions/.
 # Reads ../shared/traces (or $SSDCACHE_TRACES).
-#   scripts/reproduce.sh            # every experiment
-#   scripts/reproduce.sh 001 004    # some
+#   scripts/repro/reproduce.sh            # every experiment
+#   scripts/repro/reproduce.sh 001 004    # some
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cargo build --release -q -p ssdcache-cli
 PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check .
 papers=("$@")

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Structured replies, base:allocation block status, NBD_CMD_CACHE and read-only
 # exports of `ssdcache serve`, against real NBD clients (nbdinfo, nbdcopy,
-# qemu-img, qemu-io, python3-libnbd; scripts/test_nbd.sh installs them).
+# qemu-img, qemu-io, python3-libnbd; scripts/test/test_nbd.sh installs them).
 #
-#   scripts/test_structured.sh        SERVE_PROFILE=release scripts/test_structured.sh
+#   scripts/test/test_structured.sh        SERVE_PROFILE=release scripts/test/test_structured.sh
 #
 # BACKING is a sparse 64 MiB file with data only at 8 MiB (1 MiB) and 32 MiB
 # (4 KiB); a write-back cache of 15 one-MiB slots in front of it.
@@ -30,14 +30,14 @@
 #      the next read of them is a hit, and a read elsewhere still fills the
 #      cache (a read-only export does not stop the cache working).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/common.sh
 
 PY=/usr/bin/python3 # Debian's python, where python3-libnbd installs
 for t in qemu-io qemu-img nbdinfo nbdcopy; do
-  command -v "$t" >/dev/null || die "$t missing: run scripts/test_nbd.sh once (it installs the NBD clients)"
+  command -v "$t" >/dev/null || die "$t missing: run scripts/test/test_nbd.sh once (it installs the NBD clients)"
 done
-"$PY" -c 'import nbd' 2>/dev/null || die "python3-libnbd missing: run scripts/test_nbd.sh once"
+"$PY" -c 'import nbd' 2>/dev/null || die "python3-libnbd missing: run scripts/test/test_nbd.sh once"
 
 step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}

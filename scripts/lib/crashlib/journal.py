@@ -1,8 +1,8 @@
 """The oracle of the crash tests: what was sent, what is durable, what a sector may hold.
 
 Pure bookkeeping — no I/O, no NBD, no clock — so that it can be unit-tested
-(scripts/crashlib/test_journal.py) apart from the workload that feeds it
-(scripts/crash_client.py).
+(scripts/lib/crashlib/test_journal.py) apart from the workload that feeds it
+(scripts/lib/crash_client.py).
 
 The model. Every write carries a generation unique across the whole run. For
 each block written in a trial the journal keeps:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `ssdcache create | serve | check` (the PWC write-back SSD cache engine)
-# against real NBD clients. Needs qemu-utils and libnbd-bin (scripts/test_nbd.sh
+# against real NBD clients. Needs qemu-utils and libnbd-bin (scripts/test/test_nbd.sh
 # installs them).
 #
-#   scripts/test_serve.sh
+#   scripts/test/test_serve.sh
 #
 # A 64 MiB cache file for a 256 MiB backing file. Every write sent to the
 # export is also applied to a local model image (the same qemu-io commands,
@@ -33,11 +33,11 @@
 #      new data is read back; then a write to a cached segment just before a
 #      clean stop: the warm restart must not serve the dropped slot's old copy.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/common.sh
 
 for t in qemu-io qemu-img nbdcopy; do
-  command -v "$t" >/dev/null || die "$t missing: run scripts/test_nbd.sh once (it installs the NBD clients)"
+  command -v "$t" >/dev/null || die "$t missing: run scripts/test/test_nbd.sh once (it installs the NBD clients)"
 done
 
 step "build ssdcache"

@@ -2,8 +2,8 @@
 # Benchmarks of `ssdcache serve` (issue 5). Prints numbers from one run; it is
 # not a test: it fails only when something does not work, never on a ratio.
 #
-#   scripts/bench_serve.sh                 (both parts)
-#   BENCH_PART=a scripts/bench_serve.sh    (or b)
+#   scripts/bench/bench_serve.sh                 (both parts)
+#   BENCH_PART=a scripts/bench/bench_serve.sh    (or b)
 #
 # Part (a), the cache's hit path against nbdkit's `file` plugin. A region
 # (BENCH_A_REGION_MIB, default 256) of random data is written through the
@@ -34,7 +34,7 @@
 # like the paper's Seagate ST2000DM001, 5x faster than real time) under a
 # multi-day desktop trace (BENCH_B_TRACE, default
 # desktop(days=5,per_day=4000,disk=2GiB,hot=128MiB,seed=1)), replayed day by
-# day by scripts/replay_nbd.py (QD BENCH_B_QD = 8, as fast as the server
+# day by scripts/tools/replay_nbd.py (QD BENCH_B_QD = 8, as fast as the server
 # answers), with the same slow disk and trace for each cache mode, each from
 # a zeroed backing file and a fresh cache (BENCH_B_CACHE = 256M, segments of
 # BENCH_B_SEGMENT = 128KiB; BENCH_B_MODES to pick, default the first four):
@@ -55,9 +55,9 @@
 # procedures' times. About 2.5 min.
 #
 # Needs fio (with the nbd engine), nbdkit, libnbd-bin and python3-libnbd
-# (scripts/test_nbd.sh installs them) and builds the release binary.
+# (scripts/test/test_nbd.sh installs them) and builds the release binary.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 source scripts/lib/common.sh
 
@@ -67,7 +67,7 @@ PY=/usr/bin/python3 # Debian's python, where python3-libnbd installs
 
 step "tools"
 for t in fio nbdkit nbdinfo nbdcopy; do
-  command -v "$t" >/dev/null || die "$t missing: run scripts/test_nbd.sh once (it installs the NBD clients)"
+  command -v "$t" >/dev/null || die "$t missing: run scripts/test/test_nbd.sh once (it installs the NBD clients)"
 done
 fio --enghelp 2>/dev/null | grep -qw nbd || die "this fio has no nbd engine"
 "$PY" -c 'import nbd' 2>/dev/null || die "$PY has no nbd module (apt-get install python3-libnbd)"
@@ -326,7 +326,7 @@ part_b() {
     start_ssdcache "b-$mode" "$d/cache.img" "$d/backing.img" --backing-model "$model"
     local hooks=(--status "'$BIN' status '$d/cache.img' --json")
     if [ "$mode" = write-back ]; then hooks+=(--between "'$BIN' maintain '$d/cache.img' >&2"); fi
-    "$PY" "$ROOT/scripts/replay_nbd.py" "$URI" "$d/trace.txt" --qd "$qd" "${hooks[@]}" --json \
+    "$PY" "$ROOT/scripts/tools/replay_nbd.py" "$URI" "$d/trace.txt" --qd "$qd" "${hooks[@]}" --json \
       >"$d/$mode.jsonl" 2>"$d/$mode.maintain" || { cat "$d/$mode.maintain"; die "(b) $mode: replay failed"; }
     "$PY" - "$d/$mode.jsonl" <<'EOF'
 import json, sys

@@ -3,7 +3,7 @@
 bytes): python3-libnbd, queue depth 16, the whole export read in CHUNK-sized reads, 5 rounds
 alternating plain / structured, best of each; prints MiB/s and the ratio structured/plain.
 
-    /usr/bin/python3 scripts/bench_structured.py nbd://127.0.0.1:PORT/disk
+    /usr/bin/python3 scripts/bench/bench_structured.py nbd://127.0.0.1:PORT/disk
 
 Not a test: it prints numbers and asserts only that each side negotiated what it asked for.
 Serve a page-cached file for the server's own cost, e.g. the serve_file example.

@@ -3,7 +3,7 @@
 # mistakes, with a real NBD client (qemu-io): one regression test per fault
 # the integrity issue found, each checking every flushed write afterwards.
 #
-#   SERVE_PROFILE=release scripts/test_faults.sh       (~30 s on 2 cores)
+#   SERVE_PROFILE=release scripts/test/test_faults.sh       (~30 s on 2 cores)
 #
 #  1. one flipped bit in the newest metadata copy after kill -9: check stays
 #     honest (not clean), serve recovers every flushed write and repairs it;
@@ -26,9 +26,9 @@
 #     segments are dirty: after the allowed errors, not one write fails
 #     (each dirty segment goes to BACKING with the write laid over it).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/common.sh
-command -v qemu-io >/dev/null || die "qemu-io missing: run scripts/test_nbd.sh once (it installs the NBD clients)"
+command -v qemu-io >/dev/null || die "qemu-io missing: run scripts/test/test_nbd.sh once (it installs the NBD clients)"
 
 step "build ssdcache"
 build_ssdcache "${SERVE_PROFILE:-debug}"

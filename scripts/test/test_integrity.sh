@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Whole-system integrity trials of the write-back SSD cache: kill -9, then
 # damage ONE copy of the superblock or of the metadata, then restart. Needs
-# python3-libnbd for /usr/bin/python3 (scripts/test_nbd.sh installs it).
+# python3-libnbd for /usr/bin/python3 (scripts/test/test_nbd.sh installs it).
 #
-#   SERVE_PROFILE=release scripts/test_integrity.sh    (20 trials: ~30 s on 2 cores)
+#   SERVE_PROFILE=release scripts/test/test_integrity.sh    (20 trials: ~30 s on 2 cores)
 #
 #   INTEGRITY_TRIALS    trials (default 20)
 #   INTEGRITY_SEED      seed of the trial plan, the damage and the client (default
@@ -16,7 +16,7 @@
 #   INTEGRITY_SABOTAGE  self-test: corrupt-two (see below)
 #
 # The cache is test_crash.sh's (BACKING 64 MiB, CACHE 16 MiB, 128 KiB segments),
-# driven by its verifying client scripts/crash_client.py (prep / run / verify):
+# driven by its verifying client scripts/lib/crash_client.py (prep / run / verify):
 # every sector of BACKING holds a self-describing record, the client journals
 # every generation it sends and which ones a FLUSH reply or a FUA write made
 # durable, and `verify` checks every sector of an image against that journal.
@@ -39,7 +39,7 @@
 #      restart rewrites the copies it found damaged; otherwise this trial's
 #      damage would be a second fault). A slot whose two copies hold different
 #      versions is a save cut between them; it is counted;
-#   3. ONE random piece of damage (scripts/corrupt_cache.py): in one of the six
+#   3. ONE random piece of damage (scripts/tools/corrupt_cache.py): in one of the six
 #      copies (3 times in 4 one of the cut slot's copies, if there is one), one
 #      byte flipped, or one 512-byte sector overwritten with random bytes or
 #      zeroes; `check --json` then says whether the cache can start (exit 0) or
@@ -81,7 +81,7 @@
 # procedure: exit 1.) Exit 3 says the sabotage had no visible effect (started,
 # verified intact): the self-test proved nothing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 source scripts/lib/common.sh
 # Extra `serve` flags (e.g. the background cleaner: --max-dirty 5% --dirty-age 1s).
@@ -92,13 +92,13 @@ SABOTAGE=${INTEGRITY_SABOTAGE:-}
 STRICT=${INTEGRITY_STRICT:-0}
 die() { echo "FAIL: $* (INTEGRITY_SEED=$SEED)" >&2; exit 1; }
 PY=/usr/bin/python3
-CLIENT=$ROOT/scripts/crash_client.py
-CORRUPT=$ROOT/scripts/corrupt_cache.py
+CLIENT=$ROOT/scripts/lib/crash_client.py
+CORRUPT=$ROOT/scripts/tools/corrupt_cache.py
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || die "INTEGRITY_TRIALS must be a positive integer"
 [[ $SEED =~ ^[0-9]+$ ]] || die "INTEGRITY_SEED must be a non-negative integer"
 case "$SABOTAGE" in "" | corrupt-two) ;; *) die "INTEGRITY_SABOTAGE: unknown $SABOTAGE (corrupt-two)" ;; esac
 [ -z "$SABOTAGE" ] || [ "$TRIALS" -ge 2 ] || die "INTEGRITY_SABOTAGE needs INTEGRITY_TRIALS >= 2"
-"$PY" -c 'import nbd' 2>/dev/null || die "$PY has no nbd module: run scripts/test_nbd.sh once (it installs python3-libnbd)"
+"$PY" -c 'import nbd' 2>/dev/null || die "$PY has no nbd module: run scripts/test/test_nbd.sh once (it installs python3-libnbd)"
 
 step "build ssdcache"
 PROFILE=${SERVE_PROFILE:-debug}

@@ -8,8 +8,8 @@ sim` at each size for every policy, then `ssdcache mrc --sample R` at the same
 sizes for R in 0.1 %, 1 %, 10 %, and reports the mean absolute error of the
 page miss ratio over the sizes. One command:
 
-    python3 scripts/mrc_accuracy.py            # writes the table into docs/mrc.md
-    python3 scripts/mrc_accuracy.py --quick    # real traces only, to stdout
+    python3 scripts/bench/mrc_accuracy.py            # writes the table into docs/mrc.md
+    python3 scripts/bench/mrc_accuracy.py --quick    # real traces only, to stdout
 
 The binary is $CARGO_TARGET_DIR/release/ssdcache (or --bin).
 """
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ["lru", "arc", "lirs", "s3fifo", "2q", "cflru", "lru(mode=write-through)", "clc"]
 RATES = ["0.1%", "1%", "10%"]
 SYNTHETIC = ["zipf(alpha=0.9,keys=2M,requests=10M,read=70%,seed=7)"]
@@ -113,7 +113,7 @@ def main() -> int:
         return 2
     head, rest = doc.split(MARK_BEGIN, 1)
     _, tail = rest.split(MARK_END, 1)
-    cmd = "python3 scripts/mrc_accuracy.py"
+    cmd = "python3 scripts/bench/mrc_accuracy.py"
     Path(args.out).write_text(f"{head}{MARK_BEGIN}\n_Made by `{cmd}` (seed {args.seed}; sizes evenly spaced "
                               f"up to each footprint)._\n\n{text}\n{MARK_END}{tail}")
     print(text)
