@@ -49,7 +49,10 @@ fn trace(path: &Path) {
 fn sim_predicts_the_segments_the_cleaner_writes_back() {
     let py = "/usr/bin/python3";
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)");
+    assert!(
+        has_libnbd,
+        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t.txt");
     let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB"]);
@@ -116,7 +119,10 @@ fn sim_predicts_the_segments_the_cleaner_writes_back() {
 fn flush_shows_progress_and_stops_cleanly_on_sigint() {
     let py = "/usr/bin/python3";
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)");
+    assert!(
+        has_libnbd,
+        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = make_cache(dir.path(), 64 << 20, &["--size", "32MiB"]);
     let err = dir.path().join("serve.err");

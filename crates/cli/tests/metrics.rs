@@ -487,7 +487,10 @@ fn bad_admission_flags_are_one_line_errors() {
 fn sim_predicts_the_bypasses_and_hits_of_serve() {
     let py = "/usr/bin/python3";
     let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(has_libnbd, "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)");
+    assert!(
+        has_libnbd,
+        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
+    );
     let f = Fixture::new("read-only");
     let trace = f.dir.path().join("trace.txt");
     let mut text = String::new();
