@@ -22,13 +22,15 @@
 //!   (`CachedBackend`, the NBD backend, with scheduled maintenance and
 //!   status), `files` (create and open a cache over files), `drain`
 //!   (offline write-back), `model_device` (the benchmark's slow HDD model),
-//!   `cleaner` (the background cleaner bounding dirty data);
+//!   `cleaner` (the background cleaner bounding dirty data), `check` (a cache
+//!   file's health, offline, for `ssdcache check`);
 //!   [`counters`]: the requests' and procedures' counters.
 //! - [`inject`]: device errors and short I/O on demand (tests, and the
 //!   hidden `serve --inject-*` flags); `faulty` (tests and feature
 //!   `testing`): devices sharing a power supply that can be cut at any
 //!   write, tearing it at sector granularity.
 
+pub mod check;
 pub mod cleaner;
 pub mod counters;
 pub mod datapath;
