@@ -8,8 +8,9 @@ use ssdcache::mrc::miniature::{sampled_curves, Sizes};
 use ssdcache::mrc::sample::{check_sample_keys, parse_sample_rate, SampleSpec};
 use ssdcache::mrc::sized::{exact_lru_sized, SizedCurve};
 use ssdcache::mrc::{Curve, Point};
-use ssdcache::sim::relative::{parse_cache_sizes, parse_warmup, CacheSize};
-use ssdcache::sim::run::{parse_page, with_trace_name};
+use ssdcache::sim::flags::parse_page;
+use ssdcache::sim::flags::{parse_cache_sizes, parse_warmup, CacheSize};
+use ssdcache::sim::run::with_trace_name;
 use ssdcache::spec::split_list;
 use ssdcache::units::format_bytes;
 

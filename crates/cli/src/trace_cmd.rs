@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use ssdcache::sim::run::parse_page;
+use ssdcache::sim::flags::parse_page;
 use ssdcache::sim::{pages_of, TraceSource};
 use ssdcache::trace::binary::BinaryWriter;
 use ssdcache::trace::formats::oracle::OracleWriter;

@@ -4,10 +4,10 @@
 //! an interpreter.
 
 use numpy::ndarray::ArrayView1;
-use ssdcache::sim::relative::{self, parse_cache_size, parse_warmup, CacheSize, Sizing, TraceFacts, Warmup};
-use ssdcache::sim::run::{
-    check, check_repeat, parse_interval, parse_mode, parse_page, parse_queue_depth, queue_spec, run, with_trace_name,
-};
+use ssdcache::sim::flags::{check_repeat, parse_interval, parse_mode, parse_page, parse_queue_depth, queue_spec};
+use ssdcache::sim::flags::{parse_cache_size, parse_warmup, CacheSize, Warmup};
+use ssdcache::sim::relative::{self, Sizing, TraceFacts};
+use ssdcache::sim::run::{check, run, with_trace_name};
 use ssdcache::sim::{RunSpec, SimError, TraceSource};
 use ssdcache::trace::{Op, Request, Unit};
 use std::error::Error;

@@ -18,7 +18,7 @@ use ssdcache::device::catalog::DEVICES;
 use ssdcache::mrc::sized::{exact_lru_sized, SizedCurve};
 use ssdcache::policy::registry::POLICIES;
 use ssdcache::policy::{MODES, MODE_PARAM};
-use ssdcache::sim::relative::{parse_cache_size, parse_warmup, CacheSize, Warmup};
+use ssdcache::sim::flags::{parse_cache_size, parse_warmup, CacheSize, Warmup};
 use ssdcache::sim::run::with_trace_name;
 use ssdcache::sim::TraceSource;
 use ssdcache::spec::ParamInfo;
@@ -332,7 +332,7 @@ fn mrc(
     sample_keys: Option<u64>,
     seed: u64,
 ) -> PyResult<String> {
-    let page = ssdcache::sim::run::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
+    let page = ssdcache::sim::flags::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
     let sizes = cache
         .map(|list| {
             list.iter()
@@ -403,7 +403,7 @@ fn analyze(
     interval: &str,
     log_base: f64,
 ) -> PyResult<String> {
-    let page_bytes = ssdcache::sim::run::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
+    let page_bytes = ssdcache::sim::flags::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
     let interval = interval.parse::<ssdcache::analyze::IntervalSpec>().map_err(value_error)?;
     let opts = ssdcache::analyze::Options { page_bytes, interval, log_base };
     opts.check().map_err(|e| value_error(e.to_string()))?;

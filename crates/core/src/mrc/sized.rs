@@ -8,7 +8,8 @@
 //! A warm-up given as a share or a duration needs a first pass too.
 
 use super::{exact_lru_warm, Curve};
-use crate::sim::relative::{self, check_source, pages_of_size, CacheSize, Warmup};
+use crate::sim::flags::{CacheSize, Warmup};
+use crate::sim::relative::{self, check_source, pages_of_size};
 use crate::sim::source::TraceSource;
 use crate::sim::SimError;
 

@@ -8,6 +8,7 @@ use crate::trace::{Op, Request, TraceError, TraceReader, Unit, BATCH};
 use thiserror::Error;
 
 pub mod backing;
+pub mod flags;
 pub mod future;
 pub mod queue;
 pub mod relative;

@@ -2,171 +2,20 @@
 //! share of the trace's footprint, or bytes) and `--warmup 20%|1h|5M` (a
 //! share of the requests, a duration of trace time, or a request count).
 //!
-//! The command line and the Python package both parse with these functions
+//! The command line and the Python package both parse them with [`super::flags`]
 //! and resolve against the same [`TraceFacts`], found by one streaming pass
 //! over a trace ([`scan`]; memory ∝ the footprint) and shared by every run on
 //! it. A run is then told plain numbers ([`Sizing`]): bytes, and how many
 //! leading requests warm the cache without being counted.
 
+use super::flags::{CacheSize, Warmup, WarmupKind};
 use super::{pages_of, SimError};
 use crate::device::DeviceStats;
 use crate::metrics::Report;
 use crate::sim::source::TraceSource;
 use crate::trace::{Op, BATCH};
-use crate::units::{format_bytes, parse_bytes, parse_duration_ns, scaled, Scaled};
-use crate::Nanos;
+use crate::units::format_bytes;
 use hashbrown::HashSet;
-
-/// An exact fraction in (0, 1] (`12.5%` is 125/1000), so that a share of a
-/// count rounds the same way everywhere, with no floating-point surprise.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Share {
-    num: u64,
-    den: u64,
-}
-
-impl Share {
-    /// `text` is a percentage, `"12.5%"`; `flag` names the option in errors.
-    /// `upto_whole`: whether 100% is allowed.
-    fn parse(flag: &str, text: &str, upto_whole: bool) -> Result<Share, SimError> {
-        let bad = |why: &str| SimError::Config(format!("{flag} {text}: {why}"));
-        let digits = text.trim().strip_suffix('%').ok_or_else(|| bad("a share needs a % sign"))?.trim();
-        // Out of range first: 1e9% and 1234% are more than 100%, whatever
-        // else is wrong with how they are written.
-        if let Ok(v) = digits.parse::<f64>() {
-            if v <= 0.0 {
-                return Err(bad("must be more than 0%"));
-            }
-            if v > 100.0 || (!upto_whole && v >= 100.0) {
-                return Err(bad(if upto_whole { "must be at most 100%" } else { "must be less than 100%" }));
-            }
-        }
-        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
-        if int.is_empty() && frac.is_empty()
-            || !int.bytes().all(|b| b.is_ascii_digit())
-            || !frac.bytes().all(|b| b.is_ascii_digit())
-            || frac.len() > 6
-            || int.len() > 3
-        {
-            return Err(bad("expected a percentage such as 5% or 12.5% (at most 6 decimals)"));
-        }
-        let scale = 10u64.pow(frac.len() as u32);
-        let num = format!("{int}{frac}").parse::<u64>().unwrap_or(0);
-        let share = Share { num, den: 100 * scale };
-        if num == 0 {
-            return Err(bad("must be more than 0%"));
-        }
-        if num > share.den || (!upto_whole && num == share.den) {
-            return Err(bad(if upto_whole { "must be at most 100%" } else { "must be less than 100%" }));
-        }
-        Ok(share)
-    }
-
-    /// The share as a number in (0, 1].
-    pub fn value(self) -> f64 {
-        self.num as f64 / self.den as f64
-    }
-
-    /// ⌈share × n⌉: a cache of 1% of 50 pages holds 1 page, not 0.
-    pub fn of_ceil(self, n: u64) -> u64 {
-        (n as u128 * self.num as u128).div_ceil(self.den as u128) as u64
-    }
-
-    /// ⌊share × n⌋.
-    pub fn of_floor(self, n: u64) -> u64 {
-        (n as u128 * self.num as u128 / self.den as u128) as u64
-    }
-}
-
-/// One `--cache` value.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum CacheSize {
-    Bytes(u64),
-    /// A share of the trace's footprint (distinct pages read or written).
-    Share(Share),
-}
-
-impl CacheSize {
-    pub fn is_share(&self) -> bool {
-        matches!(self, CacheSize::Share(_))
-    }
-}
-
-/// A cache size (`--cache`): `64MiB`, `4096` (bytes), or `5%` of the footprint.
-pub fn parse_cache_size(text: &str) -> Result<CacheSize, SimError> {
-    if text.trim().ends_with('%') {
-        return Share::parse("--cache", text, true).map(CacheSize::Share);
-    }
-    parse_bytes(text).map(CacheSize::Bytes).map_err(|e| SimError::Config(format!("--cache: {e}")))
-}
-
-/// A comma-separated list of sizes, `1%,5%,64MiB`; at least one.
-pub fn parse_cache_sizes(list: &str) -> Result<Vec<CacheSize>, SimError> {
-    let sizes = crate::spec::split_list(list).iter().map(|c| parse_cache_size(c)).collect::<Result<Vec<_>, _>>()?;
-    if sizes.is_empty() {
-        return Err(SimError::Config("--cache: give at least one size".into()));
-    }
-    Ok(sizes)
-}
-
-/// How much of the trace's head warms the cache (`--warmup`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Warmup {
-    /// As given, for reports.
-    pub text: String,
-    pub kind: WarmupKind,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum WarmupKind {
-    /// ⌊share × requests⌋ requests: `20%`.
-    Share(Share),
-    /// The requests before the first at or past the first request's time + this: `1h`.
-    Duration(Nanos),
-    /// This many requests: `5M`, `500k`, `1000`.
-    Requests(u64),
-}
-
-/// A warm-up: `20%` (of the requests), `1h`/`30min`/`90s` (of trace time), or
-/// `5M`/`500k`/`1000` (requests; a bare number is a count, not seconds).
-/// `5m` is refused as ambiguous (minutes or millions?).
-pub fn parse_warmup(text: &str) -> Result<Warmup, SimError> {
-    let t = text.trim();
-    let bad = |why: String| SimError::Config(format!("--warmup {t}: {why}"));
-    let kind = if t.ends_with('%') {
-        WarmupKind::Share(Share::parse("--warmup", t, false)?)
-    } else {
-        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let count_mult = match unit.trim() {
-            "" => Some(1u64),
-            "k" | "K" => Some(1_000),
-            "M" => Some(1_000_000),
-            "G" => Some(1_000_000_000),
-            "m" => return Err(bad("ambiguous: write 5min for minutes or 5M for millions of requests".into())),
-            _ => None,
-        };
-        match count_mult {
-            Some(mult) => WarmupKind::Requests(scaled(num, mult, false).map_err(|e| {
-                bad(match e {
-                    Scaled::NotANumber => {
-                        "expected a share (20%), a duration (1h, 30min) or a request count (5M, 500k, 1000)".into()
-                    }
-                    Scaled::NotWhole => "a request count must be a whole number".into(),
-                    // (2^64 used to be taken as 2^64 - 1 without a word)
-                    Scaled::TooLarge => "too large: a request count is at most 2^64 - 1".into(),
-                })
-            })?),
-            None => WarmupKind::Duration(parse_duration_ns(t).map_err(|e| {
-                bad(format!("{e}; expected a share (20%), a duration (1h, 30min) or a request count (5M, 500k, 1000)"))
-            })?),
-        }
-    };
-    if matches!(kind, WarmupKind::Requests(0) | WarmupKind::Duration(0)) {
-        return Err(bad("must be more than zero".into()));
-    }
-    Ok(Warmup { text: t.to_string(), kind })
-}
 
 /// What one pass over a trace found: what sizes and warm-ups resolve against.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -429,76 +278,7 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shares_parse_exactly_and_round_up_to_pages() {
-        let CacheSize::Share(s) = parse_cache_size("12.5%").unwrap() else { panic!() };
-        assert_eq!((s.of_ceil(1000), s.of_ceil(1001), s.of_floor(1001)), (125, 126, 125));
-        let CacheSize::Share(s) = parse_cache_size("10%").unwrap() else { panic!() };
-        assert_eq!(s.of_ceil(1000), 100, "no floating-point 100.00000000000001");
-        assert_eq!(parse_cache_size("100%").unwrap(), CacheSize::Share(Share { num: 100, den: 100 }));
-        assert_eq!(parse_cache_size("64MiB").unwrap(), CacheSize::Bytes(64 << 20));
-        let list = parse_cache_sizes("1%,64MiB").unwrap();
-        assert!(list[0].is_share() && !list[1].is_share());
-    }
-
-    #[test]
-    fn bad_shares_name_the_flag() {
-        for bad in ["0%", "0.000%", "100.5%", "250%", "%", "-5%", "abc%", "1e3%", "5.1234567%", ""] {
-            let e = parse_cache_sizes(bad).unwrap_err().to_string();
-            assert!(e.starts_with("--cache"), "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn a_share_out_of_range_says_so_before_how_it_is_written() {
-        // (1e9% used to be told "at most 6 decimals", 1234% and -5% likewise)
-        for (text, says) in [
-            ("1e9%", "--cache 1e9%: must be at most 100%"),
-            ("1234%", "--cache 1234%: must be at most 100%"),
-            ("100.0000001%", "--cache 100.0000001%: must be at most 100%"),
-            ("-5%", "--cache -5%: must be more than 0%"),
-            ("5.1234567%", "--cache 5.1234567%: expected a percentage such as 5% or 12.5% (at most 6 decimals)"),
-            ("1e-9%", "--cache 1e-9%: expected a percentage such as 5% or 12.5% (at most 6 decimals)"),
-        ] {
-            assert_eq!(parse_cache_size(text).unwrap_err().to_string(), says);
-        }
-        let e = parse_warmup("1e9%").unwrap_err().to_string();
-        assert_eq!(e, "--warmup 1e9%: must be less than 100%");
-    }
-
-    #[test]
-    fn warmups_of_2_to_the_64_are_refused_not_clamped() {
-        // (each used to become 2^64 - 1 requests or ns without a word)
-        for text in ["18446744073709551616", "18446744073709552k", "18446744073.709551616G"] {
-            let e = parse_warmup(text).unwrap_err().to_string();
-            assert_eq!(e, format!("--warmup {text}: too large: a request count is at most 2^64 - 1"));
-        }
-        for text in ["18446744073709551616ns", "213504d"] {
-            let e = parse_warmup(text).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("--warmup {text}: duration")) && e.contains("too long"), "{e}");
-        }
-        // Counts are read exactly, not through a float.
-        let kind = |t: &str| parse_warmup(t).unwrap().kind;
-        assert_eq!(kind("18446744073709551615"), WarmupKind::Requests(u64::MAX));
-        assert_eq!(kind("9007199254740993"), WarmupKind::Requests(9_007_199_254_740_993));
-        assert_eq!(kind("18446744073709551615ns"), WarmupKind::Duration(u64::MAX));
-    }
-
-    #[test]
-    fn warmups_are_shares_durations_or_counts() {
-        let kind = |t: &str| parse_warmup(t).unwrap().kind;
-        assert!(matches!(kind("20%"), WarmupKind::Share(_)));
-        assert_eq!(kind("1h"), WarmupKind::Duration(3_600_000_000_000));
-        assert_eq!(kind("30min"), WarmupKind::Duration(1_800_000_000_000));
-        assert_eq!(kind("5M"), WarmupKind::Requests(5_000_000));
-        assert_eq!(kind("1.5k"), WarmupKind::Requests(1500));
-        assert_eq!(kind("1000"), WarmupKind::Requests(1000));
-        for bad in ["0", "0%", "100%", "120%", "5m", "soon", "1.5", "0s", "-3", ""] {
-            let e = parse_warmup(bad).unwrap_err().to_string();
-            assert!(e.starts_with("--warmup"), "{bad}: {e}");
-        }
-    }
+    use crate::sim::flags::{parse_cache_sizes, parse_warmup};
 
     #[test]
     fn scan_counts_distinct_pages_per_device_and_resolves_warmups() {

@@ -4,7 +4,6 @@
 
 use super::future::{next_uses, Spill};
 use super::relative::Sizing;
-pub use super::source::check_repeat;
 use super::source::TraceSource;
 use super::{queue, Backing, LayoutScan, NextUses, QueueSpec, SimConfig, SimError, Simulator};
 use crate::metrics::{CacheDeviceReport, DeviceReport, Report, RunInfo};
@@ -12,7 +11,7 @@ use crate::policy::registry::build;
 use crate::policy::{BuildCtx, Mode};
 use crate::trace;
 use crate::trace::progress::Progress;
-use crate::units::{format_bytes, parse_bytes, parse_duration_ns, parse_page_bytes};
+use crate::units::format_bytes;
 
 /// What to simulate on a trace.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,59 +54,6 @@ impl RunSpec {
             sizing: Sizing::default(),
         }
     }
-}
-
-// Runs described as text. The command line and the Python package both build
-// their `RunSpec`s with these, so a bad value gets the same message from both
-// (named after the command line's flag).
-
-/// A cache size (`--cache`): `64MiB`, `1.5GiB`, `4096` (bytes).
-pub fn parse_cache(text: &str) -> Result<u64, SimError> {
-    parse_bytes(text).map_err(|e| SimError::Config(format!("--cache: {e}")))
-}
-
-/// A cache page size (`--page`): `4KiB`; a multiple of 512 B from 512 B to
-/// 1 MiB ([`parse_page_bytes`]).
-pub fn parse_page(text: &str) -> Result<u64, SimError> {
-    parse_page_bytes(text).map_err(|e| SimError::Config(format!("--page: {e}")))
-}
-
-/// A cache mode (`--mode`): `write-back`, `wb`, `write_through`…
-pub fn parse_mode(text: &str) -> Result<Mode, SimError> {
-    text.parse::<Mode>().map_err(|e| SimError::Config(format!("--mode: {e}")))
-}
-
-/// A series interval (`--interval`): `1d`, `1h`, `500ms`; bare numbers are seconds.
-pub fn parse_interval(text: &str) -> Result<crate::Nanos, SimError> {
-    parse_duration_ns(text).map_err(|e| SimError::Config(format!("--interval: {e}")))
-}
-
-/// A queue depth (`--queue-depth 32`; from Python, an int's digits): a
-/// number too large for 32 bits is out of range, not "not a whole number".
-pub fn parse_queue_depth(text: &str) -> Result<u32, SimError> {
-    let t = text.trim();
-    t.parse::<u32>().map_err(|_| {
-        SimError::Config(if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-            format!("--queue-depth {t}: out of range 1..={}", super::queue::MAX_DEPTH)
-        } else {
-            format!("--queue-depth: {t:?} is not a whole number")
-        })
-    })
-}
-
-/// Queue depth of a queueing replay asked for by an inter-arrival scale alone.
-pub const DEFAULT_QUEUE_DEPTH: u32 = 32;
-
-/// The queueing replay asked for: none without a depth or a scale; either one
-/// alone implies the other's default (depth [`DEFAULT_QUEUE_DEPTH`], scale 1 =
-/// the trace's own timing).
-pub fn queue_spec(depth: Option<u32>, iat_scale: Option<f64>) -> Result<Option<QueueSpec>, SimError> {
-    if depth.is_none() && iat_scale.is_none() {
-        return Ok(None);
-    }
-    let q = QueueSpec { depth: depth.unwrap_or(DEFAULT_QUEUE_DEPTH), iat_scale: iat_scale.unwrap_or(1.0) };
-    q.check().map_err(|e| SimError::Config(format!("--queue-depth/--iat-scale: {e}")))?;
-    Ok(Some(q))
 }
 
 /// A run's error as it is reported: trace errors name their file already,
@@ -316,23 +262,8 @@ fn first_pass(source: &TraceSource, spec: &RunSpec, needs_future: bool) -> Resul
 #[cfg(test)]
 mod text_tests {
     use super::*;
+    use crate::sim::flags::{check_repeat, queue_spec};
     use crate::trace::{Format, Unit};
-
-    #[test]
-    fn text_values_parse_and_errors_name_the_flag() {
-        assert_eq!(parse_cache("64MiB").unwrap(), 64 << 20);
-        assert_eq!(parse_page("4096").unwrap(), 4096);
-        assert_eq!(parse_mode("wt").unwrap(), Mode::WriteThrough);
-        assert_eq!(parse_interval("1h").unwrap(), 3_600_000_000_000);
-        for (e, flag) in [
-            (parse_cache("lots").unwrap_err(), "--cache: "),
-            (parse_page("0").unwrap_err(), "--page: "),
-            (parse_mode("sideways").unwrap_err(), "--mode: "),
-            (parse_interval("soon").unwrap_err(), "--interval: "),
-        ] {
-            assert!(e.to_string().starts_with(flag), "{e}");
-        }
-    }
 
     #[test]
     fn a_trace_without_requests_is_an_error_not_a_report_of_zeros() {
@@ -356,15 +287,6 @@ mod text_tests {
     }
 
     #[test]
-    fn a_queue_depth_too_large_is_out_of_range() {
-        // (it used to say "not a whole number")
-        let e = parse_queue_depth("99999999999").unwrap_err().to_string();
-        assert_eq!(e, "--queue-depth 99999999999: out of range 1..=512");
-        assert_eq!(parse_queue_depth("deep").unwrap_err().to_string(), "--queue-depth: \"deep\" is not a whole number");
-        assert_eq!(parse_queue_depth(" 32 ").unwrap(), 32);
-    }
-
-    #[test]
     fn a_cache_too_large_says_the_bound() {
         // (it used to say "cache of 274877906944 pages is too large", and no more)
         let e = build_policy(&RunSpec::new("lru", 1 << 50)).err().unwrap().to_string();
@@ -376,19 +298,6 @@ mod text_tests {
     }
 
     #[test]
-    fn pages_are_sectors_to_a_mebibyte() {
-        // (any size was taken: 1 B and 3 B pages multiplied memory by thousands)
-        for ok in ["512", "512B", "1s", "2KiB", "4KiB", "8KiB", "16KiB", "132KiB", "1MiB", "1536"] {
-            assert!(parse_page(ok).is_ok(), "{ok}");
-        }
-        for bad in ["1B", "3", "511", "1000", "4097", "2MiB", "1GiB"] {
-            let e = parse_page(bad).unwrap_err().to_string();
-            assert_eq!(e, format!("--page: size {bad:?}: a page must be a multiple of 512 B from 512 B to 1 MiB"));
-        }
-        assert!(parse_page("0").unwrap_err().to_string().contains("greater than zero"));
-    }
-
-    #[test]
     fn repeat_zero_is_an_error_naming_the_flag() {
         assert!(check_repeat(1).is_ok() && check_repeat(7).is_ok());
         assert_eq!(check_repeat(0).unwrap_err().to_string(), "--repeat: must be at least 1, not 0");
@@ -397,18 +306,6 @@ mod text_tests {
         assert!(e.starts_with("--repeat: "), "{e}");
         let TraceSource::Memory { requests, .. } = gen.repeat(1).unwrap() else { panic!() };
         assert_eq!(requests.len(), 5);
-    }
-
-    #[test]
-    fn either_queue_setting_implies_the_other_default() {
-        assert_eq!(queue_spec(None, None).unwrap(), None);
-        assert_eq!(
-            queue_spec(None, Some(2.0)).unwrap(),
-            Some(QueueSpec { depth: DEFAULT_QUEUE_DEPTH, iat_scale: 2.0 })
-        );
-        assert_eq!(queue_spec(Some(8), None).unwrap(), Some(QueueSpec { depth: 8, iat_scale: 1.0 }));
-        let e = queue_spec(Some(0), None).unwrap_err().to_string();
-        assert!(e.starts_with("--queue-depth/--iat-scale: ") && e.contains("1..=512"), "{e}");
     }
 
     #[test]

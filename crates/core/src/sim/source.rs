@@ -99,7 +99,7 @@ impl TraceSource {
     /// after the previous one ends. Loads the trace first. `times` must be at
     /// least 1 ([`check_repeat`]).
     pub fn repeat(&self, times: u32) -> Result<TraceSource, SimError> {
-        check_repeat(times)?;
+        super::flags::check_repeat(times)?;
         let TraceSource::Memory { name, format, requests, unit, skipped } = self.load()? else { unreachable!() };
         if times <= 1 || requests.is_empty() {
             return Ok(TraceSource::Memory { name, format, requests, unit, skipped });
@@ -122,13 +122,4 @@ impl TraceSource {
 
 fn open_gen(spec: &str) -> Result<Box<dyn TraceReader>, SimError> {
     trace::gen::open(spec).map_err(|e| SimError::Config(e.to_string()))
-}
-
-/// A repeat count (`--repeat`): at least 1; 0 would replay nothing, and used
-/// to run the trace once without a word.
-pub fn check_repeat(times: u32) -> Result<(), SimError> {
-    if times == 0 {
-        return Err(SimError::Config("--repeat: must be at least 1, not 0".into()));
-    }
-    Ok(())
 }
