@@ -30,6 +30,7 @@ pip_install -r tests/requirements.txt
 
 step "layers (core's imports point down, crates depend one way, no file import cycle in any crate)"
 python3 scripts/test/check_layers.py
+python3 scripts/test/check_docs.py
 
 step "formatting (cargo fmt --check: the workspace and the fuzz crate)"
 cargo fmt --all --check

@@ -40,7 +40,8 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-20}
 shift || true
-ALL=(spc msr blkparse vscsi tencent systor csv oracle ascii keys keys_u32be binary auto nbd_handshake nbd_tls_handshake nbd_request cache_meta)
+# Every target fuzz/Cargo.toml declares (a new one is fuzzed without an edit here).
+mapfile -t ALL < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v '^ssdcache-fuzz$')
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 
