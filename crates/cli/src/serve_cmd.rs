@@ -83,10 +83,11 @@ pub struct ServeArgs {
     /// Let a due procedure wait until no request has arrived for this long (paper 000: "in idle time").
     #[arg(long)]
     idle: Option<String>,
-    /// Replacement policy of a write-through, write-around or read-only cache (any of `ssdcache policies`
-    /// that decides on access: lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo).
-    #[arg(long, default_value = "lru")]
-    policy: String,
+    /// The cache's policy: any of `ssdcache policies` that decides on each access (lru, s3fifo, sieve,
+    /// arc, 2q, wtinylfu, admit(...), ...), in every mode; for a write-back cache also `pwc`, paper 000's
+    /// procedure. Default: pwc for write-back, lru for the other modes.
+    #[arg(long)]
+    policy: Option<String>,
     /// Write-back only: above this share of dirty slots (e.g. 20%), a background cleaner writes the
     /// oldest dirty segments back until the share is met (docs/serve.md, "Bounded dirty data").
     #[arg(long, value_name = "SHARE")]

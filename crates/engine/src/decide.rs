@@ -36,6 +36,9 @@ use ssdcache::trace::Op;
 use crate::meta::Meta;
 use crate::mode::CacheMode;
 
+/// The policy name that means paper 000's PWC (write-back only, and its default).
+pub const PWC: &str = "pwc";
+
 /// The policy behind a cache, with its effect buffer.
 pub struct Decider {
     kind: Kind,
@@ -52,6 +55,9 @@ pub struct Decider {
     /// [`take_declined`](Self::take_declined) (an admission layer: `seqcut`,
     /// `nhit`): bypasses, where the mode would have filled.
     declined: u32,
+    /// What it was built from, to build it again ([`Decider::resync`]).
+    mode: CacheMode,
+    spec: String,
 }
 
 enum Kind {
@@ -83,13 +89,14 @@ impl Decider {
         let segment = meta.geometry.segment_size as u64;
         let mut name = "none".to_string();
         let kind = match mode {
-            CacheMode::WriteBack => {
+            CacheMode::WriteBack if policy == PWC => {
                 let pwc = Pwc::new(slots, PwcConfig { period: 0, idle: 0, ..PwcConfig::paper(1) });
                 name = "pwc (paper 000)".into();
                 Kind::Pwc(Box::new(pwc))
             }
-            CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::ReadOnly => {
+            CacheMode::WriteBack | CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::ReadOnly => {
                 let sim_mode = match mode {
+                    CacheMode::WriteBack => Mode::WriteBack,
                     CacheMode::WriteThrough => Mode::WriteThrough,
                     CacheMode::WriteAround => Mode::WriteAround,
                     _ => Mode::ReadOnly,
@@ -97,11 +104,13 @@ impl Decider {
                 let ctx = BuildCtx { capacity: slots.max(1), mode: sim_mode, page_bytes: segment };
                 let (policy, spec) = registry::build(policy, &ctx).map_err(|e| format!("--policy: {e}"))?;
                 name = spec.canonical();
-                if policy.needs_future() || policy.has_maintenance() {
+                if policy.needs_future() || policy.has_maintenance() || groups_flash_blocks(&spec.name) {
                     return Err(format!(
                         "--policy {name}: a {mode} cache needs a replacement policy that decides on each \
-                         access (lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo, ...)",
-                        mode = mode.name()
+                         access (lru, fifo, clock, lfu, 2q, arc, lirs, s3fifo, sieve, ...{pwc}; `ssdcache policies` \
+                         lists them)",
+                        mode = mode.name(),
+                        pwc = if mode == CacheMode::WriteBack { ", or pwc" } else { "" },
                     ));
                 }
                 Kind::Replace {
@@ -114,10 +123,26 @@ impl Decider {
             }
             CacheMode::Passthrough => Kind::None,
         };
-        let fills_writes = mode == CacheMode::WriteThrough;
-        let mut d = Decider { kind, name, fx: Effects::new(), seq: 0, frozen: false, fills_writes, declined: 0 };
+        let fills_writes = matches!(mode, CacheMode::WriteThrough | CacheMode::WriteBack);
+        let mut d = Decider {
+            kind,
+            name,
+            fx: Effects::new(),
+            seq: 0,
+            frozen: false,
+            fills_writes,
+            declined: 0,
+            mode,
+            spec: policy.to_string(),
+        };
         d.restore(meta);
         Ok(d)
+    }
+
+    /// Whether the policy fills on misses (a replacement policy), rather
+    /// than PWC's procedure or no caching at all.
+    pub fn fills_on_miss(&self) -> bool {
+        matches!(self.kind, Kind::Replace { .. })
     }
 
     /// The policy's name, for status.
@@ -213,6 +238,20 @@ impl Decider {
         }
     }
 
+    /// Makes the policy agree with the map again after a fill or an eviction
+    /// failed half way: PWC is restored from `meta`; a replacement policy is
+    /// built afresh and seeded with the segments `meta` maps (its history
+    /// is lost, the map's contents are kept).
+    pub fn resync(&mut self, meta: &Meta) {
+        if matches!(self.kind, Kind::Replace { .. }) {
+            let declined = self.declined;
+            *self = Decider::new(self.mode, &self.spec.clone(), meta).expect("it was built from this spec before");
+            self.declined = declined;
+        } else {
+            self.restore(meta);
+        }
+    }
+
     /// PWC only: runs its caching-and-eviction procedure and returns the
     /// plan against `current` (slot → segment as the map holds it): the
     /// slots whose segment changed, in the order PWC's evict clock met them
@@ -266,6 +305,13 @@ impl Decider {
             _ => 0,
         }
     }
+}
+
+/// A flash write buffer that groups pages into flash blocks (FAB, BPLRU,
+/// CLC: their `block` parameter; ABM's write buffer is one of them): a
+/// slot of `serve` is a segment, not a flash page, so they do not apply.
+fn groups_flash_blocks(name: &str) -> bool {
+    name == "abm" || registry::find(name).is_some_and(|info| info.params.iter().any(|p| p.name == "block"))
 }
 
 /// Turns a replacement policy's effects into slot moves: evictions free
@@ -413,7 +459,7 @@ mod tests {
 
     #[test]
     fn pwc_references_during_a_procedure_leave_frequencies_unchanged() {
-        let mut d = Decider::new(CacheMode::WriteBack, "lru", &meta(&[None, None])).unwrap();
+        let mut d = Decider::new(CacheMode::WriteBack, PWC, &meta(&[None, None])).unwrap();
         for _ in 0..3 {
             d.reference(Op::Read, 1, 1);
             d.reference(Op::Write, 2, 2);

@@ -50,7 +50,7 @@ use crate::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch};
 use crate::counters::procedures::{Procedure, ProcedureCounters, ProcedureSnapshot};
 use crate::counters::requests::{Op as RequestOp, Outcome, RequestCounters, RequestSnapshot};
 use crate::datapath::{CacheMap, FlushProgress, MapStatus, Tally};
-use crate::decide::Decider;
+use crate::decide::{Decider, PWC};
 use crate::device::BlockDevice;
 use crate::mode::CacheMode;
 use ssdcache_block::sync::lock;
@@ -59,10 +59,11 @@ use ssdcache_block::Backend;
 /// What the engine is asked to run with besides what the cache file says.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
-    /// Replacement policy of write-through/write-around caches (a simulator
-    /// policy spec, e.g. `lru`, `arc`); ignored by write-back (PWC) and
-    /// passthrough.
-    pub policy: String,
+    /// The policy: a simulator policy spec that decides on each access
+    /// (`lru`, `arc`, `s3fifo`, ...) in any mode but passthrough, or, for a
+    /// write-back cache, `pwc` (paper 000's procedure). `None`: the mode's
+    /// default, `pwc` for write-back and `lru` for the others.
+    pub policy: Option<String>,
     /// Cache-device errors before the cache goes degraded.
     pub error_limit: u64,
     /// The background cleaner's bounds (write-back only; the default: none,
@@ -81,7 +82,7 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            policy: "lru".into(),
+            policy: None,
             error_limit: crate::datapath::DEFAULT_ERROR_LIMIT,
             seq_cutoff: None,
             promote_after: None,
@@ -95,15 +96,23 @@ impl EngineConfig {
     /// layers the options ask for, the same spec `ssdcache sim --policy`
     /// takes, so `sim` predicts what `serve` does.
     pub fn policy_spec(&self, mode: CacheMode) -> Result<String, String> {
-        let replacement = matches!(mode, CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::ReadOnly);
+        let mut spec = match (&self.policy, mode) {
+            (Some(p), _) => p.clone(),
+            (None, CacheMode::WriteBack) => PWC.to_string(),
+            (None, _) => "lru".to_string(),
+        };
+        let replacement = match mode {
+            CacheMode::WriteBack => spec != PWC,
+            CacheMode::Passthrough => false,
+            _ => true,
+        };
         if !replacement && (self.seq_cutoff.is_some() || self.promote_after.is_some()) {
             return Err(format!(
-                "--seq-cutoff and --promote-after apply to write-through, write-around and read-only caches, \
+                "--seq-cutoff and --promote-after apply to caches that fill on misses (a replacement policy), \
                  not to a {} cache",
-                mode.name()
+                if mode == CacheMode::WriteBack { "write-back PWC" } else { mode.name() }
             ));
         }
-        let mut spec = self.policy.clone();
         if let Some(n) = self.promote_after {
             spec = format!("admit(by=nhit(n={n},trigger=0%),rule={spec})");
         }
@@ -232,9 +241,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
         // Dropped from the map under the decider's lock, before any fill:
         // a later request's fill may reuse the slot or re-cache the segment.
         let dropped: Vec<u64> = d.take_dropped().into_iter().filter(|&h| self.map.invalidate(h)).collect();
-        // Likewise what the policy evicted (clean: replacement modes are never dirty).
+        // Likewise what the policy evicted: in write-back, written back first
+        // (the others are never dirty).
         for h in d.take_evicted() {
-            self.map.invalidate(h);
+            if !self.map.fills_on_miss() {
+                self.map.invalidate(h);
+            } else if let Err(e) = self.map.evict(h) {
+                // The segment stays cached (and dirty): the policy learns so,
+                // and nothing is filled for this request.
+                log::warn!("eviction of segment {h} failed, nothing filled for this request: {e}");
+                d.resync(&self.map.meta());
+                return Ok(Referenced { filled: Vec::new(), dropped, declined });
+            }
         }
         // Fills happen under the decider's lock, so its slot bookkeeping and
         // the map's moves happen in the same order.
@@ -243,7 +261,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
                 // A fill is an optimisation: the request is served from the
                 // backing store instead. The policy learns what is cached.
                 log::warn!("fill of segment {h} into slot {slot} failed, served from the backing store: {e}");
-                d.restore(&self.map.meta());
+                d.resync(&self.map.meta());
                 return Ok(Referenced { filled: fills[..i].iter().map(|&(_, h)| h).collect(), dropped, declined });
             }
         }
@@ -330,6 +348,9 @@ where
     /// Fails on a bad `config.policy`, or cleaner bounds outside write-back.
     pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
         let decider = Decider::new(mode, &config.policy_spec(mode)?, &map.meta())?;
+        if mode == CacheMode::WriteBack && decider.fills_on_miss() {
+            map.set_fills_on_miss();
+        }
         if config.cleaner.is_active() && mode != CacheMode::WriteBack {
             return Err(format!(
                 "a {} cache has no dirty data: the cleaner's bounds apply to write-back caches only",
@@ -711,7 +732,7 @@ mod tests {
         }
 
         fn open_as(&self, mode: CacheMode) -> (Engine, Started) {
-            self.open_with(mode, "lru")
+            self.open_with(mode, if mode == CacheMode::WriteBack { PWC } else { "lru" })
         }
 
         /// A cache of `mode` whose replacement modes run `policy`.
@@ -720,7 +741,7 @@ mod tests {
             let (map, st) =
                 CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode())
                     .unwrap();
-            let cfg = EngineConfig { policy: policy.into(), ..EngineConfig::default() };
+            let cfg = EngineConfig { policy: Some(policy.into()), ..EngineConfig::default() };
             (CachedBackend::new(map, mode, &cfg).unwrap(), st)
         }
 
@@ -879,6 +900,58 @@ mod tests {
         assert_eq!(e2.mapping(), saved_mapping(&rig));
         assert_eq!(e2.mapping().iter().flatten().count(), 3);
         assert_eq!(read(&e2, 7 * SEG + 99, 18), [&[7u8][..], &[0xEE; 16], &[7]].concat());
+    }
+
+    #[test]
+    fn write_back_with_a_replacement_policy_fills_on_misses_and_writes_back_its_victims() {
+        for policy in ["lru", "s3fifo", "sieve", "admit(by=nhit(n=2),rule=lru)"] {
+            let rig = Rig::new();
+            let (e, _) = rig.open_with(CacheMode::WriteBack, policy);
+            assert!(!e.status().policy.contains("pwc"), "{policy}: {}", e.status().policy);
+            // 8 segments written through 4 slots, each twice (a second
+            // miss admits under nhit): every cached write stays on the SSD.
+            for round in 0..2u8 {
+                for h in 0..8u64 {
+                    e.write_at(&[0xA0 + h as u8 + round; 64], h * SEG + 64, false).unwrap();
+                }
+            }
+            let st = e.status();
+            assert!(st.map.filled >= 4 && st.map.written_back > 0, "{policy}: {:?}", st.map);
+            assert!(st.map.dirty > 0, "{policy}: write hits stay dirty");
+            // What the durable map names is dirty, and all of it is.
+            let dirty_saved = saved_mapping(&rig).iter().flatten().count() as u64;
+            assert_eq!(dirty_saved, st.map.dirty, "{policy}: the durable map names exactly the dirty slots");
+            for h in 0..8u64 {
+                assert_eq!(read(&e, h * SEG + 64, 64), [0xA1 + h as u8; 64], "{policy}: segment {h}");
+                assert_eq!(read(&e, h * SEG, 1), [h as u8], "{policy}: the filled segment's other bytes");
+            }
+            e.shutdown().unwrap();
+            for h in 0..8u64 {
+                assert_eq!(rig.hdd_seg(h)[64..128], [0xA1 + h as u8; 64], "{policy}: written back at shutdown");
+            }
+            // A warm restart keeps the cached segments (clean now).
+            let (e2, st) = rig.open_with(CacheMode::WriteBack, policy);
+            assert_eq!(st.kind, StartKind::Clean);
+            assert_eq!(e2.mapping(), saved_mapping(&rig), "{policy}");
+            assert!(e2.mapping().iter().flatten().count() > 0, "{policy}");
+        }
+        // Policies that do not decide on each access are refused, with what is.
+        let rig = Rig::new();
+        for bad in ["belady", "fab", "bplru", "clc", "abm", "pwc(period=1)"] {
+            let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
+            let (map, _) = CacheMap::open_with(
+                rig.ssd.clone(),
+                rig.hdd.clone(),
+                store,
+                Default::default(),
+                CacheMode::WriteBack.write_mode(),
+            )
+            .unwrap();
+            let cfg = EngineConfig { policy: Some(bad.into()), ..EngineConfig::default() };
+            let err =
+                CachedBackend::new(map, CacheMode::WriteBack, &cfg).err().unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(err.starts_with("--policy"), "{bad}: {err}");
+        }
     }
 
     /// The map as the last durable save holds it.
@@ -1235,9 +1308,10 @@ mod tests {
         let e = open(CacheMode::WriteAround, None, Some(2)).unwrap();
         e.write_at(&[1; 4], 5 * SEG, false).unwrap();
         assert_eq!(bypass(&e, "write"), 0);
-        // Not for write-back or passthrough.
+        // Not for write-back PWC or passthrough.
         let err = open(CacheMode::WriteBack, Some(SEG), None).err().unwrap();
-        assert!(err.contains("--seq-cutoff and --promote-after apply to write-through"), "{err}");
+        assert!(err.contains("--seq-cutoff and --promote-after apply to caches that fill on misses"), "{err}");
+        assert!(err.contains("not to a write-back PWC cache"), "{err}");
         assert!(open(CacheMode::Passthrough, None, Some(2)).is_err());
     }
 

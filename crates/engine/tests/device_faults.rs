@@ -51,8 +51,7 @@ impl Rig {
     fn open(&self, mode: CacheMode, opts: StartOptions, limit: u64) -> CachedBackend<Dev, Dev, Arc<MemDevice>> {
         let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
         let (map, _) = CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, opts, mode.write_mode()).unwrap();
-        CachedBackend::new(map, mode, &EngineConfig { policy: "lru".into(), error_limit: limit, ..Default::default() })
-            .unwrap()
+        CachedBackend::new(map, mode, &EngineConfig { error_limit: limit, ..Default::default() }).unwrap()
     }
 
     fn faults(&self, ssd: bool, hdd: bool) {

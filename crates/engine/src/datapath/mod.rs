@@ -232,6 +232,10 @@ pub struct CacheMap<S, H, M> {
     error_limit: AtomicU64,
     /// Degraded (mirrors `meta.degraded`, readable without the lock).
     degraded: AtomicBool,
+    /// Write-back with a replacement policy: slots are filled on misses and
+    /// evicted at any time, so a save keeps only the slots that may be dirty
+    /// (see [`CacheMap::set_fills_on_miss`]).
+    fills_on_miss: AtomicBool,
 }
 
 /// Segments one block status query looks at, at most.
@@ -290,6 +294,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             in_procedure: Default::default(),
             error_limit: AtomicU64::new(DEFAULT_ERROR_LIMIT),
             degraded,
+            fills_on_miss: AtomicBool::new(false),
         };
         if mode != WriteMode::Back && started.meta.map.iter().any(|m| m.is_some()) {
             map.save(|_| {})?;
@@ -349,21 +354,64 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// Saves the in-memory metadata as the next version, after `edit`. A
     /// write-through or invalidate map saves an empty map unless `edit` set
     /// the clean bit.
+    /// A write-back map that fills on misses saves only its dirty slots
+    /// (after syncing BACKING, which then holds every slot written back).
     fn save(&self, edit: impl FnOnce(&mut Meta)) -> io::Result<()> {
         let mut saves = lock(&self.saves);
+        let fills = self.fills_on_miss();
         let mut m = {
             let mut st = lock(&self.state);
             st.meta.version = saves.saved.version.wrapping_add(1);
             edit(&mut st.meta);
-            st.meta.clone()
+            let mut m = st.meta.clone();
+            if fills && !m.clean {
+                for (slot, dirty) in m.map.iter_mut().zip(&st.dirty) {
+                    if !dirty {
+                        *slot = None;
+                    }
+                }
+            }
+            m
         };
         if self.mode != WriteMode::Back && !m.clean {
             m.map.iter_mut().for_each(|s| *s = None);
+        }
+        if fills {
+            // A slot left out may have been cleaned by a write-back not yet
+            // synced: once unmapped, no unclean start copies it back.
+            self.hdd.sync().map_err(|e| self.hdd_failed(e))?;
         }
         saves.saving = Some(m);
         saves.store.write(saves.saving.as_ref().expect("set above"))?;
         saves.saved = saves.saving.take().expect("set above");
         Ok(())
+    }
+
+    /// Write-back with a replacement policy (not PWC): from now on segments
+    /// are filled on misses ([`replace`](Self::replace)) and evicted at any
+    /// time ([`evict`](Self::evict)). What a crash may find stays what the
+    /// recovery rule needs: every slot the durable map names holds a whole,
+    /// durable image of its segment, at least as new as BACKING's.
+    /// - a fill is synced on the SSD before its slot is mapped in memory;
+    /// - a save names only dirty slots (clean ones are on BACKING, synced
+    ///   by the save first), and a write that dirties a slot the durable map
+    ///   does not name saves before it returns;
+    /// - a slot the durable map names is written back (if dirty), then
+    ///   unmapped by a save, before anything else is copied into it.
+    pub fn set_fills_on_miss(&self) {
+        assert_eq!(self.mode, WriteMode::Back, "only a write-back map keeps dirty slots");
+        self.fills_on_miss.store(true, Relaxed);
+    }
+
+    /// Whether [`set_fills_on_miss`](Self::set_fills_on_miss) was called.
+    pub fn fills_on_miss(&self) -> bool {
+        self.fills_on_miss.load(Relaxed)
+    }
+
+    /// Whether the last durable save names `slot` (a save in progress
+    /// holds the lock, so this waits for it).
+    fn durably_mapped(&self, slot: u32) -> bool {
+        lock(&self.saves).saved.map[slot as usize].is_some()
     }
 
     /// Makes a running (and any later) procedure stop at its next slot

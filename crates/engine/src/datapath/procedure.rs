@@ -1,5 +1,5 @@
 //! Paper 000's caching-and-eviction procedure (Fig. 5 lines 4–26), one slot
-//! refilled at once (`replace`), and PWC's frequencies.
+//! refilled at once (`replace`) or emptied (`evict`), and PWC's frequencies.
 
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -24,15 +24,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// Evicts whatever `slot` holds and caches HDD segment `h` there: the
     /// slot's segment (written back first if dirty) and `h` are locked, the
     /// map updated, `h` copied in. The map is not saved (a write-through map
-    /// never saves it while running; the procedure saves around its moves).
+    /// never saves it while running; the procedure saves around its moves),
+    /// except in a map that fills on misses, whose rules
+    /// ([`set_fills_on_miss`](Self::set_fills_on_miss)) this keeps.
     pub(super) fn move_slot(&self, slot: u32, h: u64, buf: &mut [u8]) -> io::Result<()> {
+        let fills = self.fills_on_miss();
         let old = lock(&self.state).meta.map[slot as usize];
         let _held = self.locks.lock(old.into_iter().chain([h]));
         let seg = self.seg;
         if let Some(old) = old {
             if lock(&self.state).dirty[slot as usize] {
                 self.write_back_slot(slot, old, buf)?;
-                self.hdd.sync()?;
+                self.hdd.sync().map_err(|e| self.hdd_failed(e))?;
             }
         }
         {
@@ -42,9 +45,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 st.rev.remove(&old); // lines 13–16
             }
         }
+        if fills && self.durably_mapped(slot) {
+            // Unmapped in memory above, so the save leaves the slot out:
+            // after it no crash copies the slot back over its old segment.
+            self.save(|_| {})?;
+        }
         // Line 20 (errors counted per device).
         self.hdd.read_at(buf, h * seg).map_err(|e| self.hdd_failed(e))?;
         self.ssd.write_at(buf, slot as u64 * seg).inspect_err(|e| self.ssd_failed(e))?;
+        if fills {
+            // Durable before a write may dirty it and a save name it.
+            self.ssd.sync().inspect_err(|e| self.ssd_failed(e))?;
+        }
         let mut st = lock(&self.state);
         st.meta.map[slot as usize] = Some(h); // line 18
         st.rev.insert(h, slot); // line 21
@@ -53,8 +65,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         Ok(())
     }
 
-    /// A write-through cache's fill: segment `h` into `slot` now (evicting
-    /// what it holds). Panics if `h` is cached already.
+    /// A fill on a miss (write-through, write-around, read-only, and
+    /// write-back with a replacement policy): segment `h` into `slot` now
+    /// (evicting what it holds). Panics if `h` is cached already.
     pub fn replace(&self, slot: u32, h: u64) -> io::Result<()> {
         let _admin = lock(&self.admin);
         if lock(&self.state).closed {
@@ -65,6 +78,40 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         }
         let mut buf = vec![0u8; self.seg as usize];
         self.move_slot(slot, h, &mut buf)
+    }
+
+    /// Write-back with a replacement policy: the policy evicted segment `h`.
+    /// Its slot is written back if dirty (and BACKING synced), unmapped, and,
+    /// if the durable map names it, the map saved, so that the slot may take
+    /// another segment. Returns whether `h` was cached. On an error the slot
+    /// stays as it was (dirty data is never dropped).
+    pub fn evict(&self, h: u64) -> io::Result<bool> {
+        let _admin = lock(&self.admin);
+        let _held = self.locks.lock([h]);
+        let (slot, dirty) = {
+            let st = lock(&self.state);
+            if st.closed {
+                return Err(closed());
+            }
+            match st.rev.get(&h) {
+                Some(&s) => (s, st.dirty[s as usize]),
+                None => return Ok(false),
+            }
+        };
+        if dirty {
+            let mut buf = vec![0u8; self.seg as usize];
+            self.write_back_slot(slot, h, &mut buf)?;
+            self.hdd.sync().map_err(|e| self.hdd_failed(e))?;
+        }
+        {
+            let mut st = lock(&self.state);
+            st.rev.remove(&h);
+            st.meta.map[slot as usize] = None;
+        }
+        if self.durably_mapped(slot) {
+            self.save(|_| {})?;
+        }
+        Ok(true)
     }
 
     /// Fig. 5 lines 4–26 for `plan`: each `(slot, hdd_segment)` evicts what

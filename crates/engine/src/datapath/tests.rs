@@ -26,6 +26,9 @@ struct Env {
     hdd: FaultyDevice,
     /// The workload runs a cleaner step after every write.
     cleaner: bool,
+    /// Write-back with a replacement policy: fills on misses
+    /// ([`CacheMap::set_fills_on_miss`]), driven by [`lru_workload`].
+    fills: bool,
 }
 
 /// A cleaner's watch that finds every dirty slot due at once (as
@@ -74,7 +77,7 @@ impl Env {
         let dom = PowerDomain::new(seed, mode);
         let ssd = dom.attach(ssd);
         let hdd = dom.attach(hdd);
-        Env { dom, ssd, hdd, cleaner: false }
+        Env { dom, ssd, hdd, cleaner: false, fills: false }
     }
 
     fn store(&self) -> MetaStore<FaultyDevice> {
@@ -86,7 +89,15 @@ impl Env {
         if self.cleaner {
             c.set_watch(Box::<AllDue>::default());
         }
+        if self.fills {
+            c.set_fills_on_miss();
+        }
         Ok((c, st))
+    }
+
+    fn with_fills(mut self) -> Env {
+        self.fills = true;
+        self
     }
 
     fn with_cleaner(mut self) -> Env {
@@ -174,6 +185,10 @@ fn step(env: &Env, c: &Cache, model: &mut Model, metas: &mut Metas, rng: &mut St
 fn write(c: &Cache, model: &mut Model, metas: &mut Metas, rng: &mut StdRng, tag: &mut u8) -> io::Result<()> {
     // Blocks concentrate on the first 12 segments so that cached ones are hit.
     let block = rng.gen_range(0..(12 * SEG / BLOCK));
+    write_block(c, model, metas, block, tag)
+}
+
+fn write_block(c: &Cache, model: &mut Model, metas: &mut Metas, block: u64, tag: &mut u8) -> io::Result<()> {
     *tag = tag.wrapping_add(1).max(1);
     let data: Vec<u8> = (0..BLOCK).map(|i| tag.wrapping_mul(31) ^ (i / SECTOR) as u8 ^ 0x80).collect();
     model.since.push((block * BLOCK, data.clone()));
@@ -247,6 +262,105 @@ fn workload(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> Resul
     Ok(())
 }
 
+/// LRU over the slots, as the engine's decider runs a replacement policy in
+/// write-back: a miss fills its segment; a full cache first evicts the least
+/// recently used segment (written back if dirty, unmapped by a save).
+struct Lru(std::collections::VecDeque<u64>);
+
+impl Lru {
+    /// Seeded with what the map holds (a warm restart keeps it).
+    fn of(c: &Cache) -> Lru {
+        Lru(c.meta().map.iter().flatten().copied().collect())
+    }
+
+    fn access(&mut self, c: &Cache, metas: &mut Metas, h: u64) -> io::Result<()> {
+        if let Some(i) = self.0.iter().position(|&x| x == h) {
+            self.0.remove(i);
+            self.0.push_back(h);
+            return Ok(());
+        }
+        if self.0.len() == SSD_SEGS as usize {
+            let victim = self.0.pop_front().expect("full");
+            let r = c.evict(victim);
+            metas.after(c);
+            assert!(r?, "the victim was cached");
+        }
+        let slot = c.meta().map.iter().position(|m| m.is_none()).expect("a free slot") as u32;
+        let r = c.replace(slot, h);
+        metas.after(c);
+        r?;
+        self.0.push_back(h);
+        Ok(())
+    }
+}
+
+/// The workload of a write-back cache with LRU: reads and writes on 12 hot
+/// segments over 8 slots (write-allocate: a write miss fills first), so
+/// that fills, evictions of dirty segments and their saves interleave with
+/// flushes, a clean shutdown and a warm restart.
+fn lru_workload(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut tag = 0u8;
+    let mut img = vec![0u8; BLOCK as usize];
+    let mut one = |c: &Cache, lru: &mut Lru, model: &mut Model, metas: &mut Metas, tag: &mut u8| -> io::Result<()> {
+        let block = rng.gen_range(0..(12 * SEG / BLOCK));
+        lru.access(c, metas, block * BLOCK / SEG)?;
+        if rng.gen_bool(0.7) {
+            write_block(c, model, metas, block, tag)?;
+        } else {
+            c.read(&mut img, block * BLOCK)?;
+        }
+        if env.cleaner && rng.gen_bool(0.3) {
+            clean_oldest(c)?;
+            metas.after(c);
+            // Not always synced at once: a save between a write-back and its
+            // sync must not unmap the slot before BACKING has it.
+            if rng.gen_bool(0.5) {
+                c.sync_backing()?;
+            }
+            assert_watch_in_step(c);
+        }
+        Ok(())
+    };
+    metas.before_open(env);
+    let (c, _) = env.open()?;
+    metas.after(&c);
+    let mut lru = Lru::of(&c);
+    for _ in 0..4 {
+        for _ in 0..6 {
+            one(&c, &mut lru, model, metas, &mut tag)?;
+        }
+        c.flush()?;
+        model.commit();
+        one(&c, &mut lru, model, metas, &mut tag)?;
+    }
+    let saved = c.saved().clone();
+    let mut shadow = c.meta().clone();
+    shadow.version = shadow.version.wrapping_add(1);
+    shadow.clean = true;
+    metas.durable = Some(saved);
+    metas.inflight = Some(shadow.clone());
+    let done = c.shutdown()?;
+    assert_eq!(done, shadow);
+    model.commit();
+    metas.durable = Some(done);
+    metas.inflight = None;
+    // A warm restart: the segments stay cached, and evicting them later
+    // must unmap them durably first.
+    metas.before_open(env);
+    let (c, st) = env.open()?;
+    assert_eq!(st.kind, StartKind::Clean);
+    metas.after(&c);
+    let mut lru = Lru::of(&c);
+    for _ in 0..8 {
+        one(&c, &mut lru, model, metas, &mut tag)?;
+    }
+    c.flush()?;
+    model.commit();
+    one(&c, &mut lru, model, metas, &mut tag)?;
+    Ok(())
+}
+
 /// Opens after a cut and checks the data through the recovered map.
 fn recover_and_check(env: &Env, model: &Model, ctx: &str) -> StartKind {
     let (c, st) = env.open().unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
@@ -256,9 +370,15 @@ fn recover_and_check(env: &Env, model: &Model, ctx: &str) -> StartKind {
     // Recovery starts with an all-clean data bitmap (line 47), which is
     // right only if the HDD now holds everything the SSD had: evict every
     // slot (no write-back happens) and check again through the HDD.
-    let uncached: Vec<u64> = (0..HDD_SEGS).filter(|h| c.slot_of(*h).is_none()).take(SSD_SEGS as usize).collect();
-    let plan: Vec<(u32, u64)> = uncached.into_iter().enumerate().map(|(s, h)| (s as u32, h)).collect();
-    c.caching_and_eviction(&plan).unwrap();
+    if env.fills {
+        for h in 0..HDD_SEGS {
+            c.evict(h).unwrap();
+        }
+    } else {
+        let uncached: Vec<u64> = (0..HDD_SEGS).filter(|h| c.slot_of(*h).is_none()).take(SSD_SEGS as usize).collect();
+        let plan: Vec<(u32, u64)> = uncached.into_iter().enumerate().map(|(s, h)| (s as u32, h)).collect();
+        c.caching_and_eviction(&plan).unwrap();
+    }
     c.read(&mut img, 0).unwrap();
     model.check(&img, &format!("{ctx}, after evicting every slot"));
     st.kind
@@ -272,10 +392,32 @@ fn cut_everywhere(seed: u64, mode: CutMode, nested: bool) -> (u64, u64) {
 
 /// [`cut_everywhere`], with a cleaner step after every write if `cleaner`.
 fn cut_everywhere_with(seed: u64, mode: CutMode, nested: bool, cleaner: bool) -> (u64, u64) {
-    let with = |e: Env| if cleaner { e.with_cleaner() } else { e };
+    cut_everywhere_of(seed, mode, nested, cleaner, false)
+}
+
+/// The workload of the env: PWC's, or LRU's for a map that fills on misses.
+fn run(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> Result<(), Box<dyn std::error::Error>> {
+    if env.fills {
+        lru_workload(env, model, metas, seed)
+    } else {
+        workload(env, model, metas, seed)
+    }
+}
+
+/// [`cut_everywhere_with`]; with `fills`, of write-back with a replacement
+/// policy ([`lru_workload`]).
+fn cut_everywhere_of(seed: u64, mode: CutMode, nested: bool, cleaner: bool, fills: bool) -> (u64, u64) {
+    let with = |e: Env| {
+        let e = if cleaner { e.with_cleaner() } else { e };
+        if fills {
+            e.with_fills()
+        } else {
+            e
+        }
+    };
     let env = with(Env::new(seed, mode));
     let (mut model, mut metas) = (Model::new(), Metas::default());
-    workload(&env, &mut model, &mut metas, seed).unwrap();
+    run(&env, &mut model, &mut metas, seed).unwrap();
     let total = env.dom.writes();
     let (mut cuts, mut nested_cuts) = (0, 0);
     let mut kinds = HashMap::new();
@@ -284,7 +426,7 @@ fn cut_everywhere_with(seed: u64, mode: CutMode, nested: bool, cleaner: bool) ->
         let env = with(Env::new(seed ^ k.wrapping_mul(0x9E37), mode));
         env.dom.schedule_power_cut(Some(k));
         let (mut model, mut metas) = (Model::new(), Metas::default());
-        let r = workload(&env, &mut model, &mut metas, seed);
+        let r = run(&env, &mut model, &mut metas, seed);
         assert!(r.is_err() && env.dom.is_off(), "{ctx}: the workload did not hit the cut");
         env.dom.restore_power();
         cuts += 1;
@@ -295,7 +437,7 @@ fn cut_everywhere_with(seed: u64, mode: CutMode, nested: bool, cleaner: bool) ->
             // Cut the recovery itself at each of its writes, then recover again.
             let images = (env.dom.durable_image(&env.ssd), env.dom.durable_image(&env.hdd));
             for j in 0.. {
-                let e2 = Env::from_images(seed ^ j, mode, images.0.clone(), images.1.clone());
+                let e2 = with(Env::from_images(seed ^ j, mode, images.0.clone(), images.1.clone()));
                 e2.dom.schedule_power_cut(Some(j));
                 if e2.open().is_ok() {
                     break;
@@ -601,5 +743,52 @@ fn power_cut_at_every_write_point_reordered_cache() {
     for seed in [11, 12] {
         let (cuts, _) = cut_everywhere(seed, CutMode::Reorder, seed == 11);
         assert!(cuts > 50);
+    }
+}
+
+#[test]
+fn write_back_lru_reads_back_everything_and_saves_only_dirty_slots() {
+    let env = Env::new(5, CutMode::DropUnsynced).with_fills();
+    let (mut model, mut metas) = (Model::new(), Metas::default());
+    lru_workload(&env, &mut model, &mut metas, 5).unwrap();
+    let (c, _) = env.open().unwrap();
+    let mut img = vec![0u8; LOGICAL as usize];
+    c.read(&mut img, 0).unwrap();
+    model.check(&img, "no cut");
+    c.shutdown().unwrap();
+    // 12 segments written through 8 slots: every miss fills, every eviction
+    // writes a dirty segment back, and the durable map names exactly the
+    // dirty slots.
+    let env = Env::new(6, CutMode::DropUnsynced).with_fills();
+    let (c, _) = env.open().unwrap();
+    let (mut model, mut metas, mut lru, mut tag) = (Model::new(), Metas::default(), Lru::of(&c), 0u8);
+    for h in 0..12u64 {
+        lru.access(&c, &mut metas, h).unwrap();
+        write_block(&c, &mut model, &mut metas, h * SEG / BLOCK, &mut tag).unwrap();
+        let dirty: Vec<Option<u64>> = {
+            let st = lock(&c.state);
+            st.meta.map.iter().zip(&st.dirty).map(|(m, d)| m.filter(|_| *d)).collect()
+        };
+        assert_eq!(c.saved().map, dirty, "after writing segment {h}");
+    }
+    let s = c.status();
+    assert_eq!((s.filled, s.written_back, s.dirty), (12, 4, 8), "{s:?}");
+    c.read(&mut img, 0).unwrap();
+    model.check(&img, "12 segments through 8 slots");
+}
+
+#[test]
+fn write_back_lru_survives_a_power_cut_at_every_write_point() {
+    for (seed, mode) in [(31, CutMode::DropUnsynced), (32, CutMode::Reorder)] {
+        let (cuts, nested) = cut_everywhere_of(seed, mode, seed == 31, false, true);
+        assert!(cuts > 50 && (seed != 31 || nested > 0), "{cuts} cuts, {nested} nested");
+    }
+}
+
+#[test]
+fn write_back_lru_with_the_cleaner_survives_a_power_cut_at_every_write_point() {
+    for (seed, mode) in [(41, CutMode::DropUnsynced), (42, CutMode::Reorder)] {
+        let (cuts, _) = cut_everywhere_of(seed, mode, false, true, true);
+        assert!(cuts > 50, "{cuts} cuts");
     }
 }

@@ -129,6 +129,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                 }
             }
         }
+        if self.fills_on_miss() && !through && pieces.iter().filter_map(|p| p.slot).any(|s| !self.durably_mapped(s)) {
+            // A slot this write dirtied that no durable save names: until one
+            // does, a crash would not copy it back. The segments stay locked,
+            // so no write-back cleans it first.
+            self.save(|_| {})?;
+        }
         Ok(tally)
     }
 
