@@ -69,15 +69,20 @@ SERVE_PROFILE=release scripts/test/test_faults.sh
 step "whole-system integrity: kill -9, then one damaged superblock or metadata copy, per trial"
 SERVE_PROFILE=release scripts/test/test_integrity.sh
 INTEGRITY_TRIALS=8 INTEGRITY_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test/test_integrity.sh
+# write-back with a replacement policy (S3-FIFO) and its cleaner
+INTEGRITY_TRIALS=6 INTEGRITY_SERVE_ARGS="--policy s3fifo --max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test/test_integrity.sh
 
 step "the crash tests' oracle (scripts/lib/crashlib: the journal and the sector records, unit tests)"
 python3 -m pytest -q scripts/lib/crashlib
 
-step "kill -9 crash trials under a verifying client (write-back, then write-through)"
+step "kill -9 crash trials under a verifying client (write-back PWC, write-through, the cleaner, write-back LRU and S3-FIFO)"
 CRASH_STRICT=1 SERVE_PROFILE=release scripts/test/test_crash.sh
 CRASH_STRICT=1 CRASH_MODE=write-through CRASH_TRIALS=6 SERVE_PROFILE=release scripts/test/test_crash.sh
 # the background cleaner running all along (5% of 127 slots: 6 dirty at most; none older than 1 s)
 CRASH_STRICT=1 CRASH_TRIALS=10 CRASH_SERVE_ARGS="--max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test/test_crash.sh
+# write-back with a replacement policy: LRU alone, then S3-FIFO with the cleaner
+CRASH_STRICT=1 CRASH_TRIALS=6 CRASH_SERVE_ARGS="--policy lru" SERVE_PROFILE=release scripts/test/test_crash.sh
+CRASH_STRICT=1 CRASH_TRIALS=6 CRASH_SERVE_ARGS="--policy s3fifo --max-dirty 5% --dirty-age 1s" SERVE_PROFILE=release scripts/test/test_crash.sh
 
 step "python package (pip install .)"
 # maturin builds crates/py with the workspace's release profile, reusing the simulator

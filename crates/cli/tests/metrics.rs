@@ -467,8 +467,8 @@ fn bad_admission_flags_are_one_line_errors() {
         (&["--seq-cutoff", "0"][..], "--seq-cutoff: size \"0\": must be greater than zero"),
         (&["--seq-cutoff", "lots"][..], "--seq-cutoff: "),
         (&["--promote-after", "0"][..], "--promote-after must be at least 1"),
-        (&["--seq-cutoff", "4MiB"][..], "--seq-cutoff and --promote-after apply to write-through"),
-        (&["--promote-after", "2"][..], "not to a write-back cache"),
+        (&["--seq-cutoff", "4MiB"][..], "--seq-cutoff and --promote-after apply to caches that fill on misses"),
+        (&["--promote-after", "2"][..], "not to a write-back PWC cache"),
     ] {
         let out = f.serve_cmd(flags).stdout(Stdio::null()).output().unwrap();
         one_line_error(&out, &[want]);
@@ -535,4 +535,73 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
     // One segment per request: a request is a bypass where sim declined its page.
     assert_eq!((req("hit"), req("miss"), req("bypass")), (hits, fills, misses - fills));
     assert_eq!(s.stop(), 0);
+}
+
+/// `sim` predicts `serve` in write-back with a replacement policy: a trace
+/// of 128 KiB reads and writes (Zipf, 40 % writes) on 128 KiB segments,
+/// replayed in order through `serve --policy P` on a write-back cache and
+/// through `ssdcache sim --mode write-back --policy P` (pages of one
+/// segment), gives the same read and write hits and misses, the same fills
+/// (every miss fills: write-allocate) and the same write-backs of dirty
+/// victims, for LRU, S3-FIFO and SIEVE.
+#[test]
+fn sim_predicts_serve_in_write_back_with_a_replacement_policy() {
+    let py = "/usr/bin/python3";
+    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
+    assert!(
+        has_libnbd,
+        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
+    );
+    for policy in ["lru", "s3fifo", "sieve"] {
+        let f = Fixture::new("write-back");
+        let trace = f.dir.path().join("trace.txt");
+        let mut c = Command::new(BIN);
+        c.args([
+            "trace",
+            "gen",
+            "zipf(alpha=0.7,keys=32,requests=3000,read=60%,unit=bytes,size=128KiB,align=128KiB,seed=7)",
+        ])
+        .arg(&trace)
+        .args(["--to", "ssdsim", "--force"]);
+        run_ok(c, None);
+
+        let err = f.dir.path().join("serve.err");
+        let s = Server::start(&mut f.serve_cmd(&["--policy", policy]), &err);
+        let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tools/replay_nbd.py");
+        let mut c = Command::new(py);
+        c.arg(&replay).arg(format!("nbd://{}", s.nbd())).arg(&trace).args(["--qd", "1"]);
+        run_ok(c, None);
+        let st = status_json(&f);
+        assert_eq!(st["policy"].as_str(), Some(policy), "{st}");
+        let slots = st["ssd_segments"].as_u64().unwrap();
+
+        let mut c = Command::new(BIN);
+        c.args(["sim", "--format", "ssdsim", "--page", "128KiB", "--mode", "write-back", "--json"])
+            .arg("-t")
+            .arg(&trace)
+            .args(["--cache", &format!("{}KiB", slots * 128), "--policy", policy]);
+        let sim: Value = serde_json::from_str(run_ok(c, None).lines().next().unwrap()).unwrap();
+        let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"));
+        let predicted = (
+            n(&sim, "read_hits"),
+            n(&sim, "read_pages") - n(&sim, "read_hits"),
+            n(&sim, "write_hits"),
+            n(&sim, "write_pages") - n(&sim, "write_hits"),
+            // The simulator's cache writes are fills and write hits.
+            n(&sim, "cache_writes") - n(&sim, "write_hits"),
+            n(&sim, "dirty_writebacks"),
+        );
+        let served = (
+            n(&st, "read_hits"),
+            n(&st, "read_misses"),
+            n(&st, "write_hits"),
+            n(&st, "write_misses"),
+            n(&st, "filled"),
+            n(&st, "written_back"),
+        );
+        println!("{policy}: (read hits, read misses, write hits, write misses, fills, write-backs): sim {predicted:?}, serve {served:?}");
+        assert!(predicted.0 > 0 && predicted.2 > 0 && predicted.5 > 0, "{policy}: the trace exercises every outcome");
+        assert_eq!(served, predicted, "{policy}");
+        assert_eq!(s.stop(), 0);
+    }
 }
