@@ -123,6 +123,19 @@ impl EngineConfig {
     }
 }
 
+/// The decider `config` asks for in `mode`, seeded from `meta`; an error if
+/// the policy or the cleaner's bounds do not fit the mode.
+fn decider_for(mode: CacheMode, config: &EngineConfig, meta: &crate::meta::Meta) -> Result<Decider, String> {
+    let decider = Decider::new(mode, &config.policy_spec(mode)?, meta)?;
+    if config.cleaner.is_active() && mode != CacheMode::WriteBack {
+        return Err(format!(
+            "a {} cache has no dirty data: the cleaner's bounds apply to write-back caches only",
+            mode.name()
+        ));
+    }
+    Ok(decider)
+}
+
 /// What one maintenance run did.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct MaintainReport {
@@ -202,6 +215,8 @@ struct Shared<S, H, M> {
     procedures: ProcedureCounters,
     stop: Mutex<bool>,
     wake: Condvar,
+    /// The configuration in effect (changed by [`CachedBackend::reconfigure`]).
+    config: Mutex<EngineConfig>,
 }
 
 /// Counts a request in flight while alive.
@@ -347,15 +362,9 @@ where
     /// metadata; with `config.cleaner` bounds, its cleaner thread started.
     /// Fails on a bad `config.policy`, or cleaner bounds outside write-back.
     pub fn new(map: CacheMap<S, H, M>, mode: CacheMode, config: &EngineConfig) -> Result<Self, String> {
-        let decider = Decider::new(mode, &config.policy_spec(mode)?, &map.meta())?;
+        let decider = decider_for(mode, config, &map.meta())?;
         if mode == CacheMode::WriteBack && decider.fills_on_miss() {
-            map.set_fills_on_miss();
-        }
-        if config.cleaner.is_active() && mode != CacheMode::WriteBack {
-            return Err(format!(
-                "a {} cache has no dirty data: the cleaner's bounds apply to write-back caches only",
-                mode.name()
-            ));
+            map.set_fills_on_miss(true).map_err(|e| e.to_string())?;
         }
         map.set_error_limit(config.error_limit);
         let shared = Arc::new(Shared {
@@ -374,6 +383,7 @@ where
             procedures: ProcedureCounters::default(),
             stop: Mutex::new(false),
             wake: Condvar::new(),
+            config: Mutex::new(config.clone()),
         });
         let size = shared.map.len();
         let backend = CachedBackend { shared, size, mode, ticker: Mutex::new(None), cleaner: Mutex::new(None) };
@@ -381,6 +391,47 @@ where
             backend.start_cleaner(config.cleaner);
         }
         Ok(backend)
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> EngineConfig {
+        lock(&self.shared.config).clone()
+    }
+
+    /// Whether `config` could run this cache (the policy builds for its
+    /// mode, the cleaner's bounds fit it), changing nothing.
+    pub fn check_config(&self, config: &EngineConfig) -> Result<(), String> {
+        decider_for(self.mode, config, &self.shared.map.meta()).map(drop)
+    }
+
+    /// Runs with `config` from now on, without a restart (`ssdcache set`):
+    /// a new policy is built from the segments cached now (none is evicted
+    /// or dropped); a write-back cache switching between PWC and a
+    /// replacement policy changes how its map is saved
+    /// ([`CacheMap::set_fills_on_miss`]); the cleaner takes its new bounds
+    /// (started if it was not running). Refused, with nothing changed, if
+    /// `config` does not fit the cache.
+    pub fn reconfigure(&self, config: &EngineConfig) -> Result<(), String> {
+        let _no_procedure = lock(&self.shared.maintaining);
+        let mut d = lock(&self.shared.decider);
+        let new = decider_for(self.mode, config, &self.shared.map.meta())?;
+        if self.mode == CacheMode::WriteBack && new.fills_on_miss() != self.shared.map.fills_on_miss() {
+            self.shared
+                .map
+                .set_fills_on_miss(new.fills_on_miss())
+                .map_err(|e| format!("the metadata could not be saved, nothing changed: {e}"))?;
+        }
+        log::info!("policy {} -> {}", d.name(), new.name());
+        *d = new;
+        drop(d);
+        if lock(&self.cleaner).is_some() {
+            self.shared.map.with_watch(|w: &mut CleanerWatch| w.cleaner.set_config(config.cleaner));
+            self.shared.nudge.nudge();
+        } else if config.cleaner.is_active() {
+            self.start_cleaner(config.cleaner);
+        }
+        *lock(&self.shared.config) = config.clone();
+        Ok(())
     }
 
     /// Sets the map's watch and starts the cleaner thread.
@@ -952,6 +1003,56 @@ mod tests {
                 CachedBackend::new(map, CacheMode::WriteBack, &cfg).err().unwrap_or_else(|| panic!("{bad} accepted"));
             assert!(err.starts_with("--policy"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_policy_changed_at_run_time_keeps_what_is_cached_and_every_write() {
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        let with = |policy: &str| EngineConfig { policy: Some(policy.into()), ..EngineConfig::default() };
+        reference(&e, 7, 5);
+        reference(&e, 9, 5);
+        e.maintain().unwrap();
+        e.write_at(&[0x11; 32], 7 * SEG, false).unwrap();
+        let cached = e.mapping();
+        // PWC -> LRU: the cached segments stay where they are, and LRU knows them.
+        e.reconfigure(&with("lru")).unwrap();
+        assert_eq!(e.mapping(), cached);
+        assert_eq!(e.status().policy, "lru");
+        assert_eq!(e.config().policy.as_deref(), Some("lru"));
+        for h in 20..26u64 {
+            e.write_at(&[h as u8 ^ 0x80; 32], h * SEG, false).unwrap();
+        }
+        assert!(e.status().map.written_back > 0, "LRU evicted dirty segments, written back first");
+        // A read miss: filled clean, so no save names it.
+        assert_eq!(read(&e, 27 * SEG, 1), [27]);
+        // LRU -> PWC: every mapped slot saved at once, since PWC's writes
+        // never save; a write to a slot LRU filled, then a crash (dropped
+        // without a shutdown), and it is still there.
+        e.reconfigure(&with("pwc")).unwrap();
+        assert!(e.status().policy.starts_with("pwc"));
+        let lru_slot_seg = 27;
+        assert!(e.mapping().contains(&Some(27)));
+        e.write_at(&[0x22; 32], lru_slot_seg * SEG + 64, false).unwrap();
+        e.flush().unwrap();
+        // Refused, and nothing changes: a policy that does not decide on
+        // access, the cleaner's bounds in a mode without dirty data.
+        assert!(e.reconfigure(&with("belady")).unwrap_err().contains("--policy belady"));
+        assert!(e.status().policy.starts_with("pwc"));
+        drop(e);
+        let (e, st) = rig.open();
+        assert_eq!(st.kind, StartKind::Unclean);
+        assert_eq!(read(&e, 7 * SEG, 32), [0x11; 32]);
+        assert_eq!(read(&e, lru_slot_seg * SEG + 64, 32), [0x22; 32], "written after the switch back to PWC");
+        for h in 20..26u64 {
+            assert_eq!(read(&e, h * SEG, 32), [h as u8 ^ 0x80; 32], "segment {h}");
+        }
+        let (wt, _) = rig.open_with(CacheMode::WriteThrough, "lru");
+        let cleaning = EngineConfig {
+            cleaner: CleanerConfig { max_dirty: Some(0.2), ..Default::default() },
+            ..EngineConfig::default()
+        };
+        assert!(wt.reconfigure(&cleaning).unwrap_err().contains("write-back caches only"));
     }
 
     /// The map as the last durable save holds it.

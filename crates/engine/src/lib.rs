@@ -23,7 +23,8 @@
 //!   status), `files` (create and open a cache over files), `drain`
 //!   (offline write-back), `model_device` (the benchmark's slow HDD model),
 //!   `cleaner` (the background cleaner bounding dirty data), `check` (a cache
-//!   file's health, offline, for `ssdcache check`);
+//!   file's health, offline, for `ssdcache check`), `settings` (what
+//!   `ssdcache set` changes, kept in the superblock);
 //!   [`counters`]: the requests' and procedures' counters.
 //! - [`inject`]: device errors and short I/O on demand (tests, and the
 //!   hidden `serve --inject-*` flags); `faulty` (tests and feature
@@ -47,6 +48,7 @@ pub mod meta;
 pub mod mode;
 pub mod model_device;
 pub mod recover;
+pub mod settings;
 pub mod superblock;
 
 pub use datapath::CacheMap;

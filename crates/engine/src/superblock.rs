@@ -5,6 +5,7 @@ use std::io;
 use crate::device::BlockDevice;
 use crate::meta::{copy_len, slot_len, Geometry, MetaStore};
 use crate::mode::CacheMode;
+use crate::settings::{CacheSettings, MAX_SETTINGS_BYTES};
 
 /// First bytes of a cache file.
 pub const SUPER_MAGIC: [u8; 8] = *b"SSDCACHE";
@@ -16,6 +17,52 @@ pub const SUPER_LEN: u64 = 4096;
 pub const META_OFFSET: u64 = SUPER_LEN;
 /// Bytes of the superblock covered by its checksum.
 const SUPER_CRC_AT: usize = 80;
+/// Where a copy keeps the settings `ssdcache set` made, if any: magic (8),
+/// length u32, CRC-32C of the text u32, then the text (JSON, at most
+/// [`MAX_SETTINGS_BYTES`]). A cache without settings has zeroes there, as
+/// before settings existed, so older builds still open it.
+const SETTINGS_AT: usize = 1024;
+const SETTINGS_MAGIC: [u8; 8] = *b"SETTINGS";
+const SETTINGS_TEXT_AT: usize = SETTINGS_AT + 16;
+
+/// The settings a superblock copy keeps, as their text (inline, so that a
+/// superblock stays a plain value).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StoredSettings {
+    len: u16,
+    text: [u8; MAX_SETTINGS_BYTES],
+}
+
+impl Default for StoredSettings {
+    fn default() -> Self {
+        StoredSettings { len: 0, text: [0; MAX_SETTINGS_BYTES] }
+    }
+}
+
+impl std::fmt::Debug for StoredSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.bytes()))
+    }
+}
+
+impl StoredSettings {
+    /// `s` as kept; an error if its text does not fit.
+    pub fn new(s: &CacheSettings) -> Result<StoredSettings, String> {
+        let b = s.to_bytes()?;
+        let mut out = StoredSettings { len: b.len() as u16, ..Default::default() };
+        out.text[..b.len()].copy_from_slice(&b);
+        Ok(out)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.text[..self.len as usize]
+    }
+
+    /// The settings kept (checked when the copy was read).
+    pub fn get(&self) -> CacheSettings {
+        CacheSettings::from_bytes(self.bytes()).unwrap_or_default()
+    }
+}
 
 /// The fixed header of a cache file, kept twice: at the start of the file
 /// and in its last 4 KiB (where a tool that clobbers the first megabytes of
@@ -25,7 +72,8 @@ const SUPER_CRC_AT: usize = 80;
 /// HDD segments u64, then the offsets of the metadata primaries, the data,
 /// the metadata mirrors and the second superblock copy, the file's size at
 /// `create`, and BACKING's identity (u64 each), CRC-32C of bytes 0..80
-/// (u32); zero to 4096.
+/// (u32); zero to 1024; the settings `ssdcache set` made, if any, at 1024
+/// (`SETTINGS_AT`), with their own checksum; zero to 4096.
 ///
 /// The file: superblock | metadata primaries | SSD slots | … | metadata
 /// mirrors | superblock copy. The mirrors sit far from the primaries so one
@@ -51,6 +99,8 @@ pub struct Superblock {
     /// cache opened over another disk of the same size would write its dirty
     /// segments, and serve its cached ones, as if they belonged there.
     pub backing_id: u64,
+    /// What `ssdcache set` changed ([`crate::settings`]).
+    pub settings: StoredSettings,
 }
 
 /// A BACKING's identity: its inode for a regular file, its device number
@@ -103,6 +153,7 @@ impl Superblock {
                 backup_offset,
                 device_len: cache_len,
                 backing_id: 0,
+                settings: StoredSettings::default(),
             }
         };
         let mut s = (cache_len.saturating_sub(META_OFFSET) / seg).min(u32::MAX as u64) as u32;
@@ -176,7 +227,41 @@ impl Superblock {
         }
         let crc = crc32c::crc32c(&b[..SUPER_CRC_AT]);
         b[SUPER_CRC_AT..SUPER_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        let text = self.settings.bytes();
+        if !text.is_empty() {
+            b[SETTINGS_AT..SETTINGS_AT + 8].copy_from_slice(&SETTINGS_MAGIC);
+            b[SETTINGS_AT + 8..SETTINGS_AT + 12].copy_from_slice(&(text.len() as u32).to_le_bytes());
+            b[SETTINGS_AT + 12..SETTINGS_AT + 16].copy_from_slice(&crc32c::crc32c(text).to_le_bytes());
+            b[SETTINGS_TEXT_AT..SETTINGS_TEXT_AT + text.len()].copy_from_slice(text);
+        }
         b
+    }
+
+    /// The settings area of a copy: empty (all zeroes), or magic, length,
+    /// checksum and text that parses.
+    fn decode_settings(b: &[u8]) -> Result<StoredSettings, String> {
+        let area = &b[SETTINGS_AT..];
+        if area.iter().all(|&x| x == 0) {
+            return Ok(StoredSettings::default());
+        }
+        if area[..8] != SETTINGS_MAGIC {
+            return Err("non-zero bytes after the superblock's checksummed header".into());
+        }
+        let len = u32::from_le_bytes(area[8..12].try_into().unwrap()) as usize;
+        if len == 0 || len > MAX_SETTINGS_BYTES {
+            return Err(format!("settings of {len} bytes (at most {MAX_SETTINGS_BYTES})"));
+        }
+        let text = &area[16..16 + len];
+        if crc32c::crc32c(text) != u32::from_le_bytes(area[12..16].try_into().unwrap()) {
+            return Err("settings checksum mismatch".into());
+        }
+        if area[16 + len..].iter().any(|&x| x != 0) {
+            return Err("non-zero bytes after the superblock's settings".into());
+        }
+        CacheSettings::from_bytes(text)?;
+        let mut out = StoredSettings { len: len as u16, ..Default::default() };
+        out.text[..len].copy_from_slice(text);
+        Ok(out)
     }
 
     /// Parses a superblock copy; `None` if `b` does not start with the magic.
@@ -195,10 +280,12 @@ impl Superblock {
             ))
         } else if crc32c::crc32c(&b[..SUPER_CRC_AT]) != u32_at(SUPER_CRC_AT) {
             Err("superblock checksum mismatch".into())
-        } else if b[SUPER_CRC_AT + 4..].iter().any(|&x| x != 0) {
+        } else if b.len() < SUPER_LEN as usize || b[SUPER_CRC_AT + 4..SETTINGS_AT].iter().any(|&x| x != 0) {
             // Not covered by the checksum, but written as zeroes: damage here
             // is still damage to this copy (and `serve` rewrites it).
             Err("non-zero bytes after the superblock's checksummed header".into())
+        } else if let Err(e) = Superblock::decode_settings(b) {
+            Err(e)
         } else if let Some(mode) = CacheMode::from_u16(mode) {
             let g = Geometry { segment_size: u32_at(12), ssd_segments: u32_at(16), hdd_segments: u64_at(24) };
             let sb = Superblock {
@@ -210,6 +297,7 @@ impl Superblock {
                 backup_offset: u64_at(56),
                 device_len: u64_at(64),
                 backing_id: u64_at(72),
+                settings: Superblock::decode_settings(b).expect("checked above"),
             };
             sb.check().map(|()| sb)
         } else {
@@ -354,5 +442,26 @@ mod tests {
         assert!(matches!(Superblock::decode(&old), Some(Err(e)) if e.contains("format 1")));
         assert!(Superblock::plan(64 << 20, (256 << 20) + 1, 1 << 20, CacheMode::WriteBack).is_err());
         assert!(Superblock::plan(1 << 20, 256 << 20, 1 << 20, CacheMode::WriteBack).is_err());
+    }
+
+    #[test]
+    fn settings_are_kept_checked_and_absent_settings_encode_as_before() {
+        let sb = Superblock::plan(64 << 20, 128 << 20, 1 << 20, CacheMode::WriteBack).unwrap();
+        let plain = sb.encode();
+        assert!(plain[SETTINGS_AT..].iter().all(|&b| b == 0), "no settings: the layout older builds read");
+        let mut set = CacheSettings::default();
+        set.assign("policy=s3fifo").unwrap();
+        set.assign("max-dirty=20%").unwrap();
+        let with = Superblock { settings: StoredSettings::new(&set).unwrap(), ..sb };
+        let b = with.encode();
+        let back = Superblock::decode(&b).unwrap().unwrap();
+        assert_eq!(back, with);
+        assert_eq!(back.settings.get(), set);
+        // A flipped bit in the text, its length or after it: this copy is damaged.
+        for at in [SETTINGS_TEXT_AT + 3, SETTINGS_AT + 9, SETTINGS_TEXT_AT + 900] {
+            let mut bad = b.clone();
+            bad[at] ^= 0x10;
+            assert!(Superblock::decode(&bad).unwrap().is_err(), "flip at {at}");
+        }
     }
 }

@@ -398,12 +398,23 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     ///   does not name saves before it returns;
     /// - a slot the durable map names is written back (if dirty), then
     ///   unmapped by a save, before anything else is copied into it.
-    pub fn set_fills_on_miss(&self) {
+    ///
+    /// Turned off again (a write-back cache going back to PWC), every mapped
+    /// slot (each a synced fill, or dirty) is saved at once, with every
+    /// segment locked, because PWC's writes never save.
+    pub fn set_fills_on_miss(&self, on: bool) -> io::Result<()> {
         assert_eq!(self.mode, WriteMode::Back, "only a write-back map keeps dirty slots");
-        self.fills_on_miss.store(true, Relaxed);
+        if on {
+            self.fills_on_miss.store(true, Relaxed);
+            return Ok(());
+        }
+        let _admin = lock(&self.admin);
+        let _all = self.locks.lock_all();
+        self.fills_on_miss.store(false, Relaxed);
+        self.save(|_| {})
     }
 
-    /// Whether [`set_fills_on_miss`](Self::set_fills_on_miss) was called.
+    /// Whether the map fills on misses ([`set_fills_on_miss`](Self::set_fills_on_miss)).
     pub fn fills_on_miss(&self) -> bool {
         self.fills_on_miss.load(Relaxed)
     }

@@ -90,7 +90,7 @@ impl Env {
             c.set_watch(Box::<AllDue>::default());
         }
         if self.fills {
-            c.set_fills_on_miss();
+            c.set_fills_on_miss(true)?;
         }
         Ok((c, st))
     }

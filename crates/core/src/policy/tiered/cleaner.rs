@@ -90,6 +90,14 @@ impl Cleaner {
         &self.cfg
     }
 
+    /// New bounds from now on (`ssdcache set`); which slots are dirty, and
+    /// since when, is kept. The rate's bucket starts empty again.
+    pub fn set_config(&mut self, cfg: CleanerConfig) {
+        self.cfg = cfg;
+        self.tokens = 0.0;
+        self.refilled = None;
+    }
+
     pub fn stats(&self) -> CleanerStats {
         self.stats
     }
