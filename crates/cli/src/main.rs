@@ -11,6 +11,7 @@ mod run;
 mod serve_cmd;
 mod serve_limits;
 mod serve_net;
+mod set_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
@@ -66,6 +67,9 @@ enum Command {
     Flush(serve_cmd::ControlArgs),
     /// Make a running server run the caching-and-eviction procedure now.
     Maintain(serve_cmd::ControlArgs),
+    /// Change a cache's policy, admission or cleaner settings now, without a restart, and keep them
+    /// in the cache file (kept for the next start when no server runs); --list names the keys.
+    Set(set_cmd::SetArgs),
 }
 
 fn main() {
@@ -103,6 +107,7 @@ fn main() {
             }
         }),
         Command::Maintain(args) => serve_cmd::maintain(args),
+        Command::Set(args) => set_cmd::run(args),
     };
     if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {
         eprintln!("heap peak bytes: {}", heap::peak());

@@ -374,21 +374,26 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         bail!("--promote-after must be at least 1");
     }
     let control = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
-    let engine = EngineConfig {
+    let flags = EngineConfig {
         policy: a.policy,
         error_limit: a.max_cache_errors,
         seq_cutoff,
         promote_after: a.promote_after,
         cleaner,
     };
-    if seq_cutoff.is_some() || a.promote_after.is_some() {
-        // Refused before the start procedure runs (a start that fails after
-        // it leaves the cache marked unclean); the engine checks again.
-        let mode = FileDevice::open(&a.cache).ok().and_then(|d| Superblock::read_either(&d).ok()).map(|r| r.sb.mode);
-        if let Some(mode) = mode {
-            engine.policy_spec(mode).map_err(|e| anyhow::anyhow!("{}: {e}", a.cache.display()))?;
+    // The settings `ssdcache set` kept in the cache file, under the flags
+    // given now; checked before the start procedure runs (a start that fails
+    // after it leaves the cache marked unclean), and by the engine again.
+    let sb = FileDevice::open(&a.cache).ok().and_then(|d| Superblock::read_either(&d).ok()).map(|r| r.sb);
+    let engine = match sb {
+        Some(sb) => {
+            let engine = sb.settings.get().under(&flags);
+            ssdcache_engine::engine::check_config_for(sb.mode, &engine, sb.geometry)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", a.cache.display()))?;
+            engine
         }
-    }
+        None => flags,
+    };
     let cfg = DaemonConfig {
         cache: a.cache,
         backing: a.backing,

@@ -184,7 +184,12 @@ pub async fn run(
         // status and /metrics: one source.
         let b = backend.clone();
         let source = Source::new(move || b.status(), Some(server.stats_handle()));
-        let served = Arc::new(Served { cache: backend.clone(), source: source.clone() });
+        let served = Arc::new(Served {
+            cache: backend.clone(),
+            path: cfg.cache.clone(),
+            source: source.clone(),
+            setting: Default::default(),
+        });
         let control_task = tokio::spawn(control_socket::accept_loop(control_listener, served, model));
         let metrics_task = match metrics_listener {
             None => None,

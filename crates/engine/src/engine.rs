@@ -123,6 +123,12 @@ impl EngineConfig {
     }
 }
 
+/// Whether `config` could run a `mode` cache of `geometry` (offline checks:
+/// `serve` before its start procedure, `ssdcache set` with no server).
+pub fn check_config_for(mode: CacheMode, config: &EngineConfig, geometry: crate::meta::Geometry) -> Result<(), String> {
+    decider_for(mode, config, &crate::meta::Meta::empty(geometry)).map(drop)
+}
+
 /// The decider `config` asks for in `mode`, seeded from `meta`; an error if
 /// the policy or the cleaner's bounds do not fit the mode.
 fn decider_for(mode: CacheMode, config: &EngineConfig, meta: &crate::meta::Meta) -> Result<Decider, String> {

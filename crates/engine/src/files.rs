@@ -244,6 +244,37 @@ pub fn no_wrap(
     Ok((ssd, Arc::new(backing)))
 }
 
+/// Keeps `settings` in both superblock copies of the cache file on `dev`:
+/// the first copy, a sync, the other, a sync, so a cut leaves one copy
+/// whole (the start procedure then uses it and rewrites the other). The
+/// caller holds the file's lock (a running server, or `ssdcache set` offline).
+pub fn write_settings(dev: &FileDevice, settings: &crate::settings::CacheSettings) -> io::Result<Superblock> {
+    let SuperRead { sb, .. } = Superblock::read_either(dev)?;
+    let stored = crate::superblock::StoredSettings::new(settings).map_err(io::Error::other)?;
+    let sb = Superblock { settings: stored, ..sb };
+    dev.write_at(&sb.encode(), 0)?;
+    dev.sync()?;
+    dev.write_at(&sb.encode(), sb.backup_offset)?;
+    dev.sync()?;
+    Ok(sb)
+}
+
+/// `ssdcache set` with no server running: the checks a running server
+/// makes, then the settings kept, under the cache file's lock (so no server
+/// starts meanwhile). Returns the settings kept.
+pub fn set_offline(cache: &Path, assignments: &[String]) -> Result<Vec<String>, String> {
+    let dev = FileDevice::open(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    lock_exclusive(&dev, cache).map_err(|e| e.to_string())?;
+    let SuperRead { sb, .. } = Superblock::read_either(&dev).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let mut kept = sb.settings.get();
+    for a in assignments {
+        kept.assign(a)?;
+    }
+    crate::engine::check_config_for(sb.mode, &kept.under(&EngineConfig::default()), sb.geometry)?;
+    write_settings(&dev, &kept).map_err(|e| format!("{}: the settings could not be kept: {e}", cache.display()))?;
+    Ok(kept.describe())
+}
+
 /// Opens a cache file over its backing store, runs the start procedure and
 /// builds the engine. Both files stay locked while the engine lives. A
 /// damaged superblock copy is rewritten from the intact one.

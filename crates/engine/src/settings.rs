@@ -49,13 +49,17 @@ pub const MAX_SETTINGS_BYTES: usize = 1024;
 
 impl CacheSettings {
     /// Applies `KEY=VALUE` (one line error naming the key and the value);
-    /// `KEY=none` unsets it.
-    pub fn assign(&mut self, assignment: &str) -> Result<(), String> {
+    /// `KEY=none` unsets it. Returns the key.
+    pub fn assign(&mut self, assignment: &str) -> Result<&'static str, String> {
         let shown: String = assignment.chars().take(80).collect();
         let (key, value) = assignment
             .split_once('=')
             .ok_or_else(|| format!("`{shown}`: expected KEY=VALUE (keys: {})", key_names()))?;
         let (key, value) = (key.trim(), value.trim());
+        let Some(&(name, _)) = KEYS.iter().find(|(k, _)| *k == key) else {
+            let k: String = key.chars().take(40).collect();
+            return Err(format!("unknown setting `{k}` (keys: {})", key_names()));
+        };
         let unset = UNSET.contains(&value.to_ascii_lowercase().as_str());
         let bad = |e: String| format!("{key}={value}: {e}");
         match key {
@@ -88,12 +92,24 @@ impl CacheSettings {
             "clean-rate" => {
                 self.clean_rate = if unset { None } else { Some(parse_bytes(value).map_err(|e| bad(e.to_string()))?) }
             }
-            _ => {
-                let k: String = key.chars().take(40).collect();
-                return Err(format!("unknown setting `{k}` (keys: {})", key_names()));
-            }
+            _ => unreachable!("every key of KEYS is handled"),
         }
-        Ok(())
+        Ok(name)
+    }
+
+    /// Sets `key` of `config` to this setting, or to its default when it is
+    /// not set (a `set KEY=none` at run time).
+    pub fn set_in(&self, key: &str, config: &mut EngineConfig) {
+        let default = EngineConfig::default();
+        match key {
+            "policy" => config.policy = self.policy.clone().or(default.policy),
+            "seq-cutoff" => config.seq_cutoff = self.seq_cutoff,
+            "promote-after" => config.promote_after = self.promote_after,
+            "max-dirty" => config.cleaner.max_dirty = self.max_dirty,
+            "dirty-age" => config.cleaner.dirty_age = self.dirty_age_ns,
+            "clean-rate" => config.cleaner.rate = self.clean_rate,
+            _ => {}
+        }
     }
 
     /// The JSON the superblock keeps; an error if it would not fit.
@@ -116,19 +132,17 @@ impl CacheSettings {
         serde_json::from_slice(b).map_err(|e| format!("unreadable settings: {e}"))
     }
 
-    /// `config` with every setting kept here laid over it: the engine's
-    /// configuration after a `set`.
-    pub fn over(&self, config: &EngineConfig) -> EngineConfig {
-        let mut c = config.clone();
-        if let Some(p) = &self.policy {
-            c.policy = Some(p.clone());
-        }
-        c.seq_cutoff = self.seq_cutoff.or(c.seq_cutoff);
-        c.promote_after = self.promote_after.or(c.promote_after);
+    /// The configuration `serve` starts with: each value given as a flag in
+    /// `flags` (an option that is set), else the one kept here.
+    pub fn under(&self, flags: &EngineConfig) -> EngineConfig {
+        let mut c = flags.clone();
+        c.policy = flags.policy.clone().or_else(|| self.policy.clone());
+        c.seq_cutoff = flags.seq_cutoff.or(self.seq_cutoff);
+        c.promote_after = flags.promote_after.or(self.promote_after);
         c.cleaner = CleanerConfig {
-            max_dirty: self.max_dirty.or(c.cleaner.max_dirty),
-            dirty_age: self.dirty_age_ns.or(c.cleaner.dirty_age),
-            rate: self.clean_rate.or(c.cleaner.rate),
+            max_dirty: flags.cleaner.max_dirty.or(self.max_dirty),
+            dirty_age: flags.cleaner.dirty_age.or(self.dirty_age_ns),
+            rate: flags.cleaner.rate.or(self.clean_rate),
         };
         c
     }

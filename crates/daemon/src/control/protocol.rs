@@ -1,22 +1,28 @@
 //! The control protocol of `ssdcache serve`, with no I/O inside (like
 //! `nbd/handshake.rs`): the client sends one line, `status`, `flush`,
 //! `flush-stop` (stops a running flush at its next segment: Ctrl-C of
-//! `ssdcache flush`) or `maintain`; the server answers one line of JSON, `{"ok":true,...}` with the
+//! `ssdcache flush`), `maintain`, or `set ["KEY=VALUE",…]` (a JSON array:
+//! `ssdcache set`); the server answers one line of JSON, `{"ok":true,...}` with the
 //! command's result, or `{"ok":false,"error":"..."}`, and closes. Fed bytes,
 //! tested here; [`super::socket`] moves them.
 
 use std::io;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
 use crate::metrics::snapshot::{Snapshot, Source};
+use ssdcache_block::sync::lock;
 use ssdcache_engine::datapath::FlushProgress;
 use ssdcache_engine::model_device::ModelDevice;
-use ssdcache_engine::{FileCache, FileDevice, MaintainReport};
+use ssdcache_engine::{files, FileCache, FileDevice, MaintainReport, Superblock};
+
+/// The longest command line read.
+pub const MAX_LINE: u64 = 4096;
 
 /// A command a client can send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// The engine's state.
     Status,
@@ -26,6 +32,8 @@ pub enum Command {
     Maintain,
     /// Stop a running `flush` at its next segment.
     FlushStop,
+    /// Change settings now and keep them (`KEY=VALUE` each).
+    Set(Vec<String>),
 }
 
 impl Command {
@@ -36,10 +44,15 @@ impl Command {
             "flush" => Ok(Command::Flush),
             "maintain" => Ok(Command::Maintain),
             "flush-stop" => Ok(Command::FlushStop),
-            other => {
-                let shown: String = other.chars().take(40).collect();
-                Err(format!("unknown command `{shown}` (status, flush, flush-stop, maintain)"))
-            }
+            other => match other.strip_prefix("set ") {
+                Some(list) => serde_json::from_str::<Vec<String>>(list)
+                    .map(Command::Set)
+                    .map_err(|e| format!("set: expected a JSON array of \"KEY=VALUE\" strings: {e}")),
+                None => {
+                    let shown: String = other.chars().take(40).collect();
+                    Err(format!("unknown command `{shown}` (status, flush, flush-stop, maintain, set)"))
+                }
+            },
         }
     }
 }
@@ -55,13 +68,18 @@ pub trait Controlled {
     fn stop_write_back(&self) -> bool;
     /// `maintain`.
     fn maintain(&self) -> io::Result<MaintainReport>;
+    /// `set`: every assignment applied and kept, or none; the settings kept.
+    fn set(&self, assignments: &[String]) -> Result<Vec<String>, String>;
 }
 
-/// A served cache: the engine, and where its snapshots come from (the
-/// engine and the NBD server's connections).
+/// A served cache: the engine, its file, and where its snapshots come from
+/// (the engine and the NBD server's connections).
 pub struct Served {
     pub cache: Arc<FileCache>,
+    pub path: PathBuf,
     pub source: Source,
+    /// One `set` at a time (each reads, changes and writes the superblock).
+    pub setting: Mutex<()>,
 }
 
 impl Controlled for Served {
@@ -76,6 +94,26 @@ impl Controlled for Served {
     }
     fn maintain(&self) -> io::Result<MaintainReport> {
         self.cache.maintain()
+    }
+    /// Checks the new configuration against the cache, keeps the settings in
+    /// the superblock (both copies), then applies them: a refusal at any
+    /// step before the last changes nothing.
+    fn set(&self, assignments: &[String]) -> Result<Vec<String>, String> {
+        let _one = lock(&self.setting);
+        let dev = FileDevice::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let sb = Superblock::read(&dev).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let mut kept = sb.settings.get();
+        let mut config = self.cache.config();
+        for a in assignments {
+            let key = kept.assign(a)?;
+            kept.set_in(key, &mut config);
+        }
+        self.cache.check_config(&config)?;
+        files::write_settings(&dev, &kept)
+            .map_err(|e| format!("the settings could not be kept, nothing changed: {e}"))?;
+        self.cache.reconfigure(&config)?;
+        log::info!("control: set {}", assignments.join(" "));
+        Ok(kept.describe())
     }
 }
 
@@ -120,6 +158,10 @@ pub fn answer(cmd: Result<Command, String>, engine: &dyn Controlled, model: Opti
         Ok(Command::Maintain) => match engine.maintain() {
             Ok(r) => json!({"ok": true, "report": r}),
             Err(e) => fail(e.to_string()),
+        },
+        Ok(Command::Set(list)) => match engine.set(&list) {
+            Ok(kept) => json!({"ok": true, "settings": kept}),
+            Err(e) => fail(e),
         },
     }
 }
@@ -186,6 +228,12 @@ mod tests {
         fn maintain(&self) -> io::Result<MaintainReport> {
             Ok(MaintainReport { plan: vec![(0, 5)], cached: 4, seconds: 0.25 })
         }
+        fn set(&self, assignments: &[String]) -> Result<Vec<String>, String> {
+            if self.fail {
+                return Err("refused".into());
+            }
+            Ok(assignments.to_vec())
+        }
     }
 
     fn round_trip(line: &str, engine: &Fake) -> Result<Value, String> {
@@ -217,6 +265,10 @@ mod tests {
         assert_eq!(round_trip("maintain", &ok).unwrap()["report"]["plan"], json!([[0, 5]]));
         let bad = Fake { flushes: AtomicU64::new(0), fail: true };
         assert_eq!(round_trip("flush", &bad).unwrap_err(), "backing device error");
+        let set = round_trip(r#"set ["policy=lru","max-dirty=20%"]"#, &ok).unwrap();
+        assert_eq!(set["settings"], json!(["policy=lru", "max-dirty=20%"]));
+        assert_eq!(round_trip(r#"set ["policy=lru"]"#, &bad).unwrap_err(), "refused");
+        assert!(round_trip("set policy=lru", &ok).unwrap_err().starts_with("set: expected a JSON array"));
     }
 
     #[test]

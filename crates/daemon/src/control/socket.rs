@@ -124,8 +124,8 @@ pub async fn accept_loop(listener: UnixListener, cache: Arc<Served>, model: Mode
 /// Reads the client's command line; `None` if it closed without one.
 async fn read_command(r: impl AsyncRead + Unpin, within: Duration) -> Result<Option<String>> {
     let mut line = String::new();
-    // One short command; a client sending more is cut off.
-    let mut reader = BufReader::new(r.take(256));
+    // One command (a `set` of a few settings at most); a client sending more is cut off.
+    let mut reader = BufReader::new(r.take(protocol::MAX_LINE));
     match tokio::time::timeout(within, reader.read_line(&mut line)).await {
         Err(_) => bail!("no command within {} s: closed", within.as_secs_f64()),
         Ok(n) => Ok((n? > 0).then(|| line.trim().to_string())),

@@ -1,0 +1,136 @@
+//! `ssdcache set`: a running write-back cache's policy and cleaner changed
+//! without a restart while a real client (python3-libnbd) writes through
+//! every switch and reads everything back; the settings kept across a
+//! restart; offline changes; refusals that change nothing.
+
+mod common;
+
+use common::{make_cache, one_line_error, Server, BIN};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const PY: &str = "/usr/bin/python3";
+
+fn run_ok(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn set(cache: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN).arg("set").arg(cache).args(args).output().unwrap()
+}
+
+fn status(cache: &Path) -> Value {
+    let mut c = Command::new(BIN);
+    c.arg("status").arg(cache).arg("--json");
+    serde_json::from_str::<Value>(&run_ok(c)).unwrap()["status"].clone()
+}
+
+/// Writes round `r`'s pattern into 48 segments of 128 KiB (4 KiB each, at
+/// an offset that moves with `r`), flushes, and reads back every round so far.
+fn client(nbd: std::net::SocketAddr, r: u8) {
+    let script = format!(
+        "import nbd\nh = nbd.NBD()\nh.connect_uri('nbd://{nbd}')\n\
+         for s in range(48): h.pwrite(bytes([(s * 7 + {r}) % 251 + 1]) * 4096, s * 131072 + {r} * 4096)\n\
+         h.flush()\n\
+         for q in range({r} + 1):\n\
+         \x20   for s in range(48):\n\
+         \x20       got = h.pread(4096, s * 131072 + q * 4096)\n\
+         \x20       assert got == bytes([(s * 7 + q) % 251 + 1]) * 4096, (q, s)\n\
+         h.shutdown()\n"
+    );
+    let mut c = Command::new(PY);
+    c.args(["-c", &script]);
+    run_ok(c);
+}
+
+#[test]
+fn policy_and_cleaner_change_at_run_time_and_are_kept() {
+    let has_libnbd = Command::new(PY).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
+    assert!(
+        has_libnbd,
+        "{PY} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // 6 MiB of backing, 2 MiB of cache: 16 slots of 128 KiB for 48 segments.
+    let (cache, backing) = make_cache(dir.path(), 6 << 20, &["--size", "2MiB"]);
+    let err = dir.path().join("serve.err");
+    let serve = || {
+        let mut c = Command::new(BIN);
+        c.arg("serve").arg(&cache).arg(&backing).args(["--listen", "127.0.0.1:0"]);
+        c
+    };
+    let server = Server::start(&mut serve(), &err);
+    assert!(status(&cache)["policy"].as_str().unwrap().starts_with("pwc"));
+    client(server.nbd(), 0);
+
+    let out = set(&cache, &["policy=lru", "max-dirty=25%"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("policy=lru max-dirty=25%"), "{out:?}");
+    let st = status(&cache);
+    assert_eq!(st["policy"], "lru");
+    assert!(!st["cleaner"].is_null(), "the cleaner started with its bound: {st}");
+    client(server.nbd(), 1);
+    let st = status(&cache);
+    assert!(st["filled"].as_u64().unwrap() > 16, "LRU fills on misses: {st}");
+
+    // Refused, nothing changed: an unknown key, a bad value, a policy that
+    // does not decide on access, a flash block buffer.
+    for (args, want) in [
+        (&["colour=red"][..], "unknown setting `colour`"),
+        (&["max-dirty=150%"][..], "max-dirty=150%"),
+        (&["policy=belady"][..], "--policy belady"),
+        (&["policy=fab"][..], "--policy fab"),
+        (&["policy=s3fifo", "promote-after=0"][..], "promote-after=0"),
+    ] {
+        one_line_error(&set(&cache, args), &[want]);
+        assert_eq!(status(&cache)["policy"], "lru", "{args:?}");
+    }
+
+    let out = set(&cache, &["policy=s3fifo"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(status(&cache)["policy"], "s3fifo");
+    client(server.nbd(), 2);
+    let out = set(&cache, &["policy=pwc"]);
+    assert!(out.status.success(), "{out:?}");
+    client(server.nbd(), 3);
+    let out = set(&cache, &["policy=sieve"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(server.stop(), 0);
+
+    // Kept: a restart without flags runs SIEVE with the cleaner's bound.
+    let server = Server::start(&mut serve(), &err);
+    let st = status(&cache);
+    assert_eq!(st["policy"], "sieve", "{st}");
+    client(server.nbd(), 4);
+    // A flag wins over the kept value for this run.
+    assert_eq!(server.stop(), 0);
+    let mut with_flag = serve();
+    with_flag.args(["--policy", "arc"]);
+    let server = Server::start(&mut with_flag, &err);
+    assert_eq!(status(&cache)["policy"], "arc");
+    client(server.nbd(), 5);
+    assert_eq!(server.stop(), 0);
+
+    // No server: kept for the next start, after the same checks.
+    let out = set(&cache, &["policy=2q", "max-dirty=none"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no server runs"), "{out:?}");
+    one_line_error(&set(&cache, &["policy=belady"]), &["--policy belady"]);
+    let list = set(&cache, &["--list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(text.contains("kept in the cache file: policy=2q") && !text.contains("max-dirty=25"), "{text}");
+    let server = Server::start(&mut serve(), &err);
+    assert_eq!(status(&cache)["policy"], "2q");
+    client(server.nbd(), 6);
+    assert_eq!(server.stop(), 0);
+    let check = Command::new(BIN).arg("check").arg(&cache).output().unwrap();
+    assert!(String::from_utf8_lossy(&check.stdout).contains("healthy"), "{check:?}");
+}
