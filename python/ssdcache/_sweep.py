@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import _core, _ray
+from ._results_io import frame
 from ._run import run_json, run_spec
 from ._trace import Size, Trace, TraceLike, spec_of, to_source
 
@@ -96,24 +97,6 @@ def _traces(traces: Any) -> list[Any]:
     if not out:
         raise ValueError("traces: give at least one trace")
     return out
-
-
-def frame(reports: list[dict]) -> Any:
-    """A DataFrame of reports: one row each, columns the report keys minus ``series``, in report order."""
-    import pandas as pd
-
-    columns: list[str] = []
-    seen: set[str] = set()
-    for r in reports:
-        for k in r:
-            if k != "series" and k not in seen:
-                seen.add(k)
-                columns.append(k)
-    rows = [{k: v for k, v in r.items() if k != "series"} for r in reports]
-    df = pd.DataFrame.from_records(rows, columns=columns)
-    if any("series" in r for r in reports):
-        df.attrs["series"] = [r.get("series", []) for r in reports]
-    return df
 
 
 def _progress(total: int, enabled: bool, desc: str):
