@@ -1,6 +1,10 @@
 """The plot command line: ``python -m ssdcache.plot KIND INPUT… -o OUT`` (and ``ssdcache
 plot …``, which runs it): reads results with :func:`ssdcache.plot.read_results` and draws
 them with the charts of :mod:`ssdcache.plot`.
+
+Nothing on this path imports ``ssdcache._core``: the Rust CLI runs this in Python, and
+Python need not load the Rust extension back to draw a chart (tests/python/test_plot.py
+runs it with the extension blocked).
 """
 
 from __future__ import annotations
@@ -95,7 +99,7 @@ def _main_analysis(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from ._analyze import Analysis
+    from ._analysis import Analysis
     from ._analyze_plot import save_analysis
 
     try:
