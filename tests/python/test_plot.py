@@ -218,6 +218,8 @@ def test_plot_command_line_without_the_extension(cli, tmp_path, monkeypatch):
     proc = _run_plot_cli("analysis", report, "-o", tmp_path / "charts")
     assert proc.returncode == 0, proc.stderr
     assert all(pathlib.Path(p).read_bytes().startswith(b"\x89PNG") for p in proc.stdout.splitlines())
-    # the Rust CLI's `ssdcache plot`, through the same Python
+    # the Rust CLI's `ssdcache plot` and `ssdcache trace analyze --plot`, through the same Python
     cli("plot", "curve", csv, "-o", tmp_path / "rust.png")
     assert (tmp_path / "rust.png").read_bytes().startswith(b"\x89PNG")
+    cli("trace", "analyze", "--gen", GEN, "--plot", tmp_path / "rust-charts")
+    assert (tmp_path / "rust-charts" / "popularity.png").read_bytes().startswith(b"\x89PNG")
