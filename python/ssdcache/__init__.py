@@ -27,28 +27,34 @@ Example
 
 from __future__ import annotations
 
+import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-try:
-    from . import _core
-except ImportError as e:  # pragma: no cover - depends on the build
-    raise ImportError(
-        "ssdcache's compiled extension ssdcache._core is missing: install the package with "
-        "`pip install .` (or `maturin develop`) from the repository root"
-    ) from e
-
-from ._analyze import Analysis, analyze
+# The names below that run the simulator come from modules built on the Rust
+# extension `ssdcache._core`; they are imported on first use (module __getattr__,
+# PEP 562), not here. So the pure-Python half of the package — ssdcache.plot, its
+# command line and results reader — imports without the extension: `ssdcache plot`
+# (Rust) runs Python, which need not load the Rust extension back, and draws charts
+# even where the extension is missing. `Result` and `Analysis` need only pandas.
+from ._analysis import Analysis
 from ._result import Result
-from ._mrc import mrc
-from ._run import simulate
-from ._sweep import sweep
-from ._trace import Trace, load
 
 if _TYPE_CHECKING:
-    from . import plot as plot  # imported on first use at run time (see __getattr__)
+    from . import _core
+    from . import plot as plot
+    from ._analyze import analyze as analyze
+    from ._mrc import mrc as mrc
+    from ._run import simulate as simulate
+    from ._sweep import sweep as sweep
+    from ._trace import Trace as Trace
+    from ._trace import load as load
 
-__version__: str = getattr(_core, "__version__", "0")
+    __version__: str
+
+# name -> the module that defines it, imported on first use (see __getattr__)
+_LAZY = {"simulate": "._run", "sweep": "._sweep", "load": "._trace", "Trace": "._trace", "mrc": "._mrc",
+         "analyze": "._analyze"}
 
 __all__ = [
     "simulate",
@@ -78,7 +84,7 @@ def policies() -> list[_core.CatalogueEntry]:
     >>> [p["name"] for p in ssdcache.policies()][:4]          # doctest: +SKIP
     ['lru', 'fifo', 'clock', 'lfu']
     """
-    return list(_core.policies())
+    return list(_ext().policies())
 
 
 def devices() -> list[_core.CatalogueEntry]:
@@ -89,7 +95,7 @@ def devices() -> list[_core.CatalogueEntry]:
     >>> [d["name"] for d in ssdcache.devices()]                # doctest: +SKIP
     ['ftl', 'hdd', 'ssd', 'dram', 'nvram']
     """
-    return list(_core.devices())
+    return list(_ext().devices())
 
 
 def generators() -> list[_core.CatalogueEntry]:
@@ -104,7 +110,7 @@ def generators() -> list[_core.CatalogueEntry]:
     >>> [g["name"] for g in ssdcache.generators()][:3]         # doctest: +SKIP
     ['zipf', 'uniform', 'scan']
     """
-    return list(_core.generators())
+    return list(_ext().generators())
 
 
 def modes() -> list[str]:
@@ -115,18 +121,35 @@ def modes() -> list[str]:
     >>> ssdcache.modes()                                       # doctest: +SKIP
     ['write-back', 'write-through', 'write-around', 'write-only', 'read-only']
     """
-    return list(_core.modes())
+    return list(_ext().modes())
+
+
+def _ext() -> _Any:
+    """The compiled extension `ssdcache._core`, imported on first use."""
+    try:
+        return _importlib.import_module("._core", __name__)
+    except ImportError as e:  # pragma: no cover - depends on the build
+        raise ImportError(
+            "ssdcache's compiled extension ssdcache._core is missing: install the package with "
+            "`pip install .` (or `maturin develop`) from the repository root"
+        ) from e
 
 
 def __getattr__(name: str) -> _Any:
     # `ssdcache.plot` is imported on first use: it needs matplotlib, and
     # `python -m ssdcache.plot` must not find it imported already.
     if name == "plot":
-        import importlib
-
-        return importlib.import_module(".plot", __name__)
-    raise AttributeError(f"module 'ssdcache' has no attribute {name!r}")
+        return _importlib.import_module(".plot", __name__)
+    if name in _LAZY:
+        _ext()  # the extension first, for its message when it is missing
+        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
+    elif name == "__version__":
+        value = getattr(_ext(), "__version__", "0")
+    else:
+        raise AttributeError(f"module 'ssdcache' has no attribute {name!r}")
+    globals()[name] = value  # later lookups find it without coming here
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"plot"})
+    return sorted(set(globals()) | set(__all__))

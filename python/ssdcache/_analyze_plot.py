@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ._analyze import Analysis
+    from ._analysis import Analysis
 
 __all__ = ["analysis", "save_analysis", "CHARTS"]
 

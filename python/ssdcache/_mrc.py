@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from . import _core
+from . import _core, _ray
 from ._run import _size, _warmup
 from ._trace import Size, Trace, TraceLike, _is_arraylike, spec_of, to_source
 
@@ -82,25 +82,11 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
     page_size = _size("page", page)
     sampling = (policy, None if sample is None else str(sample), sample_keys, seed) if sampled else None
     if executor == "ray":
-        from ._sweep import _check_ray_cluster
-
-        try:
-            import ray
-        except ImportError:
-            raise ImportError("executor='ray' needs Ray: pip install 'ssdcache[ray]' (or pip install ray)") from None
-        if not ray.is_initialized():
-            _check_ray_cluster()
-            ray.init()
+        ray = _ray.init()
         remote = ray.remote(_curve_text)
         shipped = [spec_of(t) if isinstance(t, Trace) else s for t, s in zip(traces, sources)]
         futures = [remote.remote(s, page_size, sizes, points, warm, sampling) for s in shipped]
-        try:
-            texts = ray.get(futures)
-        except Exception as e:
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, ValueError):  # a RayTaskError wrapping the curve's error
-                raise ValueError(str(cause)) from None
-            raise
+        texts = _ray.gather(ray, futures)
     else:
         texts = [_curve_text(s, page_size, sizes, points, warm, sampling) for s in sources]
     frames, curves = [], []
@@ -144,10 +130,7 @@ def _curve_text(source: Any, page: Any, sizes: list[Any] | None, points: int, wa
                 sampling: tuple[str, str | None, int | None, int] | None) -> str:
     """One trace's curve, as `ssdcache mrc --json` prints it (also a Ray task);
     with `sampling` (policy, rate, keys, seed), the JSON list of sampled curves."""
-    if isinstance(source, dict) and "arrays" in source:
-        from ._sweep import _writable
-
-        source = _writable(source)
+    source = _ray.writable(source)
     try:
         if sampling is None:
             return _core.mrc(source, page, sizes, points, warmup)

@@ -7,7 +7,6 @@ import concurrent.futures
 import itertools
 import json
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
@@ -15,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _core
+from . import _core, _ray
+from ._results_io import frame
 from ._run import run_json, run_spec
 from ._trace import Size, Trace, TraceLike, spec_of, to_source
 
@@ -97,24 +97,6 @@ def _traces(traces: Any) -> list[Any]:
     if not out:
         raise ValueError("traces: give at least one trace")
     return out
-
-
-def frame(reports: list[dict]) -> Any:
-    """A DataFrame of reports: one row each, columns the report keys minus ``series``, in report order."""
-    import pandas as pd
-
-    columns: list[str] = []
-    seen: set[str] = set()
-    for r in reports:
-        for k in r:
-            if k != "series" and k not in seen:
-                seen.add(k)
-                columns.append(k)
-    rows = [{k: v for k, v in r.items() if k != "series"} for r in reports]
-    df = pd.DataFrame.from_records(rows, columns=columns)
-    if any("series" in r for r in reports):
-        df.attrs["series"] = [r.get("series", []) for r in reports]
-    return df
 
 
 def _progress(total: int, enabled: bool, desc: str):
@@ -284,14 +266,6 @@ _worker_lock = threading.Lock()
 _WORKER_CACHE = 4
 
 
-def _writable(source: Any) -> Any:
-    # Arrays from Ray's object store are read-only views; give `_core` plain arrays.
-    if isinstance(source, dict) and "arrays" in source:
-        arrays = {k: (v if v.flags.writeable else v.copy()) for k, v in source["arrays"].items()}
-        return dict(source, arrays=arrays)
-    return source
-
-
 def _ray_cell(trace_id: str, source: Any, spec: dict) -> str:
     """One run on a Ray worker; returns the JSON report."""
     with _worker_lock:
@@ -299,7 +273,7 @@ def _ray_cell(trace_id: str, source: Any, spec: dict) -> str:
         if trace is not None:
             _worker_traces.move_to_end(trace_id)
     if trace is None:
-        trace = _load_shared(_writable(source))
+        trace = _load_shared(_ray.writable(source))
         with _worker_lock:
             _worker_traces[trace_id] = trace
             while len(_worker_traces) > _WORKER_CACHE:
@@ -307,74 +281,15 @@ def _ray_cell(trace_id: str, source: Any, spec: dict) -> str:
     return run_json(trace, spec)
 
 
-def _ray_address_file() -> str:
-    """Where `ray start` leaves the address of the cluster a plain `ray.init()` joins."""
-    try:
-        from ray._common.utils import get_ray_address_file
-
-        return str(get_ray_address_file(None))
-    except Exception:  # pragma: no cover - Ray's layout moved
-        return os.path.join(os.environ.get("RAY_TMPDIR", "/tmp"), "ray", "ray_current_cluster")
-
-
-def _check_ray_cluster(timeout: float = 3.0) -> None:
-    """Fails fast, with a message that says what to do, when the cluster `ray.init()` would
-    join (``RAY_ADDRESS``, else the address the last `ray start` left in Ray's temp directory)
-    does not answer: Ray itself would retry for minutes before giving up."""
-    env = os.environ.get("RAY_ADDRESS", "")
-    if env:
-        address, source = env, "RAY_ADDRESS"
-    else:
-        path = _ray_address_file()
-        try:
-            with open(path, encoding="utf-8") as f:
-                address = f.read().strip()
-        except OSError:
-            return  # no cluster recorded: ray.init() starts a local one
-        source = f"{path}, left by the last `ray start`"
-    if not address or address in ("auto", "local") or "://" in address:
-        return  # Ray's own lookup, a fresh local instance, or a Ray Client address
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
-            return
-    except (OSError, ValueError) as e:
-        reason = str(e) or type(e).__name__
-    raise ConnectionError(
-        f"executor='ray': the Ray cluster at {address} (from {source}) does not answer ({reason}). "
-        "Start it again, join another with ray.init(address=...) before sweeping, or "
-        + ("unset RAY_ADDRESS" if source == "RAY_ADDRESS" else "delete that file")
-        + " to run on a new local Ray instance.")
-
-
 def _run_ray(sources: list[Any], cells: list[tuple[int, dict]], progress: bool) -> list[str]:
-    try:
-        import ray
-    except ImportError:
-        raise ImportError("executor='ray' needs Ray: pip install 'ssdcache[ray]' (or pip install ray)") from None
-    if not ray.is_initialized():
-        _check_ray_cluster()
-        ray.init()
+    ray = _ray.init()
     remote = ray.remote(_ray_cell)
     ids = [uuid.uuid4().hex for _ in sources]
     refs = [ray.put(s) for s in sources]
     futures = [remote.remote(ids[i], refs[i], spec) for i, spec in cells]
     bar = _progress(len(futures), progress and len(futures) > 1, "ssdcache sweep (ray)")
     try:
-        pending = list(futures)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=len(pending), timeout=0.2)
-            if bar is not None:
-                bar.update(len(done))
-        texts = ray.get(futures)
-    except Exception as e:
-        for f in futures:
-            ray.cancel(f, force=False)
-        cause = getattr(e, "cause", None)
-        if isinstance(cause, ValueError):  # a RayTaskError wrapping the run's error
-            raise ValueError(str(cause)) from None
-        raise
+        return _ray.gather(ray, futures, bar)
     finally:
         if bar is not None:
             bar.close()
-    return texts

@@ -27,14 +27,13 @@ saved sweep::
 
 from __future__ import annotations
 
-import argparse
-import io
-import json
 import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union, cast
+
+from ._results_io import as_frame, read_results
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,7 +66,7 @@ _BOUNDED = ("miss_ratio", "hit_ratio", "misses", "hits")
 _COST_PARTS = (("write_time_ns", "write"), ("extra_write_time_ns", "extra write"), ("erase_time_ns", "erase"))
 
 
-# --- input ---------------------------------------------------------------------------------
+# --- helpers -------------------------------------------------------------------------------
 
 def _pd():
     import pandas as pd
@@ -80,88 +79,6 @@ def _plt():
 
     return plt
 
-
-def _frame(data: Any) -> pd.DataFrame:
-    """A DataFrame of runs from a DataFrame, Results, report dicts or one of those."""
-    pd = _pd()
-    if isinstance(data, pd.DataFrame):
-        return data
-    from ._sweep import frame
-
-    if isinstance(data, Mapping) or hasattr(data, "to_dict"):
-        data = [data]
-    rows = []
-    for r in data:
-        if hasattr(r, "to_dict") and not isinstance(r, Mapping):
-            r = r.to_dict()
-        if not isinstance(r, Mapping):
-            raise ValueError(f"expected a DataFrame, Results or report dicts, not {type(r).__name__}")
-        rows.append(dict(r))
-    if not rows:
-        raise ValueError("nothing to plot: no runs")
-    return frame(rows)
-
-
-# Results are small (a row a run); a larger input is a trace or a mistake, and is not read whole.
-_MAX_INPUT = 64 << 20
-
-
-def _read_text(f: Any, name: str) -> str:
-    try:
-        text = f.read(_MAX_INPUT + 1)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{name}: not text ({e.reason} at byte {e.start}): give the CSV or JSON lines of "
-                         "`ssdcache sim`") from None
-    if len(text) > _MAX_INPUT:
-        raise ValueError(f"{name}: more than {_MAX_INPUT >> 20} MiB: not the CSV or JSON lines of `ssdcache sim`")
-    return text
-
-
-def read_results(path: str | os.PathLike[str] | io.TextIOBase) -> pd.DataFrame:
-    """Reads runs from a file: the CSV of ``ssdcache sim --csv`` (or a saved sweep
-    DataFrame), or the JSON lines of ``ssdcache sim --json`` (series kept in
-    ``df.attrs["series"]``). ``"-"`` reads standard input.
-
-    Example
-    -------
-    >>> df = ssdcache.plot.read_results("runs.jsonl")        # doctest: +SKIP
-    """
-    pd = _pd()
-    if isinstance(path, io.TextIOBase):
-        name = "<stream>"
-        text = _read_text(path, name)
-    elif os.fspath(path) == "-":
-        name = "<stdin>"
-        text = _read_text(sys.stdin, name)
-    else:
-        name = os.fspath(path)
-        if not os.path.exists(name):
-            raise ValueError(f"input file not found: {name!r}")
-        if os.path.isdir(name):
-            raise ValueError(f"{name}: a directory, not a results file")
-        with open(name, encoding="utf-8") as f:
-            text = _read_text(f, name)
-    stripped = text.lstrip()
-    if not stripped:
-        raise ValueError(f"{name}: empty input")
-    if stripped[0] in "[{":
-        try:
-            if stripped[0] == "[":
-                reports = json.loads(stripped)
-            else:
-                reports = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{name}: not JSON lines as `ssdcache sim --json` prints: {e}") from None
-        return _frame(reports)
-    # pandas 3 reads floats exactly by default and deprecates the option.
-    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
-    df = pd.read_csv(io.StringIO(text), **exact)
-    if df.columns[0].startswith("Unnamed"):  # a DataFrame saved with its index
-        df = df.drop(columns=df.columns[0])
-    return df
-
-
-# --- helpers -------------------------------------------------------------------------------
 
 def _fmt_bytes(n: float) -> str:
     n = float(n)
@@ -354,7 +271,7 @@ def miss_ratio_curve(df: Runs, metric: str = "miss_ratio", *, x: str = "cache_by
     >>> df = ssdcache.sweep(trace, ["lru", "arc", "lirs", "belady"], ["1MiB", "4MiB", "16MiB"])  # doctest: +SKIP
     >>> ssdcache.plot.miss_ratio_curve(df).savefig("mrc.png")                                 # doctest: +SKIP
     """
-    df = _frame(df)
+    df = as_frame(df)
     if x not in df.columns:
         raise ValueError(f"no column {x!r} in the data")
     values = _metric(df, metric)
@@ -474,7 +391,7 @@ def normalised_bars(df: Runs, baseline: str = "lru", metrics: Sequence[str] = _B
     ...                     devices="ftl(type=hybrid,nand=mlc1)")                 # doctest: +SKIP
     >>> ssdcache.plot.normalised_bars(df).savefig("fig6.png")                    # doctest: +SKIP
     """
-    df = _frame(df)
+    df = as_frame(df)
     default = metrics is _BAR_METRICS
     if isinstance(metrics, str):
         metrics = [metrics]
@@ -537,7 +454,7 @@ def device_cost_bars(df: Runs, parts: Sequence[str] | None = None, *, read: bool
     -------
     >>> ssdcache.plot.device_cost_bars(df, read=True).savefig("cost.png")       # doctest: +SKIP
     """
-    df = _frame(df)
+    df = as_frame(df)
     if parts is None:
         stack = list(_COST_PARTS)
         if read:
@@ -607,7 +524,7 @@ def _series_runs(data: Any, name: Callable[[str], str]) -> list[tuple[str, list[
         reports.append(dict(r))
     if not reports:
         raise ValueError("nothing to plot: no runs")
-    df = _frame([{k: v for k, v in r.items() if k != "series"} for r in reports])
+    df = as_frame([{k: v for k, v in r.items() if k != "series"} for r in reports])
     keys = _varying(df, _RUN_KEYS) or ["policy"]
     labels = [", ".join(name(str(row[k])) if k == "policy" else _cell(k, row[k]) for k in keys)
               for row in df.to_dict("records")]
@@ -691,94 +608,15 @@ def analysis(a: Any, title: str | None = None) -> dict[str, Figure]:
 
 # --- command line --------------------------------------------------------------------------
 
-_KINDS = {"curve": "miss/hit-ratio curves against cache size (Belady as the bound)",
-          "mrc": "same as curve",
-          "hrc": "hit-ratio curves (curve --metric hit_ratio)",
-          "bars": "metrics normalised to a baseline policy (paper 004 Fig. 6)",
-          "cost": "stacked write / extra write / erase device time (paper 004 Figs. 7-12)",
-          "series": "per-interval lines (needs --json output of a run with --interval)",
-          "analysis": "every chart of `ssdcache trace analyze --json` output, into the directory -o"}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ssdcache.plot KIND INPUT… -o OUT.png|.svg|.pdf``; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m ssdcache.plot",
-        description="Draw ssdcache results (the CSV of `ssdcache sim --csv`, the JSON lines of "
-                    "`ssdcache sim --json`, or a saved sweep DataFrame) as PNG, SVG or PDF.",
-        epilog="kinds: " + "; ".join(f"{k}: {v}" for k, v in _KINDS.items()))
-    parser.add_argument("kind", choices=list(_KINDS), help="the chart")
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV or JSON-lines file(s); - for stdin")
-    parser.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
-    parser.add_argument("--metric", action="append", help="column(s) to plot (repeat for several)")
-    parser.add_argument("--baseline", default="lru", help="bars: the policy to normalise to (default lru)")
-    parser.add_argument("--read", action="store_true", help="cost: include read time")
-    parser.add_argument("--linear", action="store_true", help="curve: linear x axis")
-    parser.add_argument("--no-belady", action="store_true", help="curve: draw belady as an ordinary line")
-    parser.add_argument("--x", default="interval", choices=["interval", "time"], help="series: x axis")
-    parser.add_argument("--title", help="figure title")
-    parser.add_argument("--dpi", type=int, default=120)
-    parser.add_argument("--plot-format", default="png", choices=["png", "svg"], help="analysis: chart format")
-    args = parser.parse_args(argv)
-    if args.kind == "analysis":
-        return _main_analysis(args)
+    """``python -m ssdcache.plot KIND INPUT… -o OUT.png|.svg|.pdf``; returns the exit status.
 
-    ext = os.path.splitext(args.output)[1].lower()
-    if ext not in (".png", ".svg", ".pdf"):
-        parser.error(f"output must end in .png, .svg or .pdf, not {args.output!r}")
-    import matplotlib
+    The command line lives in ``ssdcache._plot_cli``, which imports this module's charts;
+    it is imported here only when called, so the two modules do not import each other.
+    """
+    from ._plot_cli import main as cli
 
-    matplotlib.use("Agg")
-    try:
-        frames = [read_results(p) for p in args.inputs]
-        df = frames[0]
-        if len(frames) > 1:
-            pd = _pd()
-            series_attr = [s for f in frames for s in f.attrs.get("series", [None] * len(f))]
-            df = pd.concat(frames, ignore_index=True)
-            if any(s is not None for s in series_attr):
-                df.attrs["series"] = [s or [] for s in series_attr]
-        m = args.metric
-        if args.kind in ("curve", "mrc", "hrc"):
-            metric = (m or ["hit_ratio" if args.kind == "hrc" else "miss_ratio"])[0]
-            fig = miss_ratio_curve(df, metric, belady=not args.no_belady, logx=not args.linear, title=args.title)
-        elif args.kind == "bars":
-            fig = normalised_bars(df, args.baseline, m or _BAR_METRICS, title=args.title)
-        elif args.kind == "cost":
-            fig = device_cost_bars(df, m, read=args.read, title=args.title)
-        else:
-            if "series" not in df.attrs:
-                raise ValueError("series needs the JSON lines of `ssdcache sim --json --interval …` "
-                                 "(CSV output has no series)")
-            fig = series(df, m or ("throughput_mb_s", "mean_latency_ns", "hit_ratio"), x=args.x, title=args.title)
-        fig.savefig(args.output, dpi=args.dpi)
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(args.output)
-    return 0
-
-
-def _main_analysis(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from ._analyze import Analysis
-    from ._analyze_plot import save_analysis
-
-    try:
-        if len(args.inputs) != 1:
-            raise ValueError("analysis takes one input: the JSON of `ssdcache trace analyze --json`")
-        with (sys.stdin if args.inputs[0] == "-" else open(args.inputs[0], encoding="utf-8")) as f:
-            report = json.load(f)
-        if not isinstance(report, dict) or "timeline" not in report:
-            raise ValueError(f"{args.inputs[0]}: not the JSON of `ssdcache trace analyze --json`")
-        paths = save_analysis(Analysis(report), args.output, args.plot_format, args.dpi)
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print("\n".join(paths))
-    return 0
+    return cli(argv)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """ssdcache.plot: each chart from a sweep, and `python -m ssdcache.plot` from CLI output."""
 
+import os
+import pathlib
 import subprocess
 import sys
 
@@ -177,3 +179,47 @@ def test_ssdcache_plot_command(cli, fin1, tmp_path, monkeypatch):
     assert b"<svg" in out.read_bytes()[:500]
     proc = cli("plot", "series", csv, "-o", tmp_path / "x.png", check=False)
     assert proc.returncode == 2 and "--json" in proc.stderr
+
+
+# A Python in which the Rust extension cannot be imported: `import ssdcache._core` raises ImportError.
+_BLOCK_CORE = "import sys\nsys.modules['ssdcache._core'] = None\n"
+GEN = "zipf(alpha=0.9,keys=2000,requests=20000,read=70%,seed=3)"
+DAYS = "desktop(days=2,per_day=2k,seed=2)"
+
+
+def test_plot_command_line_without_the_extension(cli, tmp_path, monkeypatch):
+    """The plot path (results reader, command line, charts) is pure Python: `python -m ssdcache.plot`
+    and `ssdcache plot` draw from CLI output in a Python where `ssdcache._core` cannot be imported
+    (blocked by a sitecustomize), so the Rust CLI never loads the Rust extension back."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_BLOCK_CORE)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("SSDCACHE_PYTHON", sys.executable)
+    # the block holds: the simulator's names say the extension is missing
+    proc = subprocess.run([sys.executable, "-c", "import ssdcache; ssdcache.simulate"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 1 and "ssdcache._core is missing" in proc.stderr, proc.stderr
+
+    csv = tmp_path / "runs.csv"
+    csv.write_text(cli("sim", "--csv", "--gen", GEN, "--policy", "lru,arc,belady", "--cache",
+                       "256KiB,1MiB,4MiB").stdout)
+    jsonl = tmp_path / "runs.jsonl"
+    jsonl.write_text(cli("sim", "--json", "--gen", DAYS, "--policy", "lru,arc", "--cache", "1MiB",
+                         "--interval", "1d").stdout)
+    report = tmp_path / "analysis.json"
+    report.write_text(cli("trace", "analyze", "--gen", GEN, "--json").stdout)
+    for kind, src, out, extra in [("curve", csv, "mrc.png", []), ("bars", jsonl, "bars.png", []),
+                                  ("series", jsonl, "series.png", ["--metric", "hit_ratio"])]:
+        proc = _run_plot_cli(kind, src, "-o", tmp_path / out, *extra)
+        assert proc.returncode == 0, (kind, proc.stderr)
+        assert proc.stdout.strip() == str(tmp_path / out)
+        assert (tmp_path / out).read_bytes().startswith(b"\x89PNG"), out
+    proc = _run_plot_cli("analysis", report, "-o", tmp_path / "charts")
+    assert proc.returncode == 0, proc.stderr
+    assert all(pathlib.Path(p).read_bytes().startswith(b"\x89PNG") for p in proc.stdout.splitlines())
+    # the Rust CLI's `ssdcache plot` and `ssdcache trace analyze --plot`, through the same Python
+    cli("plot", "curve", csv, "-o", tmp_path / "rust.png")
+    assert (tmp_path / "rust.png").read_bytes().startswith(b"\x89PNG")
+    cli("trace", "analyze", "--gen", GEN, "--plot", tmp_path / "rust-charts")
+    assert (tmp_path / "rust-charts" / "popularity.png").read_bytes().startswith(b"\x89PNG")

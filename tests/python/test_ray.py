@@ -171,12 +171,12 @@ def test_ray_fails_fast_when_the_last_ray_start_is_dead(monkeypatch, tmp_path):
     in Ray's default temp directory used to leave behind)."""
     if ray.is_initialized():
         pytest.skip("Ray is initialised already in this process")
-    from ssdcache import _sweep
+    from ssdcache import _ray
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     stale = tmp_path / "ray_current_cluster"
     stale.write_text(f"127.0.0.1:{_closed_port()}")
-    monkeypatch.setattr(_sweep, "_ray_address_file", lambda: str(stale))
+    monkeypatch.setattr(_ray, "address_file", lambda: str(stale))
     t = time.monotonic()
     with pytest.raises(ConnectionError, match=re.escape(str(stale)) + ".*does not answer.*delete that file"):
         ssdcache.sweep(GEN, ["lru"], "1MiB", executor="ray", progress=False)
@@ -187,9 +187,9 @@ def test_ray_fails_fast_when_the_last_ray_start_is_dead(monkeypatch, tmp_path):
 def test_the_address_file_is_where_ray_reads_it():
     from ray._private.services import find_bootstrap_address
 
-    from ssdcache import _sweep
+    from ssdcache import _ray
 
-    path = _sweep._ray_address_file()
+    path = _ray.address_file()
     expected = find_bootstrap_address(None)
     if os.path.exists(path):
         with open(path) as f:

@@ -1,6 +1,9 @@
 //! `ssdcache plot ...`: the Python package's plot CLI (`python3 -m ssdcache.plot`)
 //! under the one command. Its arguments go through untouched, and so does its
-//! exit status (the process is replaced on Unix).
+//! exit status (the process is replaced on Unix). That Python side (the charts,
+//! `ssdcache._plot_cli`, `ssdcache._results_io`) is pure Python: it does not load
+//! the Rust extension `ssdcache._core` back (tests/python/test_plot.py checks it
+//! with the extension blocked).
 
 use anyhow::{anyhow, Result};
 use clap::Args;
