@@ -101,25 +101,43 @@ fn policy_and_cleaner_change_at_run_time_and_are_kept() {
     let out = set(&cache, &["policy=pwc"]);
     assert!(out.status.success(), "{out:?}");
     client(server.nbd(), 3);
-    let out = set(&cache, &["policy=sieve"]);
+    // The mode at run time: write-back -> write-through writes every dirty
+    // segment back first. Refused while the policy (PWC now) or the
+    // cleaner's bound does not fit the new mode.
+    one_line_error(&set(&cache, &["mode=write-through"]), &["--policy pwc: a write-through cache needs"]);
+    one_line_error(&set(&cache, &["mode=write-through", "policy=lru"]), &["the cleaner's bounds apply to write-back"]);
+    assert_eq!(status(&cache)["mode"], "write-back");
+    let out = set(&cache, &["mode=write-through", "policy=lru", "max-dirty=none"]);
     assert!(out.status.success(), "{out:?}");
+    let st = status(&cache);
+    assert_eq!((st["mode"].as_str(), st["dirty"].as_u64()), (Some("write-through"), Some(0)), "{st}");
+    client(server.nbd(), 4);
+    assert_eq!(server.stop(), 0);
+    // Kept across a restart, and back to write-back.
+    let server = Server::start(&mut serve(), &err);
+    assert_eq!(status(&cache)["mode"], "write-through");
+    let out = set(&cache, &["mode=write-back", "policy=sieve", "max-dirty=25%"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(status(&cache)["mode"], "write-back");
+    client(server.nbd(), 5);
     assert_eq!(server.stop(), 0);
 
     // Kept: a restart without flags runs SIEVE with the cleaner's bound.
     let server = Server::start(&mut serve(), &err);
     let st = status(&cache);
-    assert_eq!(st["policy"], "sieve", "{st}");
-    client(server.nbd(), 4);
+    assert_eq!((st["policy"].as_str(), st["mode"].as_str()), (Some("sieve"), Some("write-back")), "{st}");
+    client(server.nbd(), 6);
     // A flag wins over the kept value for this run.
     assert_eq!(server.stop(), 0);
     let mut with_flag = serve();
     with_flag.args(["--policy", "arc"]);
     let server = Server::start(&mut with_flag, &err);
     assert_eq!(status(&cache)["policy"], "arc");
-    client(server.nbd(), 5);
+    client(server.nbd(), 7);
     assert_eq!(server.stop(), 0);
 
     // No server: kept for the next start, after the same checks.
+    one_line_error(&set(&cache, &["mode=write-through"]), &["only under a running server"]);
     let out = set(&cache, &["policy=2q", "max-dirty=none"]);
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("no server runs"), "{out:?}");
@@ -129,7 +147,7 @@ fn policy_and_cleaner_change_at_run_time_and_are_kept() {
     assert!(text.contains("kept in the cache file: policy=2q") && !text.contains("max-dirty=25"), "{text}");
     let server = Server::start(&mut serve(), &err);
     assert_eq!(status(&cache)["policy"], "2q");
-    client(server.nbd(), 6);
+    client(server.nbd(), 8);
     assert_eq!(server.stop(), 0);
     let check = Command::new(BIN).arg("check").arg(&cache).output().unwrap();
     assert!(String::from_utf8_lossy(&check.stdout).contains("healthy"), "{check:?}");

@@ -37,7 +37,7 @@
 //! restarts empty after a crash, see [`crate::map`]).
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -353,7 +353,8 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
 pub struct CachedBackend<S, H, M> {
     shared: Arc<Shared<S, H, M>>,
     size: u64,
-    mode: CacheMode,
+    /// A [`CacheMode`] (changed at run time by [`CachedBackend::switch_mode`]).
+    mode: AtomicU16,
     ticker: Mutex<Option<JoinHandle<()>>>,
     cleaner: Mutex<Option<JoinHandle<()>>>,
 }
@@ -392,7 +393,13 @@ where
             config: Mutex::new(config.clone()),
         });
         let size = shared.map.len();
-        let backend = CachedBackend { shared, size, mode, ticker: Mutex::new(None), cleaner: Mutex::new(None) };
+        let backend = CachedBackend {
+            shared,
+            size,
+            mode: AtomicU16::new(mode as u16),
+            ticker: Mutex::new(None),
+            cleaner: Mutex::new(None),
+        };
         if config.cleaner.is_active() {
             backend.start_cleaner(config.cleaner);
         }
@@ -407,7 +414,7 @@ where
     /// Whether `config` could run this cache (the policy builds for its
     /// mode, the cleaner's bounds fit it), changing nothing.
     pub fn check_config(&self, config: &EngineConfig) -> Result<(), String> {
-        decider_for(self.mode, config, &self.shared.map.meta()).map(drop)
+        decider_for(self.mode(), config, &self.shared.map.meta()).map(drop)
     }
 
     /// Runs with `config` from now on, without a restart (`ssdcache set`):
@@ -419,9 +426,15 @@ where
     /// `config` does not fit the cache.
     pub fn reconfigure(&self, config: &EngineConfig) -> Result<(), String> {
         let _no_procedure = lock(&self.shared.maintaining);
+        self.reconfigure_now(config)
+    }
+
+    /// [`reconfigure`](Self::reconfigure), no procedure running.
+    fn reconfigure_now(&self, config: &EngineConfig) -> Result<(), String> {
+        let mode = self.mode();
         let mut d = lock(&self.shared.decider);
-        let new = decider_for(self.mode, config, &self.shared.map.meta())?;
-        if self.mode == CacheMode::WriteBack && new.fills_on_miss() != self.shared.map.fills_on_miss() {
+        let new = decider_for(mode, config, &self.shared.map.meta())?;
+        if mode == CacheMode::WriteBack && new.fills_on_miss() != self.shared.map.fills_on_miss() {
             self.shared
                 .map
                 .set_fills_on_miss(new.fills_on_miss())
@@ -433,6 +446,85 @@ where
         if lock(&self.cleaner).is_some() {
             self.shared.map.with_watch(|w: &mut CleanerWatch| w.cleaner.set_config(config.cleaner));
             self.shared.nudge.nudge();
+        } else if config.cleaner.is_active() {
+            self.start_cleaner(config.cleaner);
+        }
+        *lock(&self.shared.config) = config.clone();
+        Ok(())
+    }
+
+    /// Switches the cache to mode `to`, running with `config` (whose policy
+    /// must fit `to`), without a restart (`ssdcache set mode=…`):
+    /// - leaving write-back, no new write becomes dirty from the start, every
+    ///   dirty segment is written back (`status` shows it as a flush, and
+    ///   `ssdcache flush`'s Ctrl-C stops it: the cache then stays write-back,
+    ///   as does any failure), and only then the mode changes;
+    /// - `persist` records the mode (the superblock) where a crash is safe
+    ///   either side of it: before the map changes when entering write-back,
+    ///   after it when leaving (the map saved then is empty, which a start
+    ///   in either mode reads right). If it fails the map goes back.
+    ///
+    /// The new policy starts from the segments cached now (passthrough drops
+    /// them: its requests bypass the map).
+    pub fn switch_mode(
+        &self,
+        to: CacheMode,
+        config: &EngineConfig,
+        persist: &dyn Fn(CacheMode) -> io::Result<()>,
+    ) -> Result<(), String> {
+        let _no_procedure = lock(&self.shared.maintaining);
+        let from = self.mode();
+        if from == to {
+            return self.reconfigure_now(config);
+        }
+        let map = &self.shared.map;
+        decider_for(to, config, &map.meta())?;
+        if map.is_degraded() {
+            return Err("the cache is degraded: its mode cannot change until `serve --clear-degraded`".into());
+        }
+        if from == CacheMode::WriteBack {
+            map.stop_dirtying();
+            let drained = match map.write_back() {
+                Ok(p) if p.interrupted => Err(format!(
+                    "stopped after writing back {} of {} dirty segment(s); still {}",
+                    p.written_back,
+                    p.total,
+                    from.name()
+                )),
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("writing the dirty segments back failed, still {}: {e}", from.name())),
+            };
+            if let Err(e) = drained {
+                map.resume_dirtying();
+                return Err(e);
+            }
+        }
+        let mut d = lock(&self.shared.decider);
+        let undo = |e: String| {
+            map.resume_dirtying();
+            e
+        };
+        if to == CacheMode::WriteBack {
+            persist(to).map_err(|e| undo(format!("the mode could not be kept, nothing changed: {e}")))?;
+        }
+        map.set_mode(to.write_mode(), to == CacheMode::Passthrough)
+            .map_err(|e| undo(format!("the metadata could not be saved, still {}: {e}", from.name())))?;
+        if to != CacheMode::WriteBack {
+            if let Err(e) = persist(to) {
+                let back = map.set_mode(from.write_mode(), false);
+                return Err(undo(format!("the mode could not be kept, still {} ({back:?}): {e}", from.name())));
+            }
+        }
+        let new = decider_for(to, config, &map.meta())?;
+        if to == CacheMode::WriteBack && new.fills_on_miss() {
+            map.set_fills_on_miss(true).map_err(|e| e.to_string())?;
+        }
+        log::info!("mode {} -> {}, policy {} -> {}", from.name(), to.name(), d.name(), new.name());
+        *d = new;
+        drop(d);
+        self.mode.store(to as u16, Relaxed);
+        if lock(&self.cleaner).is_some() {
+            self.shared.map.with_watch(|w: &mut CleanerWatch| w.cleaner.set_config(config.cleaner));
         } else if config.cleaner.is_active() {
             self.start_cleaner(config.cleaner);
         }
@@ -547,7 +639,7 @@ where
 
     /// The cache mode.
     pub fn mode(&self) -> CacheMode {
-        self.mode
+        CacheMode::from_u16(self.mode.load(Relaxed)).expect("only modes are stored")
     }
 
     /// What `ssdcache status` shows.
@@ -555,7 +647,7 @@ where
         let g = self.shared.map.with_meta(|m| m.geometry);
         let s = lock(&self.shared.schedule);
         EngineStatus {
-            mode: self.mode,
+            mode: self.mode(),
             policy: lock(&self.shared.decider).name().to_string(),
             segment_size: g.segment_size as u64,
             ssd_segments: g.ssd_segments as u64,
@@ -567,7 +659,7 @@ where
                 (t > 0).then_some(t as f64)
             }),
             last_report: s.last_report.clone(),
-            next_maintenance: s.next.filter(|_| self.mode == CacheMode::WriteBack).map(unix),
+            next_maintenance: s.next.filter(|_| self.mode() == CacheMode::WriteBack).map(unix),
             idle: s.idle.map(|d| d.as_secs_f64()),
             uptime: self.shared.opened.elapsed().as_secs_f64(),
             cache_hints: self.shared.hints.load(Relaxed),
@@ -619,7 +711,7 @@ where
         let t0 = Instant::now();
         let _busy = self.shared.arrive();
         // Decided as the request arrives: nothing new is cached from then on.
-        let bypass = self.mode == CacheMode::Passthrough || self.shared.map.is_degraded();
+        let bypass = self.mode() == CacheMode::Passthrough || self.shared.map.is_degraded();
         let r = f();
         let outcome = match &r {
             Err(_) => Outcome::Error,
@@ -1059,6 +1151,52 @@ mod tests {
             ..EngineConfig::default()
         };
         assert!(wt.reconfigure(&cleaning).unwrap_err().contains("write-back caches only"));
+    }
+
+    #[test]
+    fn the_mode_changes_at_run_time_writing_dirty_data_back_first() {
+        let rig = Rig::new();
+        let (e, _) = rig.open();
+        let kept = Mutex::new(Vec::new());
+        let persist = |m: CacheMode| -> io::Result<()> {
+            lock(&kept).push(m);
+            Ok(())
+        };
+        reference(&e, 7, 5);
+        e.maintain().unwrap();
+        e.write_at(&[0x33; 64], 7 * SEG, false).unwrap();
+        assert_eq!(e.status().map.dirty, 1);
+        // PWC does not fit write-through: refused, nothing changed.
+        let pwc = EngineConfig { policy: Some("pwc".into()), ..EngineConfig::default() };
+        assert!(e.switch_mode(CacheMode::WriteThrough, &pwc, &persist).is_err());
+        assert_eq!((e.mode(), e.status().map.dirty), (CacheMode::WriteBack, 1));
+        // Write-back -> write-through: written back first, kept after.
+        e.switch_mode(CacheMode::WriteThrough, &EngineConfig::default(), &persist).unwrap();
+        assert_eq!(e.mode(), CacheMode::WriteThrough);
+        assert_eq!(e.status().map.dirty, 0);
+        assert_eq!(rig.hdd_seg(7)[..64], [0x33; 64], "on BACKING before the switch");
+        assert_eq!(e.status().policy, "lru");
+        e.write_at(&[0x44; 64], 9 * SEG, false).unwrap();
+        assert_eq!(rig.hdd_seg(9)[..64], [0x44; 64], "write-through");
+        assert!(saved_mapping(&rig).iter().all(|m| m.is_none()), "a write-through map saves an empty map");
+        // -> write-back with LRU: a write stays on the SSD, and survives a crash.
+        let lru = EngineConfig { policy: Some("lru".into()), ..EngineConfig::default() };
+        e.switch_mode(CacheMode::WriteBack, &lru, &persist).unwrap();
+        e.write_at(&[0x55; 64], 9 * SEG, false).unwrap();
+        assert_eq!(rig.hdd_seg(9)[..64], [0x44; 64], "write-back again");
+        assert_eq!(*lock(&kept), vec![CacheMode::WriteThrough, CacheMode::WriteBack]);
+        // -> passthrough: drained, nothing cached (its requests bypass the map).
+        e.switch_mode(CacheMode::Passthrough, &EngineConfig::default(), &persist).unwrap();
+        assert!(e.mapping().iter().all(|m| m.is_none()));
+        assert_eq!(read(&e, 9 * SEG, 64), [0x55; 64]);
+        // A failing persist leaves the mode as it was.
+        let failing = |_: CacheMode| -> io::Result<()> { Err(io::Error::other("disk full")) };
+        assert!(e.switch_mode(CacheMode::WriteBack, &lru, &failing).unwrap_err().contains("disk full"));
+        assert_eq!(e.mode(), CacheMode::Passthrough);
+        drop(e);
+        let (e, _) = rig.open_with(CacheMode::WriteBack, "lru");
+        assert_eq!(read(&e, 7 * SEG, 64), [0x33; 64]);
+        assert_eq!(read(&e, 9 * SEG, 64), [0x55; 64]);
     }
 
     /// The map as the last durable save holds it.

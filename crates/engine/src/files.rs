@@ -244,14 +244,25 @@ pub fn no_wrap(
     Ok((ssd, Arc::new(backing)))
 }
 
-/// Keeps `settings` in both superblock copies of the cache file on `dev`:
-/// the first copy, a sync, the other, a sync, so a cut leaves one copy
-/// whole (the start procedure then uses it and rewrites the other). The
-/// caller holds the file's lock (a running server, or `ssdcache set` offline).
+/// Keeps `settings` in both superblock copies of the cache file on `dev`.
+/// The caller holds the file's lock (a running server, or `ssdcache set`
+/// offline).
 pub fn write_settings(dev: &FileDevice, settings: &crate::settings::CacheSettings) -> io::Result<Superblock> {
-    let SuperRead { sb, .. } = Superblock::read_either(dev)?;
     let stored = crate::superblock::StoredSettings::new(settings).map_err(io::Error::other)?;
-    let sb = Superblock { settings: stored, ..sb };
+    rewrite_superblock(dev, |sb| sb.settings = stored)
+}
+
+/// Records `mode` in both superblock copies (a running server's mode switch).
+pub fn write_mode(dev: &FileDevice, mode: CacheMode) -> io::Result<Superblock> {
+    rewrite_superblock(dev, |sb| sb.mode = mode)
+}
+
+/// Both superblock copies, changed by `edit`: the first copy, a sync, the
+/// other, a sync, so a cut leaves one copy whole (the start procedure then
+/// uses it and rewrites the other).
+fn rewrite_superblock(dev: &FileDevice, edit: impl FnOnce(&mut Superblock)) -> io::Result<Superblock> {
+    let SuperRead { mut sb, .. } = Superblock::read_either(dev)?;
+    edit(&mut sb);
     dev.write_at(&sb.encode(), 0)?;
     dev.sync()?;
     dev.write_at(&sb.encode(), sb.backup_offset)?;
@@ -268,6 +279,12 @@ pub fn set_offline(cache: &Path, assignments: &[String]) -> Result<Vec<String>, 
     let SuperRead { sb, .. } = Superblock::read_either(&dev).map_err(|e| format!("{}: {e}", cache.display()))?;
     let mut kept = sb.settings.get();
     for a in assignments {
+        if a.trim_start().starts_with("mode=") {
+            return Err(format!(
+                "{a}: a mode changes only under a running server (it writes dirty segments back first); \
+                 start `ssdcache serve` and set it again"
+            ));
+        }
         kept.assign(a)?;
     }
     crate::engine::check_config_for(sb.mode, &kept.under(&EngineConfig::default()), sb.geometry)?;

@@ -40,7 +40,7 @@ pub const CACHE_MODES: &[(&str, CacheMode)] = &[
 ];
 
 impl CacheMode {
-    pub(crate) fn from_u16(v: u16) -> Option<CacheMode> {
+    pub fn from_u16(v: u16) -> Option<CacheMode> {
         CACHE_MODES.iter().map(|(_, m)| *m).find(|m| *m as u16 == v)
     }
 

@@ -30,6 +30,7 @@ pub struct CacheSettings {
 
 /// Every key `set` takes, with what it means (`ssdcache set --list`).
 pub const KEYS: &[(&str, &str)] = &[
+    ("mode", "the cache mode (running server only; leaving write-back writes every dirty segment back first): write-back, write-through, write-around, read-only, passthrough"),
     (
         "policy",
         "the policy (`serve --policy`): any of `ssdcache policies` that decides on each access, or pwc (write-back)",
@@ -91,6 +92,9 @@ impl CacheSettings {
             }
             "clean-rate" => {
                 self.clean_rate = if unset { None } else { Some(parse_bytes(value).map_err(|e| bad(e.to_string()))?) }
+            }
+            "mode" => {
+                return Err(format!("{key}={value}: a mode is the superblock's, not a setting (see `ssdcache set`)"))
             }
             _ => unreachable!("every key of KEYS is handled"),
         }

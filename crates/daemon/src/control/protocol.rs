@@ -16,7 +16,7 @@ use crate::metrics::snapshot::{Snapshot, Source};
 use ssdcache_block::sync::lock;
 use ssdcache_engine::datapath::FlushProgress;
 use ssdcache_engine::model_device::ModelDevice;
-use ssdcache_engine::{files, FileCache, FileDevice, MaintainReport, Superblock};
+use ssdcache_engine::{files, CacheMode, FileCache, FileDevice, MaintainReport, Superblock};
 
 /// The longest command line read.
 pub const MAX_LINE: u64 = 4096;
@@ -97,23 +97,44 @@ impl Controlled for Served {
     }
     /// Checks the new configuration against the cache, keeps the settings in
     /// the superblock (both copies), then applies them: a refusal at any
-    /// step before the last changes nothing.
+    /// step before the last changes nothing. `mode=…` switches the mode too
+    /// (writing dirty segments back first when leaving write-back), before
+    /// the other settings are kept.
     fn set(&self, assignments: &[String]) -> Result<Vec<String>, String> {
         let _one = lock(&self.setting);
-        let dev = FileDevice::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
-        let sb = Superblock::read(&dev).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let named = |e: std::io::Error| format!("{}: {e}", self.path.display());
+        let dev = FileDevice::open(&self.path).map_err(named)?;
+        let sb = Superblock::read(&dev).map_err(named)?;
         let mut kept = sb.settings.get();
         let mut config = self.cache.config();
+        let mut mode = None;
         for a in assignments {
-            let key = kept.assign(a)?;
-            kept.set_in(key, &mut config);
+            match a.trim().strip_prefix("mode=") {
+                Some(m) => mode = Some(m.trim().parse::<CacheMode>().map_err(|e| format!("{a}: {e}"))?),
+                None => {
+                    let key = kept.assign(a)?;
+                    kept.set_in(key, &mut config);
+                }
+            }
         }
-        self.cache.check_config(&config)?;
-        files::write_settings(&dev, &kept)
-            .map_err(|e| format!("the settings could not be kept, nothing changed: {e}"))?;
-        self.cache.reconfigure(&config)?;
+        match mode {
+            Some(to) => {
+                let persist = |m: CacheMode| files::write_mode(&dev, m).map(drop);
+                self.cache.switch_mode(to, &config, &persist)?;
+                files::write_settings(&dev, &kept)
+                    .map_err(|e| format!("mode {} now, but the other settings could not be kept: {e}", to.name()))?;
+            }
+            None => {
+                self.cache.check_config(&config)?;
+                files::write_settings(&dev, &kept)
+                    .map_err(|e| format!("the settings could not be kept, nothing changed: {e}"))?;
+                self.cache.reconfigure(&config)?;
+            }
+        }
         log::info!("control: set {}", assignments.join(" "));
-        Ok(kept.describe())
+        let mut out = vec![format!("mode={}", self.cache.mode().name())];
+        out.extend(kept.describe());
+        Ok(out)
     }
 }
 

@@ -84,7 +84,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use crate::device::BlockDevice;
@@ -98,6 +98,7 @@ const INCREMENT: u16 = 5;
 
 /// How writes to cached segments are handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum WriteMode {
     /// To the SSD only, dirty until written back (PWC).
     Back,
@@ -105,6 +106,12 @@ pub enum WriteMode {
     Through,
     /// To the HDD only; a cached copy is dropped (invalidated). Never dirty.
     Invalidate,
+}
+
+impl WriteMode {
+    fn from_u8(v: u8) -> WriteMode {
+        [WriteMode::Back, WriteMode::Through, WriteMode::Invalidate][v as usize]
+    }
 }
 
 /// Told of every change of a slot's dirty state, under the map's mutex (the
@@ -143,6 +150,7 @@ mod degraded;
 mod procedure;
 mod read;
 mod status;
+mod switch;
 #[cfg(test)]
 mod tests;
 mod write;
@@ -213,7 +221,8 @@ pub struct CacheMap<S, H, M> {
     seg: u64,
     /// Logical size (the HDD's segments), fixed.
     len: u64,
-    mode: WriteMode,
+    /// A [`WriteMode`] (changed at run time by [`CacheMap::set_mode`]).
+    mode: AtomicU8,
     state: Mutex<State>,
     saves: Mutex<Saves<M>>,
     locks: SegmentLocks,
@@ -281,7 +290,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             hdd,
             seg,
             len,
-            mode,
+            mode: AtomicU8::new(mode as u8),
             state: Mutex::new(state),
             saves: Mutex::new(saves),
             locks: SegmentLocks::new(),
@@ -334,7 +343,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
 
     /// The write mode.
     pub fn mode(&self) -> WriteMode {
-        self.mode
+        WriteMode::from_u8(self.mode.load(Relaxed))
     }
 
     /// Logical size: the HDD's segments.
@@ -373,7 +382,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             }
             m
         };
-        if self.mode != WriteMode::Back && !m.clean {
+        if self.mode() != WriteMode::Back && !m.clean {
             m.map.iter_mut().for_each(|s| *s = None);
         }
         if fills {
@@ -403,7 +412,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// slot (each a synced fill, or dirty) is saved at once, with every
     /// segment locked, because PWC's writes never save.
     pub fn set_fills_on_miss(&self, on: bool) -> io::Result<()> {
-        assert_eq!(self.mode, WriteMode::Back, "only a write-back map keeps dirty slots");
+        assert_eq!(self.mode(), WriteMode::Back, "only a write-back map keeps dirty slots");
         if on {
             self.fills_on_miss.store(true, Relaxed);
             return Ok(());

@@ -138,7 +138,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             // a BACKING that refuses writes): nothing moved, so writes may
             // stay on the cache. Once that bit is saved they must not, since
             // a start after a crash then trusts BACKING to hold every write.
-            lock(&self.state).through = self.mode != WriteMode::Back || self.is_degraded();
+            lock(&self.state).through = self.mode() != WriteMode::Back || self.is_degraded();
         }
         r
     }
@@ -165,7 +165,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             m.procedures += 1;
             m.last_procedure = now.min(u32::MAX as u64) as u32;
         })?;
-        lock(&self.state).through = self.mode != WriteMode::Back || self.is_degraded();
+        lock(&self.state).through = self.mode() != WriteMode::Back || self.is_degraded();
         Ok(())
     }
 

@@ -29,6 +29,8 @@ struct Env {
     /// Write-back with a replacement policy: fills on misses
     /// ([`CacheMap::set_fills_on_miss`]), driven by [`lru_workload`].
     fills: bool,
+    /// [`switch_workload`]: write-back LRU, write-through, write-back again.
+    switches: bool,
 }
 
 /// A cleaner's watch that finds every dirty slot due at once (as
@@ -77,7 +79,7 @@ impl Env {
         let dom = PowerDomain::new(seed, mode);
         let ssd = dom.attach(ssd);
         let hdd = dom.attach(hdd);
-        Env { dom, ssd, hdd, cleaner: false, fills: false }
+        Env { dom, ssd, hdd, cleaner: false, fills: false, switches: false }
     }
 
     fn store(&self) -> MetaStore<FaultyDevice> {
@@ -361,6 +363,54 @@ fn lru_workload(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> R
     Ok(())
 }
 
+/// Mode switches under writes: write-back with LRU; then leaving it (no new
+/// dirty data, every dirty slot written back, the map switched to
+/// write-through and saved empty); write-through writes and fills; then
+/// write-back again (the unsynced fills synced first) with LRU; each phase
+/// flushed. A start after a cut opens the map as write-back, which reads a
+/// write-through map's empty saves right too.
+fn switch_workload(
+    env: &Env,
+    model: &mut Model,
+    metas: &mut Metas,
+    seed: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut tag = 0u8;
+    metas.before_open(env);
+    let (c, _) = env.open()?;
+    metas.after(&c);
+    let mut lru = Lru::of(&c);
+    let mut phase = |c: &Cache, lru: &mut Lru, model: &mut Model, metas: &mut Metas, tag: &mut u8| -> io::Result<()> {
+        for _ in 0..8 {
+            let block = rng.gen_range(0..(12 * SEG / BLOCK));
+            lru.access(c, metas, block * BLOCK / SEG)?;
+            write_block(c, model, metas, block, tag)?;
+        }
+        c.flush()?;
+        model.commit();
+        Ok(())
+    };
+    phase(&c, &mut lru, model, metas, &mut tag)?;
+    c.stop_dirtying();
+    let r = c.write_back();
+    metas.after(&c);
+    r?;
+    let r = c.set_mode(WriteMode::Through, false);
+    metas.after(&c);
+    r?;
+    phase(&c, &mut lru, model, metas, &mut tag)?;
+    // Fills after the last flush: not yet synced when write-back resumes.
+    for h in 12..15 {
+        lru.access(&c, metas, h)?;
+    }
+    let r = c.set_mode(WriteMode::Back, false).and_then(|()| c.set_fills_on_miss(true));
+    metas.after(&c);
+    r?;
+    phase(&c, &mut lru, model, metas, &mut tag)?;
+    Ok(())
+}
+
 /// Opens after a cut and checks the data through the recovered map.
 fn recover_and_check(env: &Env, model: &Model, ctx: &str) -> StartKind {
     let (c, st) = env.open().unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
@@ -395,13 +445,21 @@ fn cut_everywhere_with(seed: u64, mode: CutMode, nested: bool, cleaner: bool) ->
     cut_everywhere_of(seed, mode, nested, cleaner, false)
 }
 
-/// The workload of the env: PWC's, or LRU's for a map that fills on misses.
+/// The workload of the env: PWC's, LRU's for a map that fills on misses, or
+/// mode switches'.
 fn run(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> Result<(), Box<dyn std::error::Error>> {
-    if env.fills {
+    if env.switches {
+        switch_workload(env, model, metas, seed)
+    } else if env.fills {
         lru_workload(env, model, metas, seed)
     } else {
         workload(env, model, metas, seed)
     }
+}
+
+/// [`cut_everywhere_of`] for [`switch_workload`].
+fn cut_everywhere_switching(seed: u64, mode: CutMode, nested: bool) -> (u64, u64) {
+    cut_everywhere_env(seed, mode, nested, &|e: Env| Env { switches: true, ..e.with_fills() })
 }
 
 /// [`cut_everywhere_with`]; with `fills`, of write-back with a replacement
@@ -415,6 +473,12 @@ fn cut_everywhere_of(seed: u64, mode: CutMode, nested: bool, cleaner: bool, fill
             e
         }
     };
+    cut_everywhere_env(seed, mode, nested, &with)
+}
+
+/// Runs [`run`] on envs made by `with`, cut at every write point, and checks
+/// each recovery (with `nested`, also cut inside the first recovery).
+fn cut_everywhere_env(seed: u64, mode: CutMode, nested: bool, with: &dyn Fn(Env) -> Env) -> (u64, u64) {
     let env = with(Env::new(seed, mode));
     let (mut model, mut metas) = (Model::new(), Metas::default());
     run(&env, &mut model, &mut metas, seed).unwrap();
@@ -790,5 +854,13 @@ fn write_back_lru_with_the_cleaner_survives_a_power_cut_at_every_write_point() {
     for (seed, mode) in [(41, CutMode::DropUnsynced), (42, CutMode::Reorder)] {
         let (cuts, _) = cut_everywhere_of(seed, mode, false, true, true);
         assert!(cuts > 50, "{cuts} cuts");
+    }
+}
+
+#[test]
+fn mode_switches_survive_a_power_cut_at_every_write_point() {
+    for (seed, mode) in [(51, CutMode::DropUnsynced), (52, CutMode::Reorder)] {
+        let (cuts, nested) = cut_everywhere_switching(seed, mode, seed == 51);
+        assert!(cuts > 50 && (seed != 51 || nested > 0), "{cuts} cuts, {nested} nested");
     }
 }

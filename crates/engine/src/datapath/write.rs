@@ -38,7 +38,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// write by [`invalidate`](Self::invalidate)) as write hits.
     pub fn write_filled(&self, data: &[u8], offset: u64, filled: &[u64], dropped: &[u64]) -> io::Result<Tally> {
         let mut pieces = self.pieces(offset, data.len())?;
-        let invalidate = self.mode == WriteMode::Invalidate;
+        let invalidate = self.mode() == WriteMode::Invalidate;
         // Pieces whose segment was cached when the write arrived.
         let mut found = vec![false; pieces.len()];
         let _held = self.locks.lock(pieces.iter().map(|p| p.hdd_seg));
