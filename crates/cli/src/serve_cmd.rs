@@ -659,7 +659,12 @@ fn print_live_status(cache: &Path, v: &Value) {
         format_bytes(u("hdd_read")),
         format_bytes(u("hdd_written"))
     );
-    println!("copies       {} segment(s) filled, {} written back", u("filled"), u("written_back"));
+    println!(
+        "copies       {} segment(s) filled, {} written back ({} by misses waiting for a dirty victim)",
+        u("filled"),
+        u("written_back"),
+        u("dirty_evictions")
+    );
     println!(
         "cache hints  {} NBD_CMD_CACHE request(s), {} segment(s) filled by them",
         u("cache_hints"),

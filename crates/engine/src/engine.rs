@@ -1067,6 +1067,7 @@ mod tests {
             let st = e.status();
             assert!(st.map.filled >= 4 && st.map.written_back > 0, "{policy}: {:?}", st.map);
             assert!(st.map.dirty > 0, "{policy}: write hits stay dirty");
+            assert_eq!(st.map.dirty_evictions, st.map.written_back, "{policy}: every write-back was a dirty victim's");
             // What the durable map names is dirty, and all of it is.
             let dirty_saved = saved_mapping(&rig).iter().flatten().count() as u64;
             assert_eq!(dirty_saved, st.map.dirty, "{policy}: the durable map names exactly the dirty slots");

@@ -233,6 +233,13 @@ fn encode_snapshot(s: &Snapshot, e: &mut DescriptorEncoder<'_>) -> Result<(), st
     )?;
     counters(
         e,
+        "ssdcache_dirty_evictions",
+        "Write-back with a replacement policy: misses whose victim was dirty and waited for its write-back \
+         (the cleaner's max-dirty keeps clean victims at hand).",
+        one(m.dirty_evictions),
+    )?;
+    counters(
+        e,
         "ssdcache_cache_hint_fills",
         "Segments filled at once for NBD_CMD_CACHE hints (replacement modes; PWC counts the reference instead).",
         one(st.cache_hint_fills),

@@ -102,6 +102,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             let mut buf = vec![0u8; self.seg as usize];
             self.write_back_slot(slot, h, &mut buf)?;
             self.hdd.sync().map_err(|e| self.hdd_failed(e))?;
+            self.counters.dirty_evictions.fetch_add(1, Relaxed);
         }
         {
             let mut st = lock(&self.state);

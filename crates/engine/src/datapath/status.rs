@@ -28,6 +28,9 @@ pub struct MapCounters {
     /// Segments copied HDD → SSD (fills) and SSD → HDD (write-backs).
     pub filled: AtomicU64,
     pub written_back: AtomicU64,
+    /// Write-back with a replacement policy: evictions whose victim was
+    /// dirty, so the miss that evicted it waited for its write-back.
+    pub dirty_evictions: AtomicU64,
     /// Cache-device (SSD) and backing-device (HDD) I/O errors.
     pub ssd_errors: AtomicU64,
     pub hdd_errors: AtomicU64,
@@ -57,6 +60,8 @@ pub struct MapStatus {
     pub hdd_written: u64,
     pub filled: u64,
     pub written_back: u64,
+    /// Misses that waited for a dirty victim's write-back ([`MapCounters::dirty_evictions`]).
+    pub dirty_evictions: u64,
     /// Slots holding a segment.
     pub cached: u64,
     /// Dirty slots, and their bytes (whole segments).
@@ -139,6 +144,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             hdd_written: c.hdd_written.load(Relaxed),
             filled: c.filled.load(Relaxed),
             written_back: c.written_back.load(Relaxed),
+            dirty_evictions: c.dirty_evictions.load(Relaxed),
             cached: st.rev.len() as u64,
             dirty: st.dirty.iter().filter(|d| **d).count() as u64,
             dirty_bytes: st.dirty.iter().filter(|d| **d).count() as u64 * self.seg,
