@@ -885,11 +885,19 @@ mod tests {
         }
 
         /// A cache of `mode` whose replacement modes run `policy`.
-        fn open_with(&self, mode: CacheMode, policy: &str) -> (Engine, Started) {
+        /// The map of a `mode` cache, started.
+        fn map(&self, mode: CacheMode) -> CacheMap<Mem, Mem, Mem> {
+            self.map_started(mode).0
+        }
+
+        fn map_started(&self, mode: CacheMode) -> (CacheMap<Mem, Mem, Mem>, Started) {
             let store = MetaStore::new(self.meta.clone(), 0, geom()).unwrap();
-            let (map, st) =
-                CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode())
-                    .unwrap();
+            CacheMap::open_with(self.ssd.clone(), self.hdd.clone(), store, Default::default(), mode.write_mode())
+                .unwrap()
+        }
+
+        fn open_with(&self, mode: CacheMode, policy: &str) -> (Engine, Started) {
+            let (map, st) = self.map_started(mode);
             let cfg = EngineConfig { policy: Some(policy.into()), ..EngineConfig::default() };
             (CachedBackend::new(map, mode, &cfg).unwrap(), st)
         }
@@ -1088,15 +1096,7 @@ mod tests {
         // Policies that do not decide on each access are refused, with what is.
         let rig = Rig::new();
         for bad in ["belady", "fab", "bplru", "clc", "abm", "pwc(period=1)"] {
-            let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
-            let (map, _) = CacheMap::open_with(
-                rig.ssd.clone(),
-                rig.hdd.clone(),
-                store,
-                Default::default(),
-                CacheMode::WriteBack.write_mode(),
-            )
-            .unwrap();
+            let map = rig.map(CacheMode::WriteBack);
             let cfg = EngineConfig { policy: Some(bad.into()), ..EngineConfig::default() };
             let err =
                 CachedBackend::new(map, CacheMode::WriteBack, &cfg).err().unwrap_or_else(|| panic!("{bad} accepted"));
@@ -1514,16 +1514,7 @@ mod tests {
             s.iter().find(|r| r.op == op && r.outcome == "bypass").unwrap().count
         };
         let open = |mode, seq_cutoff, promote_after| {
-            let rig = Rig::new();
-            let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
-            let (map, _) = CacheMap::open_with(
-                rig.ssd.clone(),
-                rig.hdd.clone(),
-                store,
-                Default::default(),
-                CacheMode::write_mode(mode),
-            )
-            .unwrap();
+            let map = Rig::new().map(mode);
             let cfg = EngineConfig { seq_cutoff, promote_after, ..EngineConfig::default() };
             CachedBackend::new(map, mode, &cfg)
         };
@@ -1649,15 +1640,7 @@ mod tests {
     #[test]
     fn cleaner_bounds_are_refused_outside_write_back() {
         let rig = Rig::new();
-        let store = MetaStore::new(rig.meta.clone(), 0, geom()).unwrap();
-        let (map, _) = CacheMap::open_with(
-            rig.ssd.clone(),
-            rig.hdd.clone(),
-            store,
-            Default::default(),
-            CacheMode::WriteThrough.write_mode(),
-        )
-        .unwrap();
+        let map = rig.map(CacheMode::WriteThrough);
         let cfg = EngineConfig {
             cleaner: CleanerConfig { max_dirty: Some(0.1), ..Default::default() },
             ..Default::default()

@@ -199,6 +199,22 @@ fn write_block(c: &Cache, model: &mut Model, metas: &mut Metas, block: u64, tag:
     r
 }
 
+/// A clean shutdown, which makes everything durable once it returns; the
+/// metadata it may leave is the last save or the clean one.
+fn shut_down(c: &Cache, model: &mut Model, metas: &mut Metas) -> io::Result<()> {
+    let mut shadow = c.meta().clone();
+    shadow.version = shadow.version.wrapping_add(1);
+    shadow.clean = true;
+    metas.durable = Some(c.saved().clone());
+    metas.inflight = Some(shadow.clone());
+    let done = c.shutdown()?;
+    assert_eq!(done, shadow);
+    model.commit();
+    metas.durable = Some(done);
+    metas.inflight = None;
+    Ok(())
+}
+
 /// The scripted workload; stops at the first error (the power cut).
 fn workload(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -238,18 +254,7 @@ fn workload(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> Resul
         model.commit();
     }
     step(env, &c, model, metas, &mut rng, &mut tag)?;
-    let saved = c.saved().clone();
-    let mut shadow = c.meta().clone();
-    shadow.version = shadow.version.wrapping_add(1);
-    shadow.clean = true;
-    metas.durable = Some(saved);
-    metas.inflight = Some(shadow.clone());
-    // Shutdown makes everything durable once it returns.
-    let done = c.shutdown()?;
-    assert_eq!(done, shadow);
-    model.commit();
-    metas.durable = Some(done);
-    metas.inflight = None;
+    shut_down(&c, model, metas)?;
     // Restart after a clean shutdown and do a little more.
     metas.before_open(env);
     let (c, st) = env.open()?;
@@ -336,17 +341,7 @@ fn lru_workload(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> R
         model.commit();
         one(&c, &mut lru, model, metas, &mut tag)?;
     }
-    let saved = c.saved().clone();
-    let mut shadow = c.meta().clone();
-    shadow.version = shadow.version.wrapping_add(1);
-    shadow.clean = true;
-    metas.durable = Some(saved);
-    metas.inflight = Some(shadow.clone());
-    let done = c.shutdown()?;
-    assert_eq!(done, shadow);
-    model.commit();
-    metas.durable = Some(done);
-    metas.inflight = None;
+    shut_down(&c, model, metas)?;
     // A warm restart: the segments stay cached, and evicting them later
     // must unmap them durably first.
     metas.before_open(env);
