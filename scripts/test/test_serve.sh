@@ -223,4 +223,30 @@ qio -c 'read -P 0x2f 252M 4k'
 qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "read-only export differs after a clean stop"
 stop
 cmp "$MODEL" "$BACKING" || die "read-only: the backing file differs from the model at the end"
+
+step "write-back with a replacement policy, switched at run time (ssdcache set), kill -9"
+"$BIN" create "$CACHE" "$BACKING" --force --segment 256KiB
+SERVE_OPTS="--policy s3fifo" start
+[ "$(status_field policy)" = s3fifo ] || die "not write-back S3-FIFO"
+qio -c 'write -P 0x61 2M 1M' -c 'write -P 0x62 100M 512k' -c 'flush' -c 'read -P 0x61 2M 1M'
+[ "$(status_field dirty)" -gt 0 ] || die "write-back S3-FIFO: write hits must stay dirty"
+"$BIN" set "$CACHE" policy=lru max-dirty=10% >/dev/null || die "set policy=lru failed"
+[ "$(status_field policy)" = lru ] || die "set: the policy did not change"
+qio -c 'write -P 0x63 3M 256k' -c 'read -P 0x62 100M 512k'
+nbdcopy --flush "$WORK/src32.img" "$URI"
+into_model "$WORK/src32.img" 0
+"$BIN" set "$CACHE" mode=write-through max-dirty=none >/dev/null || die "set mode=write-through failed"
+[ "$(status_field mode)" = write-through ] && [ "$(status_field dirty)" = 0 ] || die "write-through: still dirty"
+cmp <(head -c 32M "$BACKING") "$WORK/src32.img" || die "the switch did not write every dirty segment back"
+qio -c 'write -P 0x64 200M 512k' -c 'read -P 0x64 200M 512k'
+"$BIN" set "$CACHE" mode=write-back policy=sieve >/dev/null || die "set mode=write-back failed"
+qio -c 'write -P 0x65 201M 256k' -c 'flush'
+kill -KILL "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+start
+[ "$(status_field mode)" = write-back ] && [ "$(status_field policy)" = sieve ] || die "the mode and policy set were not kept"
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs from the model after switches and kill -9"
+stop
+cmp "$MODEL" "$BACKING" || die "switches: the backing file differs from the model at the end"
 step "all passed"
