@@ -152,3 +152,55 @@ fn policy_and_cleaner_change_at_run_time_and_are_kept() {
     let check = Command::new(BIN).arg("check").arg(&cache).output().unwrap();
     assert!(String::from_utf8_lossy(&check.stdout).contains("healthy"), "{check:?}");
 }
+
+/// A mode switch writing 200 dirty segments back to a slow BACKING (the
+/// benchmark's HDD model) takes a while: a second `set` meanwhile is refused
+/// at once, with the reason, and changes nothing; the switch completes.
+#[test]
+fn a_set_while_a_mode_switch_runs_is_refused() {
+    let has_libnbd = Command::new(PY).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
+    assert!(
+        has_libnbd,
+        "{PY} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, backing) = make_cache(dir.path(), 64 << 20, &["--size", "32MiB"]);
+    let err = dir.path().join("serve.err");
+    let mut serve = Command::new(BIN);
+    serve.arg("serve").arg(&cache).arg(&backing).args([
+        "--listen",
+        "127.0.0.1:0",
+        "--policy",
+        "lru",
+        "--backing-model",
+        "hdd(model=rpm7200,scale=1)",
+    ]);
+    let server = Server::start(&mut serve, &err);
+    let nbd = server.nbd();
+    // Two passes: the first fills the 200 segments, the second dirties them.
+    let write = format!(
+        "import nbd\nh = nbd.NBD()\nh.connect_uri('nbd://{nbd}')\n\
+         for p in range(2):\n\
+         \x20   for s in range(200): h.pwrite(bytes([s % 251 + 1]) * 4096, s * 131072)\nh.flush()\nh.shutdown()\n"
+    );
+    let mut c = Command::new(PY);
+    c.args(["-c", &write]);
+    run_ok(c);
+    assert!(status(&cache)["dirty"].as_u64().unwrap() >= 100, "{}", status(&cache));
+    let switch = Command::new(BIN).arg("set").arg(&cache).args(["mode=write-through"]).spawn().unwrap();
+    let t = std::time::Instant::now();
+    while status(&cache)["flush"].is_null() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "the switch's write-back never showed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    one_line_error(&set(&cache, &["policy=arc"]), &["another `set` is running"]);
+    let done = switch.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    let st = status(&cache);
+    assert_eq!(
+        (st["mode"].as_str(), st["policy"].as_str(), st["dirty"].as_u64()),
+        (Some("write-through"), Some("lru"), Some(0)),
+        "{st}"
+    );
+    assert_eq!(server.stop(), 0);
+}

@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use crate::metrics::snapshot::{Snapshot, Source};
-use ssdcache_block::sync::lock;
 use ssdcache_engine::datapath::FlushProgress;
 use ssdcache_engine::model_device::ModelDevice;
 use ssdcache_engine::{files, CacheMode, FileCache, FileDevice, MaintainReport, Superblock};
@@ -101,7 +100,17 @@ impl Controlled for Served {
     /// (writing dirty segments back first when leaving write-back), before
     /// the other settings are kept.
     fn set(&self, assignments: &[String]) -> Result<Vec<String>, String> {
-        let _one = lock(&self.setting);
+        // One at a time; a second is refused rather than queued behind a
+        // mode switch that may be writing back for minutes.
+        let _one = match self.setting.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err("another `set` is running (a mode switch writes dirty segments back first): \
+                            try again when it ends"
+                    .into())
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        };
         let named = |e: std::io::Error| format!("{}: {e}", self.path.display());
         let dev = FileDevice::open(&self.path).map_err(named)?;
         let sb = Superblock::read(&dev).map_err(named)?;
