@@ -99,6 +99,11 @@ pub struct ServeArgs {
     /// whole segments). Default: unlimited.
     #[arg(long, value_name = "BYTES")]
     clean_rate: Option<String>,
+    /// Write-back only: once over --max-dirty, the cleaner writes back until at most this share is
+    /// dirty (a low watermark, e.g. --max-dirty 50% --clean-to 45%), so clean victims stay at hand.
+    /// Default: --max-dirty itself.
+    #[arg(long, value_name = "SHARE")]
+    clean_to: Option<String>,
     /// Write-through, write-around and read-only caches: a sequential stream longer than this
     /// (e.g. 4MiB; followed segment by segment) bypasses the cache (bcache's sequential_cutoff).
     #[arg(long, value_name = "SIZE")]
@@ -288,7 +293,13 @@ fn cleaner_config(a: &ServeArgs) -> Result<CleanerConfig> {
     if rate.is_some() && max_dirty.is_none() && dirty_age.is_none() {
         bail!("--clean-rate limits the cleaner, which runs only with --max-dirty or --dirty-age");
     }
-    Ok(CleanerConfig { max_dirty, dirty_age: dirty_age.map(|d| d.as_nanos() as u64), rate })
+    let clean_to =
+        a.clean_to.as_deref().map(|t| parse_ratio(t).map_err(|e| anyhow::anyhow!("--clean-to: {e}"))).transpose()?;
+    let cfg = CleanerConfig { max_dirty, dirty_age: dirty_age.map(|d| d.as_nanos() as u64), rate, clean_to };
+    cfg.check().map_err(|e| {
+        anyhow::anyhow!("--clean-to: {}", e.replace("clean_to", "--clean-to").replace("max_dirty", "--max-dirty"))
+    })?;
+    Ok(cfg)
 }
 
 /// Refuses cleaner flags for a cache that is not write-back (read from its superblock).

@@ -150,6 +150,8 @@ pub struct CleanerStatus {
     pub max_dirty: Option<f64>,
     pub dirty_age: Option<f64>,
     pub clean_rate: Option<u64>,
+    /// The low watermark it cleans down to once over `max_dirty`.
+    pub clean_to: Option<f64>,
     /// What it is doing now; `running` is true while it writes back or waits
     /// to (yielding, rate-limited, backing off).
     pub activity: Activity,
@@ -176,6 +178,7 @@ pub fn status<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
         max_dirty: cfg.max_dirty,
         dirty_age: cfg.dirty_age.map(|n| n as f64 / 1e9),
         clean_rate: cfg.rate,
+        clean_to: cfg.clean_to,
         activity,
         running: !matches!(activity, Activity::Idle | Activity::Stopped),
         cleaned_too_many: stats.cleaned_too_many,

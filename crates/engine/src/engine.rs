@@ -133,6 +133,7 @@ pub fn check_config_for(mode: CacheMode, config: &EngineConfig, geometry: crate:
 /// the policy or the cleaner's bounds do not fit the mode.
 fn decider_for(mode: CacheMode, config: &EngineConfig, meta: &crate::meta::Meta) -> Result<Decider, String> {
     let decider = Decider::new(mode, &config.policy_spec(mode)?, meta)?;
+    config.cleaner.check().map_err(|e| e.replace("clean_to", "clean-to").replace("max_dirty", "max-dirty"))?;
     if config.cleaner.is_active() && mode != CacheMode::WriteBack {
         return Err(format!(
             "a {} cache has no dirty data: the cleaner's bounds apply to write-back caches only",

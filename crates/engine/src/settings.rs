@@ -26,6 +26,8 @@ pub struct CacheSettings {
     pub dirty_age_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clean_rate: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_to: Option<f64>,
 }
 
 /// Every key `set` takes, with what it means (`ssdcache set --list`).
@@ -40,6 +42,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("max-dirty", "write-back: the cleaner keeps dirty slots under this share (`serve --max-dirty`), e.g. 20%"),
     ("dirty-age", "write-back: no segment stays dirty longer (`serve --dirty-age`), e.g. 10min"),
     ("clean-rate", "write-back: the cleaner writes back at most this many bytes per second (`serve --clean-rate`)"),
+    ("clean-to", "write-back: once over max-dirty, the cleaner cleans down to this share (`serve --clean-to`), e.g. 15%"),
 ];
 
 /// Words that take a setting back to its default.
@@ -112,6 +115,7 @@ impl CacheSettings {
             "max-dirty" => config.cleaner.max_dirty = self.max_dirty,
             "dirty-age" => config.cleaner.dirty_age = self.dirty_age_ns,
             "clean-rate" => config.cleaner.rate = self.clean_rate,
+            "clean-to" => config.cleaner.clean_to = self.clean_to,
             _ => {}
         }
     }
@@ -147,6 +151,7 @@ impl CacheSettings {
             max_dirty: flags.cleaner.max_dirty.or(self.max_dirty),
             dirty_age: flags.cleaner.dirty_age.or(self.dirty_age_ns),
             rate: flags.cleaner.rate.or(self.clean_rate),
+            clean_to: flags.cleaner.clean_to.or(self.clean_to),
         };
         c
     }
@@ -171,6 +176,9 @@ impl CacheSettings {
         }
         if let Some(b) = self.clean_rate {
             out.push(format!("clean-rate={}", format_bytes(b)));
+        }
+        if let Some(r) = self.clean_to {
+            out.push(format!("clean-to={}%", r * 100.0));
         }
         out
     }

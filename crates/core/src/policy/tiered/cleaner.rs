@@ -30,12 +30,29 @@ pub struct CleanerConfig {
     pub dirty_age: Option<Nanos>,
     /// Most bytes written back per second; None: as fast as the device goes.
     pub rate: Option<u64>,
+    /// The low watermark: once more than `max_dirty` are dirty, clean until
+    /// at most this share is (dm-writecache's 45/50 %), so that a burst of
+    /// write-backs leaves clean victims at hand; None: `max_dirty` itself.
+    pub clean_to: Option<f64>,
 }
 
 impl CleanerConfig {
     /// Whether the cleaner ever cleans anything.
     pub fn is_active(&self) -> bool {
         self.max_dirty.is_some() || self.dirty_age.is_some()
+    }
+
+    /// `clean_to` needs `max_dirty`, and is at most it.
+    pub fn check(&self) -> Result<(), String> {
+        match (self.clean_to, self.max_dirty) {
+            (Some(_), None) => Err("clean_to is the low watermark under max_dirty: give max_dirty too".into()),
+            (Some(low), Some(high)) if low > high => Err(format!(
+                "clean_to {}% is above max_dirty {}%: the low watermark must be at most the high one",
+                low * 100.0,
+                high * 100.0
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -69,6 +86,8 @@ pub struct Cleaner {
     tokens: f64,
     refilled: Option<Nanos>,
     stats: CleanerStats,
+    /// Over `max_dirty` since the share was last at `clean_to`.
+    draining: bool,
 }
 
 const CLEAN: Nanos = Nanos::MAX;
@@ -83,6 +102,7 @@ impl Cleaner {
             tokens: 0.0,
             refilled: None,
             stats: CleanerStats::default(),
+            draining: false,
         }
     }
 
@@ -96,6 +116,7 @@ impl Cleaner {
         self.cfg = cfg;
         self.tokens = 0.0;
         self.refilled = None;
+        self.draining = false;
     }
 
     pub fn stats(&self) -> CleanerStats {
@@ -162,9 +183,14 @@ impl Cleaner {
     /// and why; nothing about the rate.
     pub fn due(&mut self, now: Nanos, slots: usize) -> Option<(u32, Due)> {
         let (t, slot) = self.oldest()?;
-        let too_many = self.cfg.max_dirty.is_some_and(|m| self.dirty as f64 > m * slots as f64);
-        if too_many {
-            return Some((slot, Due::TooMany));
+        if let Some(high) = self.cfg.max_dirty {
+            let over = |share: f64| self.dirty as f64 > share * slots as f64;
+            // Over the high mark: clean down to the low one (hysteresis).
+            self.draining |= over(high);
+            if self.draining && over(self.cfg.clean_to.unwrap_or(high).min(high)) {
+                return Some((slot, Due::TooMany));
+            }
+            self.draining = false;
         }
         let too_old = self.cfg.dirty_age.is_some_and(|age| now.saturating_sub(t) >= age);
         too_old.then_some((slot, Due::TooOld))
@@ -205,7 +231,7 @@ mod tests {
     const S: Nanos = SECOND;
 
     fn cleaner(max_dirty: Option<f64>, dirty_age: Option<Nanos>, rate: Option<u64>) -> Cleaner {
-        Cleaner::new(CleanerConfig { max_dirty, dirty_age, rate })
+        Cleaner::new(CleanerConfig { max_dirty, dirty_age, rate, clean_to: None })
     }
 
     /// Slots `next` hands out at `now` until it stops, each cleaned at once.
@@ -289,5 +315,35 @@ mod tests {
         assert_eq!(drain(&mut c, 0, 2, 1000).len(), 1);
         assert_eq!(drain(&mut c, 9 * S, 2, 1000).len(), 0);
         assert_eq!(drain(&mut c, 10 * S, 2, 1000).len(), 1);
+    }
+
+    #[test]
+    fn over_the_high_mark_it_cleans_down_to_the_low_one() {
+        // 100 slots, high 50 %, low 45 %: nothing due until 51 are dirty,
+        // then 6 in a row (down to 45), then nothing until over 50 again.
+        let cfg = CleanerConfig { max_dirty: Some(0.5), clean_to: Some(0.45), ..Default::default() };
+        let mut c = Cleaner::new(cfg);
+        for s in 0..50 {
+            c.dirtied(s, s as Nanos);
+        }
+        assert_eq!(drain(&mut c, 100, 100, 1).len(), 0, "at the high mark: nothing due");
+        c.dirtied(50, 60);
+        let cleaned = drain(&mut c, 100, 100, 1);
+        assert_eq!(cleaned.len(), 6, "down to 45 dirty");
+        assert!(cleaned.iter().all(|&(_, why)| why == Due::TooMany));
+        assert_eq!(c.dirty(), 45);
+        for s in 51..55 {
+            c.dirtied(s, 70);
+        }
+        assert_eq!(drain(&mut c, 100, 100, 1).len(), 0, "49 dirty: under the high mark again");
+        // Without a low mark, only the excess.
+        let mut plain = Cleaner::new(CleanerConfig { max_dirty: Some(0.5), ..Default::default() });
+        for s in 0..53 {
+            plain.dirtied(s, s as Nanos);
+        }
+        assert_eq!(drain(&mut plain, 100, 100, 1).len(), 3);
+        assert!(CleanerConfig { clean_to: Some(0.4), ..Default::default() }.check().is_err());
+        assert!(CleanerConfig { max_dirty: Some(0.3), clean_to: Some(0.4), ..Default::default() }.check().is_err());
+        assert!(cfg.check().is_ok());
     }
 }

@@ -635,11 +635,18 @@ fn cleaner_config(spec: &Spec) -> Result<CleanerConfig, SpecError> {
         "unlimited" => None,
         _ => Some(spec.bytes("clean_rate")?),
     };
-    Ok(CleanerConfig {
+    let clean_to = match spec.raw("clean_to") {
+        "max_dirty" => None,
+        _ => Some(spec.ratio("clean_to")?),
+    };
+    let cfg = CleanerConfig {
         max_dirty: (max_dirty < 1.0).then_some(max_dirty),
         dirty_age: (dirty_age > 0).then_some(dirty_age),
         rate,
-    })
+        clean_to,
+    };
+    cfg.check().map_err(|why| spec.malformed(why))?;
+    Ok(cfg)
 }
 
 fn build(spec: &Spec, ctx: &BuildCtx, _: &Rules) -> Result<Box<dyn Policy>, SpecError> {
@@ -743,6 +750,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
             name: "clean_rate",
             default: "unlimited",
             about: "cleaner: bytes per second of trace time it writes back at most, charged whole segments",
+        },
+        ParamInfo {
+            name: "clean_to",
+            default: "max_dirty",
+            about: "cleaner: once over max_dirty, it cleans down to this share (a low watermark; serve --clean-to)",
         },
     ],
     build,
@@ -1250,7 +1262,12 @@ mod tests {
             ) {
                 // (the cleaner: only in write-back mode; a rate in pages per time unit)
                 let cleaner = if write_back {
-                    CleanerConfig { max_dirty: max_dirty.map(|m| m as f64 / 100.0), dirty_age, rate: rate.map(|r| r * 1_000_000_000) }
+                    CleanerConfig {
+                        max_dirty: max_dirty.map(|m| m as f64 / 100.0),
+                        dirty_age,
+                        rate: rate.map(|r| r * 1_000_000_000),
+                        clean_to: None,
+                    }
                 } else {
                     CleanerConfig::default()
                 };
