@@ -1,25 +1,41 @@
 #!/usr/bin/env python3
-"""Throughput and memory of ssdcache against libCacheSim, side by side in one run.
+"""Throughput and memory of ssdcache against libCacheSim, side by side, on several workloads in one run.
 
-Generates (or reuses) a trace of 10 M requests, Zipf 0.9 over 1 M unit-size keys,
-in libCacheSim's oracleGeneral binary; sets the cache to 10 % of the footprint;
-then runs libCacheSim (PyPI `libcachesim`, its C `process_trace`) and `ssdcache sim`
-on that same file, each as its own process. ssdcache is timed as a whole process
-(start-up and trace reading included); libCacheSim from its reader's creation to the
-end of `process_trace`, inside its process, so that Python's own start-up and import
-(~0.15 s here) are not charged to it: the ratio errs against us, not for us. Prints requests per second, the
-ratio, and memory per cached page: a run with the real cache minus a run with a
-one-page cache, divided by the cache's pages — for libCacheSim from peak RSS, for
-ssdcache from its exact peak heap (SSDCACHE_HEAP_STATS; its RSS is dominated by
-fixed buffers at this size).
+Each workload is a file in libCacheSim's oracleGeneral binary (unit-size keys, 4 KiB
+objects), made on first use in bench-data/; both tools read that same file:
+
+- zipf0.9: Zipf 0.9 over 1 M keys (--requests of them), cache at 10 % of the footprint;
+- orm1, orm10: the real trace ../shared/traces/cache2k-orm-busy (5 M requests of an
+  e-commerce ORM object cache, keys-u32be), converted with `ssdcache trace convert
+  --to oracle-general`, cache at 1 % and 10 % of its footprint;
+- zipf1.2: a high hit ratio, Zipf 1.2 over 1 M keys, cache at 10 %;
+- scan: a scan-heavy mix, 60 % Zipf 0.9 over 1 M keys and 40 % a sequential scan
+  over 1 M other keys, cache at 10 %.
+
+libCacheSim (PyPI `libcachesim`, its C `process_trace`) and `ssdcache sim` each run as
+their own process. ssdcache is timed as a whole process (start-up and trace reading
+included); libCacheSim from its reader's creation to the end of `process_trace`, inside
+its process, so that Python's own start-up and import (~0.15 s here) are not charged to
+it: the ratio errs against us, not for us. Per workload it prints requests per second,
+the ratio, both miss ratios, memory per cached page (a run with the real cache minus a
+run with a 16-page cache, divided by the cache's pages — for libCacheSim from peak RSS,
+for ssdcache from its exact peak heap, SSDCACHE_HEAP_STATS), our time per request
+against our own LRU's in the same workload ("x lru"), and the floor: `--policy none`,
+reading the trace and counting alone.
 
 Every policy both tools have is run by default, then the rows only ssdcache can run
 (OURS_ONLY: a parameter libCacheSim lacks; no ratio, not in the 5x count); the two
-sides alternate, and each cell is the median of --repeat runs (wall-clock on a shared, noisy machine: read the ratio,
-not the absolute numbers). The first lines name the machine, the libCacheSim version
-and the ssdcache commit; --markdown prints the table as Markdown for the README.
+sides alternate, and each cell is the median of --repeat runs (wall-clock on a shared,
+noisy machine: read the ratio, not the absolute numbers). Miss ratios must be equal for
+every policy that runs the same algorithm on both sides (not NOT_SAME, not LeCaR, whose
+draws are random): a difference is flagged with "!" and the script exits with status 1.
+The closing lines count, per workload, the policies at 5x or more and the ghost-keeping
+policies within 1.5x of our LRU's time. The first lines name the machine, the load
+average, the libCacheSim version and the ssdcache commit; --markdown prints the tables
+as Markdown.
 
-Usage: scripts/bench/bench.py [--requests 10M] [--keys 1M] [--repeat 3] [--policies lru,arc,...] [--markdown]
+Usage: scripts/bench/bench.py [--workloads zipf0.9,orm1,orm10,zipf1.2,scan] [--requests 5M]
+                              [--repeat 3] [--policies lru,arc,...] [--markdown]
 """
 
 import argparse
@@ -106,72 +122,162 @@ def bench_trace(n: int, keys: int, alpha: str) -> tuple[pathlib.Path, int]:
     return trace, info["footprint_pages"]
 
 
+TRACES = pathlib.Path(os.environ.get("SSDCACHE_TRACES", ROOT.parent / "shared" / "traces"))
+ORM = TRACES / "cache2k-orm-busy" / "orm-busy.trace.xz"
+# name -> (what it is, how to make it: a generator spec with {n} for the requests, or "orm"; cache share in %)
+WORKLOADS = {
+    "zipf0.9": ("Zipf 0.9 over 1 M keys", "zipf(alpha=0.9,keys=1000000,requests={n},seed=42)", 10),
+    "orm1": ("cache2k orm-busy, real, 5 M requests", "orm", 1),
+    "orm10": ("cache2k orm-busy, real, 5 M requests", "orm", 10),
+    "zipf1.2": ("Zipf 1.2 over 1 M keys (high hit ratio)", "zipf(alpha=1.2,keys=1000000,requests={n},seed=42)", 10),
+    "scan": ("60 % Zipf 0.9 over 1 M keys, 40 % a sequential scan over 1 M other keys",
+             "mix(zipf(alpha=0.9,keys=1000000),scan(start=1000000,length=1000000),weights=60%/40%,requests={n},seed=42)",
+             10),
+}
+# The policies that keep ghosts (or other extra history) beside their pages: the goal is each
+# within GHOST_GOAL of our own LRU's time on the same workload.
+GHOSTS = ("arc", "lirs", "2q", "s3fifo", "mq", "wtinylfu", "lecar")
+GHOST_GOAL = 1.5
+# Random draws on both sides: miss ratios agree in distribution only (tests/agreement).
+RANDOM = {"lecar"}
+
+
+def oracle_file(workload: str, n: int) -> pathlib.Path:
+    """The workload's oracleGeneral file in bench-data, made on first use."""
+    if not BIN.exists():
+        sys.exit(f"{BIN} missing: cargo build --release -p ssdcache-cli")
+    DATA.mkdir(exist_ok=True)
+    recipe = WORKLOADS[workload][1]
+    if recipe == "orm":
+        path = DATA / "orm-busy.oracleGeneral.bin"
+        cmd = [BIN, "trace", "convert", ORM, path, "--format", "keys-u32be", "--to", "oracle-general"]
+    else:
+        path = DATA / f"{workload}-{n}.oracleGeneral.bin"
+        cmd = [BIN, "trace", "gen", recipe.format(n=n), path, "--to", "oracle-general"]
+    if not path.exists():
+        print(f"making {path.name}", file=sys.stderr)
+        subprocess.run(cmd, check=True, capture_output=True)
+    return path
+
+
+def trace_info(trace: pathlib.Path) -> tuple[int, int]:
+    """Requests and footprint (pages) of an oracleGeneral file."""
+    info = json.loads(subprocess.run([BIN, "trace", "info", trace, "--format", "oracle-general", "--json"],
+                                     check=True, capture_output=True, text=True).stdout)
+    return info["requests"], info["footprint_pages"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--requests", default="10M")
-    ap.add_argument("--keys", default="1M")
-    ap.add_argument("--alpha", default="0.9")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="which workloads, in order")
+    ap.add_argument("--requests", default="5M", help="requests of the synthetic workloads (orm has 5 M)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--policies", default=",".join([*LCS_CLASS, *OURS_ONLY]))
-    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     args = ap.parse_args()
-    n = count(args.requests)
-    trace, footprint = bench_trace(n, count(args.keys), args.alpha)
-    pages = footprint // 10
-    print(machine())
-    print(f"trace: {trace.name}: {n:,} requests, footprint {footprint:,} keys; cache {pages:,} pages (10 %)\n")
-    cols = ["policy", "libCacheSim req/s", "ssdcache req/s", "ratio", "miss lcs", "miss ours", "B/page lcs", "B/page ours"]
-    widths = [19, 16, 7, 11, 10, 12, 12]
-    print(table_head(cols, widths, args.markdown))
-    ratios = {}
-    for policy in args.policies.split(","):
+    n_gen = count(args.requests)
+    policies = args.policies.split(",")
+    for policy in policies:
         if policy not in LCS_CLASS and policy not in OURS_ONLY:
             sys.exit(f"--policies: {policy!r} is not one both tools have ({', '.join(LCS_CLASS)}) "
                      f"nor one of ours alone ({', '.join(OURS_ONLY)})")
+    workloads = args.workloads.split(",")
+    for w in workloads:
+        if w not in WORKLOADS:
+            sys.exit(f"--workloads: {w!r} is not one of {', '.join(WORKLOADS)}")
+    print(machine())
+    summary, mismatches = [], []
+    for w in workloads:
+        trace = oracle_file(w, n_gen)
+        n, footprint = trace_info(trace)
+        share = WORKLOADS[w][2]
+        pages = -(-footprint * share // 100)  # rounded up, as --cache N% does
+        print(f"\n## {w}: {WORKLOADS[w][0]}\ntrace: {trace.name}: {n:,} requests, footprint {footprint:,} keys;"
+              f" cache {pages:,} pages ({share} %)")
+        floor = statistics.median(run_rss(ours_cmd(trace, "none", pages))[0] for _ in range(args.repeat))
+        print(f"floor: --policy none {n / floor:,.0f} req/s ({floor * 1e9 / n:.1f} ns/request: reading and counting)\n")
+        ratios, times = bench_workload(trace, n, pages, policies, args, mismatches, w)
+        same = {p: r for p, r in ratios.items() if p not in NOT_SAME}
+        below = [f"{p} {r:.2f}x" for p, r in same.items() if r < GOAL]
+        line = (f"{w}: ratio >= {GOAL:g}x: {len(same) - len(below)} of {len(same)} policies that run the same algorithm"
+                + (f"; below: {', '.join(below)}" if below else ""))
+        if "lru" in times:
+            ghosts = {p: times[p] / times["lru"] for p in GHOSTS if p in times}
+            slow = [f"{p} {r:.2f}x" for p, r in ghosts.items() if r > GHOST_GOAL]
+            line += (f"; ghost-keeping within {GHOST_GOAL:g}x of our lru: {len(ghosts) - len(slow)} of {len(ghosts)}"
+                     + (f" (over: {', '.join(slow)})" if slow else ""))
+        summary.append(line)
+    print("\nreq/s: median of", args.repeat, "alternating runs; ssdcache: whole process; libCacheSim: its reader and"
+          " process_trace, without Python's start-up and import | B/page: (peak with the cache - peak with a 16-page cache)"
+          " / cache pages; libCacheSim: RSS, ssdcache: heap | x lru: our time / our lru's time, same workload")
+    for policy, why in NOT_SAME.items():
+        if policy in policies:
+            print(f"* {policy}: {why}")
+    for policy, why in OURS_ONLY.items():
+        if policy in policies:
+            print(f"† {policy}: {why}")
+    if "lecar" in policies:
+        print("lecar: random draws on both sides, miss ratios agree in distribution only (not checked here)")
+    print("\n".join(summary))
+    if mismatches:
+        print("! MISS RATIOS DIFFER for a policy that runs the same algorithm: " + "; ".join(mismatches))
+        sys.exit(1)
+
+
+def ours_cmd(trace: pathlib.Path, policy: str, pages: int) -> list:
+    return [BIN, "sim", "--trace", trace, "--format", "oracle-general", "--policy", ALIGNED.get(policy, policy),
+            "--cache", f"{pages * 4096}B", "--json"]
+
+
+def lcs_cmd(trace: pathlib.Path, policy: str, pages: int) -> list:
+    return [sys.executable, "-c", LCS_CHILD, LCS_CLASS[policy], str(pages * 4096), str(trace)]
+
+
+def bench_workload(trace: pathlib.Path, n: int, pages: int, policies: list[str], args, mismatches: list[str],
+                   workload: str) -> tuple[dict[str, float], dict[str, float]]:
+    """One workload's table; returns the ratios and our median times, by policy."""
+    cols = ["policy", "libCacheSim req/s", "ssdcache req/s", "ratio", "miss lcs", "miss ours", "B/page lcs",
+            "B/page ours", "x lru"]
+    widths = [19, 16, 7, 11, 10, 12, 12, 7]
+    print(table_head(cols, widths, args.markdown))
+    ratios, times = {}, {}
+    for policy in policies:
         ours_only = policy in OURS_ONLY
-        cls = LCS_CLASS.get(policy)
-        lcs_cmd = lambda size: [sys.executable, "-c", LCS_CHILD, cls, str(size * 4096), str(trace)]
-        ours_cmd = lambda size: [BIN, "sim", "--trace", trace, "--format", "oracle-general", "--policy", ALIGNED.get(policy, policy),
-                                 "--cache", f"{size * 4096}B", "--json"]
         lcs_walls, our_walls = [], []
         rss_lcs = heap_ours = 0
+        misses = set()
         for _ in range(args.repeat):  # alternating: each pair sees the same machine state
             if not ours_only:
-                _, rss_lcs, out, _ = run_rss(lcs_cmd(pages))
+                _, rss_lcs, out, _ = run_rss(lcs_cmd(trace, policy, pages))
                 lcs_walls.append(float(out.split()[0]))
                 lcs_miss = float(out.split()[1])
-            wall, _, out, heap_ours = run_rss(ours_cmd(pages))
+            wall, _, out, heap_ours = run_rss(ours_cmd(trace, policy, pages))
             our_walls.append(wall)
-            ours_miss = json.loads(out)["misses"] / n
-        our_wall = statistics.median(our_walls)
+            misses.add(json.loads(out)["misses"])
+        ours_miss = misses.pop() / n
+        our_wall = times[policy] = statistics.median(our_walls)
+        rel = f"{our_wall / times['lru']:.2f}x" if "lru" in times else "n/a"
         # baseline: a cache too small to matter (16 pages: some policies need a few pages per queue)
-        _, _, _, base_ours = run_rss(ours_cmd(16))
+        _, _, _, base_ours = run_rss(ours_cmd(trace, policy, 16))
         per_ours = (heap_ours - base_ours) / (pages - 16)
         if ours_only:
-            row = [policy + "†", "n/a", f"{n / our_wall:,.0f}", "n/a", "n/a", f"{ours_miss:.4f}", "n/a", f"{per_ours:.1f}"]
+            row = [policy + "†", "n/a", f"{n / our_wall:,.0f}", "n/a", "n/a", f"{ours_miss:.4f}", "n/a",
+                   f"{per_ours:.1f}", rel]
             print(table_row(row, widths, args.markdown), flush=True)
             continue
         lcs_wall = statistics.median(lcs_walls)
-        _, base_lcs, _, _ = run_rss(lcs_cmd(16))
+        _, base_lcs, _, _ = run_rss(lcs_cmd(trace, policy, 16))
         per_lcs = (rss_lcs - base_lcs) / (pages - 16)
         ratios[policy] = lcs_wall / our_wall
         mark = "*" if policy in NOT_SAME else ""
-        row = [policy + mark, f"{n / lcs_wall:,.0f}", f"{n / our_wall:,.0f}", f"{lcs_wall / our_wall:.2f}x", f"{lcs_miss:.4f}",
-               f"{ours_miss:.4f}", f"{per_lcs:.1f}", f"{per_ours:.1f}"]
+        # equal miss counts: libCacheSim's ratio is its count / n as a double
+        if policy not in NOT_SAME and policy not in RANDOM and round(lcs_miss * n) != round(ours_miss * n):
+            mark += "!"
+            mismatches.append(f"{workload} {policy}: {lcs_miss:.6f} against {ours_miss:.6f}")
+        row = [policy + mark, f"{n / lcs_wall:,.0f}", f"{n / our_wall:,.0f}", f"{lcs_wall / our_wall:.2f}x",
+               f"{lcs_miss:.4f}", f"{ours_miss:.4f}", f"{per_lcs:.1f}", f"{per_ours:.1f}", rel]
         print(table_row(row, widths, args.markdown), flush=True)
-    print("\nreq/s: median of", args.repeat, "alternating runs; ssdcache: whole process; libCacheSim: its reader and"
-          " process_trace, without Python's start-up and import | B/page: (peak with the cache - peak with a 16-page cache) / cache pages;"
-          " libCacheSim: RSS, ssdcache: heap")
-    for policy, why in NOT_SAME.items():
-        if policy in ratios:
-            print(f"* {policy}: {why}")
-    for policy, why in OURS_ONLY.items():
-        if policy in args.policies.split(","):
-            print(f"† {policy}: {why}")
-    same = {p: r for p, r in ratios.items() if p not in NOT_SAME}
-    below = [f"{p} {r:.2f}x" for p, r in same.items() if r < GOAL]
-    print(f"ratio >= {GOAL:g}x: {len(same) - len(below)} of {len(same)} policies that run the same algorithm"
-          + (f"; below: {', '.join(below)}" if below else ""))
+    return ratios, times
 
 
 def table_row(cells: list[str], widths: list[int], markdown: bool) -> str:
@@ -199,9 +305,11 @@ def machine() -> str:
     except (ValueError, OSError):
         mem = 0.0
     import libcachesim
+    now = datetime.datetime.now(datetime.timezone.utc)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     return (f"machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, "
-            f"{platform.machine()}; {datetime.date.today()}\n"
+            f"{platform.machine()}; {now:%Y-%m-%d %H:%M} UTC, load average {load}\n"
             f"peer: libcachesim {getattr(libcachesim, '__version__', '?')} (PyPI); ssdcache {commit or '?'}")
 
 

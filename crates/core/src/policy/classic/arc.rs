@@ -149,23 +149,30 @@ impl Arc {
         }
     }
 
-    /// Case IV of the paper: makes room for a key found in no list.
+    /// Case IV of the paper: makes room for a key found in no list. Returns the
+    /// node of the ghost or page it dropped, if any, off every list and still
+    /// indexed under its old key: the new key takes it over (`Arena::rekey`), so
+    /// a miss frees and allocates no node.
     #[inline]
-    fn make_room_for_new(&mut self, evicted: &mut Vec<u64>) {
+    fn make_room_for_new(&mut self, evicted: &mut Vec<u64>) -> Option<u32> {
         let c = self.capacity;
         if self.t1.len() + self.b1.len() + 1 > c {
-            if !self.b1.is_empty() {
-                self.drop_ghost(B1);
+            if let Some(ghost) = self.b1.pop_back(&mut self.arena) {
                 self.replace(false, evicted);
+                Some(ghost)
             } else {
                 let idx = self.t1.pop_back(&mut self.arena).expect("T1 holds the whole cache");
-                evicted.push(self.arena.remove(idx));
+                evicted.push(self.arena.key(idx));
+                Some(idx)
             }
         } else {
-            if self.t1.len() + self.b1.len() + self.t2.len() + self.b2.len() >= 2 * c {
-                self.drop_ghost(B2);
-            }
+            let ghost = if self.t1.len() + self.b1.len() + self.t2.len() + self.b2.len() >= 2 * c {
+                self.b2.pop_back(&mut self.arena)
+            } else {
+                None
+            };
             self.replace(false, evicted);
+            ghost
         }
     }
 
@@ -221,18 +228,24 @@ impl Replacement for Arc {
             }
             None => None,
         };
+        let mut spare = None;
         if self.t1.len() + self.t2.len() >= self.capacity {
             match ghost {
                 Some((_, list)) => self.replace(list == B2, evicted),
-                None => self.make_room_for_new(evicted),
+                None => spare = self.make_room_for_new(evicted),
             }
         }
-        match ghost {
-            Some((idx, _)) => {
+        match (ghost, spare) {
+            (Some((idx, _)), _) => {
                 self.t2.push_front(&mut self.arena, idx);
                 self.tag[idx as usize] = T2;
             }
-            None => {
+            (None, Some(idx)) => {
+                self.arena.rekey(idx, a.key, ());
+                self.tag[idx as usize] = T1;
+                self.t1.push_front(&mut self.arena, idx);
+            }
+            (None, None) => {
                 let idx = self.arena.insert(a.key, ());
                 self.set_tag(idx, T1);
                 self.t1.push_front(&mut self.arena, idx);
