@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{make_cache, Server, BIN};
+use common::{make_cache, require_libnbd, slow_server, write_200_segments, Server, BIN, PY};
 const SEG_SECTORS: u64 = 256; // 128 KiB
 
 fn run_ok(mut cmd: Command) -> String {
@@ -66,12 +66,8 @@ fn sim_predicts_the_write_backs_of_a_cleaner_with_a_low_watermark() {
 /// through `sim --policy SPEC`: the cleaner wrote back the same segments.
 /// `ends_at_bound`: the trace's last writes leave exactly the bound dirty.
 fn cleaner_agrees(flags: &[&str], spec: &str, ends_at_bound: bool) {
-    let py = "/usr/bin/python3";
-    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(
-        has_libnbd,
-        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
-    );
+    require_libnbd();
+    let py = PY;
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t.txt");
     let (cache, backing) = make_cache(dir.path(), 4 << 20, &["--size", "2MiB"]);
@@ -144,38 +140,14 @@ fn cleaner_agrees(flags: &[&str], spec: &str, ends_at_bound: bool) {
 /// model) so that the flush is still running when the signal comes.
 #[test]
 fn flush_shows_progress_and_stops_cleanly_on_sigint() {
-    let py = "/usr/bin/python3";
-    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(
-        has_libnbd,
-        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
-    );
+    require_libnbd();
     let dir = tempfile::tempdir().unwrap();
-    let (cache, backing) = make_cache(dir.path(), 64 << 20, &["--size", "32MiB"]);
-    let err = dir.path().join("serve.err");
-    let mut serve = Command::new(BIN);
-    serve.arg("serve").arg(&cache).arg(&backing).args([
-        "--listen",
-        "127.0.0.1:0",
-        "--backing-model",
-        "hdd(model=rpm7200,scale=1)",
-        "-v",
-    ]);
-    let server = Server::start(&mut serve, &err);
-    let nbd = server.nbd();
-    let write = format!(
-        "import nbd\nh = nbd.NBD()\nh.connect_uri('nbd://{nbd}')\n\
-         for s in range(200): h.pwrite(bytes([s % 251 + 1]) * 4096, s * 131072)\nh.flush()\nh.shutdown()\n"
-    );
-    let mut c = Command::new(py);
-    c.args(["-c", &write]);
-    run_ok(c);
+    let (cache, server) = slow_server(dir.path(), &["-v"]);
+    write_200_segments(server.nbd(), 1);
     let mut c = Command::new(BIN);
     c.arg("maintain").arg(&cache);
     run_ok(c); // caches the 200 segments
-    let mut c = Command::new(py);
-    c.args(["-c", &write]);
-    run_ok(c); // now dirty
+    write_200_segments(server.nbd(), 1); // now dirty
     let status = || -> Value {
         let mut c = Command::new(BIN);
         c.arg("status").arg(&cache).arg("--json");

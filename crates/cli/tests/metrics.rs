@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{make_cache, one_line_error, Server, BIN};
+use common::{make_cache, one_line_error, require_libnbd, Server, BIN, PY};
 
 /// A 2 MiB cache (128 KiB segments) for a 4 MiB backing file.
 struct Fixture {
@@ -485,12 +485,8 @@ fn bad_admission_flags_are_one_line_errors() {
 /// depth 1): the same hits, misses, fills, and so the same bypasses.
 #[test]
 fn sim_predicts_the_bypasses_and_hits_of_serve() {
-    let py = "/usr/bin/python3";
-    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(
-        has_libnbd,
-        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
-    );
+    require_libnbd();
+    let py = PY;
     let f = Fixture::new("read-only");
     let trace = f.dir.path().join("trace.txt");
     let mut text = String::new();
@@ -546,12 +542,8 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
 /// victims, for LRU, S3-FIFO and SIEVE.
 #[test]
 fn sim_predicts_serve_in_write_back_with_a_replacement_policy() {
-    let py = "/usr/bin/python3";
-    let has_libnbd = Command::new(py).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(
-        has_libnbd,
-        "{py} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
-    );
+    require_libnbd();
+    let py = PY;
     for policy in ["lru", "s3fifo", "sieve"] {
         let f = Fixture::new("write-back");
         let trace = f.dir.path().join("trace.txt");

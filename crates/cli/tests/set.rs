@@ -5,12 +5,10 @@
 
 mod common;
 
-use common::{make_cache, one_line_error, Server, BIN};
+use common::{make_cache, one_line_error, require_libnbd, slow_server, write_200_segments, Server, BIN, PY};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
-
-const PY: &str = "/usr/bin/python3";
 
 fn run_ok(mut cmd: Command) -> String {
     let out = cmd.output().unwrap();
@@ -53,11 +51,7 @@ fn client(nbd: std::net::SocketAddr, r: u8) {
 
 #[test]
 fn policy_and_cleaner_change_at_run_time_and_are_kept() {
-    let has_libnbd = Command::new(PY).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(
-        has_libnbd,
-        "{PY} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
-    );
+    require_libnbd();
     let dir = tempfile::tempdir().unwrap();
     // 6 MiB of backing, 2 MiB of cache: 16 slots of 128 KiB for 48 segments.
     let (cache, backing) = make_cache(dir.path(), 6 << 20, &["--size", "2MiB"]);
@@ -158,34 +152,11 @@ fn policy_and_cleaner_change_at_run_time_and_are_kept() {
 /// at once, with the reason, and changes nothing; the switch completes.
 #[test]
 fn a_set_while_a_mode_switch_runs_is_refused() {
-    let has_libnbd = Command::new(PY).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
-    assert!(
-        has_libnbd,
-        "{PY} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)"
-    );
+    require_libnbd();
     let dir = tempfile::tempdir().unwrap();
-    let (cache, backing) = make_cache(dir.path(), 64 << 20, &["--size", "32MiB"]);
-    let err = dir.path().join("serve.err");
-    let mut serve = Command::new(BIN);
-    serve.arg("serve").arg(&cache).arg(&backing).args([
-        "--listen",
-        "127.0.0.1:0",
-        "--policy",
-        "lru",
-        "--backing-model",
-        "hdd(model=rpm7200,scale=1)",
-    ]);
-    let server = Server::start(&mut serve, &err);
-    let nbd = server.nbd();
+    let (cache, server) = slow_server(dir.path(), &["--policy", "lru"]);
     // Two passes: the first fills the 200 segments, the second dirties them.
-    let write = format!(
-        "import nbd\nh = nbd.NBD()\nh.connect_uri('nbd://{nbd}')\n\
-         for p in range(2):\n\
-         \x20   for s in range(200): h.pwrite(bytes([s % 251 + 1]) * 4096, s * 131072)\nh.flush()\nh.shutdown()\n"
-    );
-    let mut c = Command::new(PY);
-    c.args(["-c", &write]);
-    run_ok(c);
+    write_200_segments(server.nbd(), 2);
     assert!(status(&cache)["dirty"].as_u64().unwrap() >= 100, "{}", status(&cache));
     let switch = Command::new(BIN).arg("set").arg(&cache).args(["mode=write-through"]).spawn().unwrap();
     let t = std::time::Instant::now();

@@ -144,3 +144,35 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Debian's Python, where python3-libnbd installs its `nbd` module.
+pub const PY: &str = "/usr/bin/python3";
+
+/// Panics, saying how to get it, unless [`PY`] has the `nbd` module.
+pub fn require_libnbd() {
+    let has = Command::new(PY).args(["-c", "import nbd"]).output().is_ok_and(|o| o.status.success());
+    assert!(has, "{PY} has no nbd module: apt-get install python3-libnbd (scripts/test/test_nbd.sh installs it)");
+}
+
+/// A server (with `flags`) over a 32 MiB cache of a 64 MiB BACKING made slow
+/// by the benchmark's HDD model, so that writing segments back takes a while.
+pub fn slow_server(dir: &Path, flags: &[&str]) -> (PathBuf, Server) {
+    let (cache, backing) = make_cache(dir, 64 << 20, &["--size", "32MiB"]);
+    let mut serve = Command::new(BIN);
+    serve.arg("serve").arg(&cache).arg(&backing);
+    serve.args(["--listen", "127.0.0.1:0", "--backing-model", "hdd(model=rpm7200,scale=1)"]).args(flags);
+    let server = Server::start(&mut serve, &dir.join("serve.err"));
+    (cache, server)
+}
+
+/// Writes 4 KiB into each of the first 200 segments of 128 KiB, `passes`
+/// times, then flushes (python3-libnbd).
+pub fn write_200_segments(nbd: SocketAddr, passes: u32) {
+    let script = format!(
+        "import nbd\nh = nbd.NBD()\nh.connect_uri('nbd://{nbd}')\n\
+         for p in range({passes}):\n\
+         \x20   for s in range(200): h.pwrite(bytes([s % 251 + 1]) * 4096, s * 131072)\nh.flush()\nh.shutdown()\n"
+    );
+    let out = Command::new(PY).args(["-c", &script]).output().unwrap();
+    assert!(out.status.success(), "the writing client failed: {}", String::from_utf8_lossy(&out.stderr));
+}
