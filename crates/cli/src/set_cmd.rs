@@ -15,7 +15,7 @@ use std::time::Duration;
 pub struct SetArgs {
     /// The cache file.
     cache: PathBuf,
-    /// Settings to change, KEY=VALUE each (KEY=none: back to the default); `--list` names the keys.
+    /// Settings to change, KEY=VALUE each (KEY=none, or policy=default: back to the default); `--list` names the keys.
     assignments: Vec<String>,
     /// List the keys and the values the cache file keeps, and change nothing.
     #[arg(long)]
@@ -63,7 +63,10 @@ fn list(a: &SetArgs) -> Result<()> {
     }
     let dev = FileDevice::open(&a.cache).map_err(|e| anyhow::anyhow!("{}: {e}", a.cache.display()))?;
     let sb = Superblock::read(&dev).map_err(|e| anyhow::anyhow!("{}: {e}", a.cache.display()))?;
-    println!("keys (ssdcache set {} KEY=VALUE…; KEY=none goes back to the default):", a.cache.display());
+    println!(
+        "keys (ssdcache set {} KEY=VALUE…; KEY=none, or policy=default, goes back to the default):",
+        a.cache.display()
+    );
     for (k, about) in KEYS {
         println!("  {k:<14} {about}");
     }

@@ -45,7 +45,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("clean-to", "write-back: once over max-dirty, the cleaner cleans down to this share (`serve --clean-to`), e.g. 15%"),
 ];
 
-/// Words that take a setting back to its default.
+/// Words that take a setting back to its default (`policy` only `default`).
 const UNSET: &[&str] = &["none", "off", "default"];
 
 /// The largest JSON text the superblock keeps (its settings area).
@@ -71,7 +71,9 @@ impl CacheSettings {
                 if value.is_empty() || value.len() > 512 {
                     return Err(bad("a policy spec of 1 to 512 characters".into()));
                 }
-                self.policy = (!unset).then(|| value.to_string());
+                // (`none` is a policy, the one that caches nothing: only
+                // `default` goes back to the mode's default)
+                self.policy = (value != "default").then(|| value.to_string());
             }
             "seq-cutoff" => {
                 self.seq_cutoff = if unset { None } else { Some(parse_bytes(value).map_err(|e| bad(e.to_string()))?) }
@@ -211,6 +213,8 @@ mod tests {
         let back = CacheSettings::from_bytes(&s.to_bytes().unwrap()).unwrap();
         assert_eq!(back, s);
         s.assign("policy=none").unwrap();
+        assert_eq!(s.policy.as_deref(), Some("none"), "the policy that caches nothing");
+        s.assign("policy=default").unwrap();
         s.assign("max-dirty = off").unwrap();
         assert_eq!((s.policy.clone(), s.max_dirty), (None, None));
         for (bad, says) in [
