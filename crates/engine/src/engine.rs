@@ -444,6 +444,14 @@ where
         log::info!("policy {} -> {}", d.name(), new.name());
         *d = new;
         drop(d);
+        self.take_config(config);
+        Ok(())
+    }
+
+    /// The last step of a run-time change: the cleaner takes `config`'s
+    /// bounds (started if it was not running, woken to look again if it
+    /// was), and `config` is what `config()` reports from now on.
+    fn take_config(&self, config: &EngineConfig) {
         if lock(&self.cleaner).is_some() {
             self.shared.map.with_watch(|w: &mut CleanerWatch| w.cleaner.set_config(config.cleaner));
             self.shared.nudge.nudge();
@@ -451,7 +459,6 @@ where
             self.start_cleaner(config.cleaner);
         }
         *lock(&self.shared.config) = config.clone();
-        Ok(())
     }
 
     /// Switches the cache to mode `to`, running with `config` (whose policy
@@ -524,12 +531,7 @@ where
         *d = new;
         drop(d);
         self.mode.store(to as u16, Relaxed);
-        if lock(&self.cleaner).is_some() {
-            self.shared.map.with_watch(|w: &mut CleanerWatch| w.cleaner.set_config(config.cleaner));
-        } else if config.cleaner.is_active() {
-            self.start_cleaner(config.cleaner);
-        }
-        *lock(&self.shared.config) = config.clone();
+        self.take_config(config);
         Ok(())
     }
 
