@@ -33,23 +33,20 @@ pub fn run(a: SetArgs) -> Result<()> {
     let line = format!("set {}", serde_json::to_string(&a.assignments)?);
     match control::request(&path, &line, Duration::from_secs(600))? {
         Reply::Ok(v) => {
-            println!("set and kept in {}: {}", a.cache.display(), kept_text(&v["settings"]));
+            let kept: Vec<String> = serde_json::from_value(v["settings"].clone()).unwrap_or_default();
+            println!("set and kept in {}: {}", a.cache.display(), kept_text(&kept));
             Ok(())
         }
         Reply::NotRunning(_) => {
             let kept = files::set_offline(&a.cache, &a.assignments).map_err(anyhow::Error::msg)?;
-            println!(
-                "no server runs for {}: kept for its next start: {}",
-                a.cache.display(),
-                if kept.is_empty() { "nothing set".into() } else { kept.join(" ") }
-            );
+            println!("no server runs for {}: kept for its next start: {}", a.cache.display(), kept_text(&kept));
             Ok(())
         }
     }
 }
 
-fn kept_text(v: &serde_json::Value) -> String {
-    let kept: Vec<&str> = v.as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect()).unwrap_or_default();
+/// The settings kept, `KEY=VALUE` each, or "nothing set".
+fn kept_text(kept: &[String]) -> String {
     if kept.is_empty() {
         "nothing set".into()
     } else {
