@@ -15,6 +15,7 @@ use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns, parse_ratio}
 use ssdcache_daemon::control::socket::{self as control, Reply};
 use ssdcache_daemon::metrics::http::{self, EndpointLimits};
 use ssdcache_daemon::DaemonConfig;
+use ssdcache_engine::cleaner::Pace;
 use ssdcache_engine::inject::FaultPlan;
 use ssdcache_engine::model_device::ModelDevice;
 use ssdcache_engine::{check, files};
@@ -104,6 +105,12 @@ pub struct ServeArgs {
     /// Default: --max-dirty itself.
     #[arg(long, value_name = "SHARE")]
     clean_to: Option<String>,
+    /// Write-back only: how the cleaner yields to requests. adaptive (default): the further the
+    /// dirty slots are over their target and the nearer the cache is to all dirty, the less it
+    /// waits for a gap in the requests; gap: waits for a 2 ms gap, at most 50 ms per segment (the
+    /// first cleaner); full: never waits (a flush storm, for comparison).
+    #[arg(long, value_name = "PACE")]
+    clean_pace: Option<String>,
     /// Write-through, write-around and read-only caches: a sequential stream longer than this
     /// (e.g. 4MiB; followed segment by segment) bypasses the cache (bcache's sequential_cutoff).
     #[arg(long, value_name = "SIZE")]
@@ -304,7 +311,7 @@ fn cleaner_config(a: &ServeArgs) -> Result<CleanerConfig> {
 
 /// Refuses cleaner flags for a cache that is not write-back (read from its superblock).
 fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
-    if !cfg.is_active() && a.clean_rate.is_none() && a.max_dirty.is_none() {
+    if !cfg.is_active() && a.clean_rate.is_none() && a.max_dirty.is_none() && a.clean_pace.is_none() {
         return Ok(());
     }
     let Ok(dev) = FileDevice::open(&a.cache) else {
@@ -312,7 +319,7 @@ fn check_cleaner_mode(a: &ServeArgs, cfg: &CleanerConfig) -> Result<()> {
     };
     match Superblock::read_either(&dev).map(|r| r.sb) {
         Ok(sb) if sb.mode != CacheMode::WriteBack => bail!(
-            "--max-dirty/--dirty-age/--clean-rate: {} is a {} cache, which never holds dirty data (only write-back caches have a cleaner)",
+            "--max-dirty/--dirty-age/--clean-rate/--clean-pace: {} is a {} cache, which never holds dirty data (only write-back caches have a cleaner)",
             a.cache.display(),
             sb.mode.name()
         ),
@@ -390,6 +397,11 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         error_limit: a.max_cache_errors,
         seq_cutoff,
         promote_after: a.promote_after,
+        clean_pace: a
+            .clean_pace
+            .as_deref()
+            .map(|p| Pace::parse(p).map_err(|e| anyhow::anyhow!("--clean-pace {p}: {e}")))
+            .transpose()?,
         cleaner,
     };
     // The settings `ssdcache set` kept in the cache file, under the flags
@@ -763,6 +775,9 @@ fn print_cleaner(s: &Value, seg: u64) {
         Some(r) => format!("at most {}/s", format_bytes(r)),
         None => "unlimited rate".into(),
     });
+    if let Some(p) = c["pace"].as_str() {
+        bounds.push(format!("{p} pace"));
+    }
     let n = |k: &str| c[k].as_u64().unwrap_or(0);
     let oldest = c["oldest_dirty_age"].as_f64().map_or("nothing dirty".into(), |a| format!("oldest dirty {a:.1} s"));
     println!(

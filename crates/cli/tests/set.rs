@@ -71,6 +71,15 @@ fn policy_and_cleaner_change_at_run_time_and_are_kept() {
     let st = status(&cache);
     assert_eq!(st["policy"], "lru");
     assert!(!st["cleaner"].is_null(), "the cleaner started with its bound: {st}");
+    assert_eq!(st["cleaner"]["pace"], "adaptive", "the default pace: {st}");
+    // Every cleaner key, the low watermark and the pace among them.
+    let out = set(&cache, &["clean-to=10%", "clean-pace=gap", "clean-rate=64MiB", "dirty-age=1h"]);
+    assert!(out.status.success(), "{out:?}");
+    let c = &status(&cache)["cleaner"];
+    assert_eq!((c["pace"].as_str(), c["clean_to"].as_f64()), (Some("gap"), Some(0.1)), "{c}");
+    let out = set(&cache, &["clean-to=none", "clean-pace=default", "clean-rate=none", "dirty-age=none"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(status(&cache)["cleaner"]["pace"], "adaptive");
     client(server.nbd(), 1);
     let st = status(&cache);
     assert!(st["filled"].as_u64().unwrap() > 16, "LRU fills on misses: {st}");
@@ -83,6 +92,8 @@ fn policy_and_cleaner_change_at_run_time_and_are_kept() {
         (&["policy=belady"][..], "--policy belady"),
         (&["policy=fab"][..], "--policy fab"),
         (&["policy=s3fifo", "promote-after=0"][..], "promote-after=0"),
+        (&["clean-pace=fast"][..], "clean-pace=fast: a pace: adaptive, gap, full"),
+        (&["clean-to=30%"][..], "clean-to"),
     ] {
         one_line_error(&set(&cache, args), &[want]);
         assert_eq!(status(&cache)["policy"], "lru", "{args:?}");

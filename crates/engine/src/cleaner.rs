@@ -14,10 +14,16 @@
 //!
 //! **How** ([`run`], one thread): before each segment it yields to
 //! foreground I/O: it waits until no request is in flight and none has
-//! arrived for [`GAP`], but at most [`MAX_YIELD`], so a busy server still
-//! cleans (at least one segment per `MAX_YIELD`, rate permitting). Then
-//! [`CacheMap::clean_one`] writes the slot back under the admin mutex and the
-//! segment's lock, with the procedure's code. After [`BATCH`] segments, or
+//! arrived for [`GAP`] (idle: it cleans at once, back to back), but at most
+//! as long as its [`Pace`] says ([`Pace::max_yield`]), so a busy server still
+//! cleans. The default pace, `adaptive`, is a proportional controller: the
+//! further the dirty slots are over their target, and the nearer the dirty
+//! share is to all of the cache, the shorter it yields, down to not at all,
+//! so the cache never fills with dirty data (a miss would then wait for a
+//! write-back); it never yields longer than the old fixed pace, `gap`
+//! ([`MAX_YIELD`] per segment). Then [`CacheMap::clean_one`] writes the slot
+//! back under the segment's lock (not the admin mutex: misses fill
+//! meanwhile), with the procedure's code. After [`BATCH`] segments, or
 //! when nothing more is due, it syncs the backing device. With nothing due
 //! it looks again every [`POLL`], or at once when a write takes the dirty
 //! share over `max_dirty` ([`Nudge`]). A failed write-back (the slot stays dirty)
@@ -44,6 +50,70 @@ pub const BATCH: u32 = 16;
 /// How often it looks for due slots when none is.
 pub const POLL: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How long the cleaner may wait for a gap in the requests before its next
+/// segment (`serve --clean-pace`, `ssdcache set clean-pace=…`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pace {
+    /// Proportional to how far the dirty slots are over their target, and
+    /// faster as the dirty share nears the whole cache (see the module doc).
+    #[default]
+    Adaptive,
+    /// The fixed pace of the first cleaner: a gap, or [`MAX_YIELD`] at most.
+    Gap,
+    /// No yielding: back-to-back write-backs while requests run (what a
+    /// flush does; for comparison, or to drain as fast as the disk allows).
+    Full,
+}
+
+/// In `adaptive`, the time in which the cleaner aims to clear the dirty
+/// slots over the target while requests run, at a dirty share of
+/// `max-dirty`; it shrinks to nothing as the share nears 100 %.
+pub const HORIZON: Duration = Duration::from_secs(30);
+
+impl Pace {
+    pub const NAMES: &'static str = "adaptive, gap, full";
+
+    pub fn parse(s: &str) -> Result<Pace, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "adaptive" => Ok(Pace::Adaptive),
+            "gap" => Ok(Pace::Gap),
+            "full" => Ok(Pace::Full),
+            _ => Err(format!("a pace: {}", Pace::NAMES)),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pace::Adaptive => "adaptive",
+            Pace::Gap => "gap",
+            Pace::Full => "full",
+        }
+    }
+
+    /// The longest the cleaner waits for a gap before its next segment, with
+    /// `dirty` of `slots` slots dirty under `cfg`. In `adaptive`: with `u`
+    /// the urgency, how far the dirty share is from `max-dirty` to 100 %
+    /// (0 to 1), and `excess` the dirty slots over the target (`clean-to`,
+    /// else `max-dirty`), `HORIZON × (1 − u)² / excess`, at most
+    /// [`MAX_YIELD`]. Cleaning for age alone keeps the `gap` pace.
+    pub fn max_yield(self, dirty: usize, slots: usize, cfg: &CleanerConfig) -> Duration {
+        match self {
+            Pace::Full => Duration::ZERO,
+            Pace::Gap => MAX_YIELD,
+            Pace::Adaptive => {
+                let Some(max) = cfg.max_dirty.filter(|_| slots > 0) else { return MAX_YIELD };
+                let share = dirty as f64 / slots as f64;
+                let target = cfg.clean_to.unwrap_or(max) * slots as f64;
+                let excess = (dirty as f64 - target).max(1.0);
+                let urgency = if max >= 1.0 { 0.0 } else { ((share - max) / (1.0 - max)).clamp(0.0, 1.0) };
+                let horizon = HORIZON.as_secs_f64() * (1.0 - urgency).powi(2);
+                Duration::from_secs_f64(horizon / excess).min(MAX_YIELD)
+            }
+        }
+    }
+}
 
 /// Wakes the idle cleaner thread early: a write took the dirty share over
 /// `max_dirty` (or the engine stops).
@@ -152,6 +222,8 @@ pub struct CleanerStatus {
     pub clean_rate: Option<u64>,
     /// The low watermark it cleans down to once over `max_dirty`.
     pub clean_to: Option<f64>,
+    /// How it yields to requests.
+    pub pace: Pace,
     /// What it is doing now; `running` is true while it writes back or waits
     /// to (yielding, rate-limited, backing off).
     pub activity: Activity,
@@ -168,6 +240,7 @@ pub struct CleanerStatus {
 pub fn status<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
     map: &CacheMap<S, H, M>,
     state: &CleanerState,
+    pace: Pace,
 ) -> Option<CleanerStatus> {
     let (cfg, stats, oldest, now): (CleanerConfig, CleanerStats, Option<Nanos>, Nanos) =
         map.with_watch(|w: &mut CleanerWatch| {
@@ -179,6 +252,7 @@ pub fn status<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
         dirty_age: cfg.dirty_age.map(|n| n as f64 / 1e9),
         clean_rate: cfg.rate,
         clean_to: cfg.clean_to,
+        pace,
         activity,
         running: !matches!(activity, Activity::Idle | Activity::Stopped),
         cleaned_too_many: stats.cleaned_too_many,
@@ -198,6 +272,8 @@ pub struct Hooks<'a> {
     pub wake: &'a Condvar,
     /// Wakes the idle thread (see [`CleanerWatch`]); the engine nudges it at stop too.
     pub nudge: &'a Nudge,
+    /// The pace now (a setting that may change at run time).
+    pub pace: &'a (dyn Fn() -> Pace + Sync),
 }
 
 impl Hooks<'_> {
@@ -233,9 +309,10 @@ pub fn run<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
     loop {
         let due = map.with_watch(|w: &mut CleanerWatch| {
             let now = w.now();
-            (w.cleaner.due(now, slots).is_some(), w.cleaner.oldest_since().map(|t| (t, now)))
+            let max_yield = (hooks.pace)().max_yield(w.cleaner.dirty(), slots, w.cleaner.config());
+            (w.cleaner.due(now, slots).is_some(), w.cleaner.oldest_since().map(|t| (t, now)), max_yield)
         });
-        let Some((due, oldest)) = due else { break };
+        let Some((due, oldest, max_yield)) = due else { break };
         if !due || map.is_degraded() {
             sync(&mut unsynced);
             state.set(Activity::Idle);
@@ -251,10 +328,10 @@ pub fn run<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
             }
             continue;
         }
-        // Yield to foreground I/O: a gap, or MAX_YIELD at most.
+        // Yield to foreground I/O: a gap, or the pace's longest wait.
         state.set(Activity::Yielding);
         let t0 = Instant::now();
-        while !(hooks.quiet_for)(GAP) && t0.elapsed() < MAX_YIELD {
+        while !(hooks.quiet_for)(GAP) && t0.elapsed() < max_yield {
             if hooks.sleep(Duration::from_millis(1)) {
                 sync(&mut unsynced);
                 state.set(Activity::Stopped);
@@ -287,6 +364,7 @@ pub fn run<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
                     break;
                 }
             }
+            Ok(CleanOne::Moved) => {}
             Ok(CleanOne::Stopped) => {
                 sync(&mut unsynced);
                 state.set(Activity::Idle);
@@ -310,4 +388,47 @@ pub fn run<S: BlockDevice, H: BlockDevice, M: BlockDevice>(
     }
     sync(&mut unsynced);
     state.set(Activity::Stopped);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_adaptive_pace_yields_less_the_more_is_dirty_and_not_at_all_when_full() {
+        let cfg = CleanerConfig { max_dirty: Some(0.2), ..Default::default() };
+        let y = |dirty| Pace::Adaptive.max_yield(dirty, 1000, &cfg);
+        // Just over the bound: as the first cleaner, a gap or 50 ms.
+        assert_eq!(y(210), MAX_YIELD);
+        // 600 of 1000 dirty: urgency 0.5, 400 over: 30 s x 0.25 / 400.
+        assert!(y(600).abs_diff(Duration::from_secs_f64(30.0 * 0.25 / 400.0)) < MS / 1000);
+        assert_eq!(y(1000), Duration::ZERO, "all dirty: no yielding at all");
+        let mut last = MAX_YIELD;
+        for dirty in 0..=1000 {
+            let w = y(dirty);
+            assert!(w <= last, "{dirty} dirty: {w:?} after {last:?}");
+            last = w;
+        }
+        // A low watermark counts the excess from it.
+        let to = CleanerConfig { clean_to: Some(0.1), ..cfg };
+        assert!(Pace::Adaptive.max_yield(600, 1000, &to) < y(600));
+        // Age alone, or nothing to go by: the gap pace.
+        let age = CleanerConfig { dirty_age: Some(1_000_000_000), ..Default::default() };
+        assert_eq!(Pace::Adaptive.max_yield(900, 1000, &age), MAX_YIELD);
+        assert_eq!(Pace::Adaptive.max_yield(0, 0, &cfg), MAX_YIELD);
+        assert_eq!(Pace::Gap.max_yield(1000, 1000, &cfg), MAX_YIELD);
+        assert_eq!(Pace::Full.max_yield(201, 1000, &cfg), Duration::ZERO);
+    }
+
+    #[test]
+    fn paces_parse_by_name() {
+        for p in [Pace::Adaptive, Pace::Gap, Pace::Full] {
+            assert_eq!(Pace::parse(p.name()), Ok(p));
+            assert!(Pace::NAMES.contains(p.name()));
+        }
+        assert_eq!(Pace::parse(" FULL "), Ok(Pace::Full));
+        assert!(Pace::parse("fast").unwrap_err().contains("adaptive, gap, full"));
+    }
 }

@@ -46,7 +46,7 @@ use ssdcache::trace::Op;
 
 use ssdcache::policy::tiered::cleaner::CleanerConfig;
 
-use crate::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch};
+use crate::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch, Pace};
 use crate::counters::procedures::{Procedure, ProcedureCounters, ProcedureSnapshot};
 use crate::counters::requests::{Op as RequestOp, Outcome, RequestCounters, RequestSnapshot};
 use crate::datapath::{CacheMap, FlushProgress, MapStatus, Tally};
@@ -77,6 +77,8 @@ pub struct EngineConfig {
     /// CAS's NHIT; the simulator's `nhit` admitter, applied from the first
     /// miss: `trigger=0%`).
     pub promote_after: Option<u32>,
+    /// How the cleaner yields to requests (`None`: [`Pace::default`]).
+    pub clean_pace: Option<Pace>,
 }
 
 impl Default for EngineConfig {
@@ -87,6 +89,7 @@ impl Default for EngineConfig {
             seq_cutoff: None,
             promote_after: None,
             cleaner: CleanerConfig::default(),
+            clean_pace: None,
         }
     }
 }
@@ -545,8 +548,14 @@ where
             .name("ssdcache-cleaner".into())
             .spawn(move || {
                 let quiet = |gap| shared.quiet_for(gap);
-                let hooks =
-                    cleaner::Hooks { quiet_for: &quiet, stop: &shared.stop, wake: &shared.wake, nudge: &shared.nudge };
+                let pace = || lock(&shared.config).clean_pace.unwrap_or_default();
+                let hooks = cleaner::Hooks {
+                    quiet_for: &quiet,
+                    stop: &shared.stop,
+                    wake: &shared.wake,
+                    nudge: &shared.nudge,
+                    pace: &pace,
+                };
                 cleaner::run(&shared.map, &shared.cleaner, &hooks);
             })
             .expect("spawn the cleaner thread");
@@ -669,7 +678,11 @@ where
             cache_hint_fills: self.shared.hint_fills.load(Relaxed),
             requests: self.shared.requests.snapshot(),
             procedure_runs: self.shared.procedures.snapshot(),
-            cleaner: cleaner::status(&self.shared.map, &self.shared.cleaner),
+            cleaner: cleaner::status(
+                &self.shared.map,
+                &self.shared.cleaner,
+                self.config().clean_pace.unwrap_or_default(),
+            ),
         }
     }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use ssdcache::policy::tiered::cleaner::CleanerConfig;
 use ssdcache::units::{format_bytes, parse_bytes, parse_duration_ns, parse_ratio};
 
+use crate::cleaner::Pace;
 use crate::engine::EngineConfig;
 
 /// The kept values; `None`: not set (the mode's default, or the flag's).
@@ -28,6 +29,8 @@ pub struct CacheSettings {
     pub clean_rate: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clean_to: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_pace: Option<Pace>,
 }
 
 /// Every key `set` takes, with what it means (`ssdcache set --list`).
@@ -43,6 +46,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("dirty-age", "write-back: no segment stays dirty longer (`serve --dirty-age`), e.g. 10min"),
     ("clean-rate", "write-back: the cleaner writes back at most this many bytes per second (`serve --clean-rate`)"),
     ("clean-to", "write-back: once over max-dirty, the cleaner cleans down to this share (`serve --clean-to`), e.g. 15%"),
+    ("clean-pace", "write-back: how the cleaner yields to requests (`serve --clean-pace`): adaptive (default), gap, full"),
 ];
 
 /// Words that take a setting back to its default (`policy` only `default`).
@@ -98,6 +102,10 @@ impl CacheSettings {
             "clean-rate" => {
                 self.clean_rate = if unset { None } else { Some(parse_bytes(value).map_err(|e| bad(e.to_string()))?) }
             }
+            "clean-to" => {
+                self.clean_to = if unset { None } else { Some(parse_ratio(value).map_err(|e| bad(e.to_string()))?) }
+            }
+            "clean-pace" => self.clean_pace = if unset { None } else { Some(Pace::parse(value).map_err(bad)?) },
             "mode" => {
                 return Err(format!("{key}={value}: a mode is the superblock's, not a setting (see `ssdcache set`)"))
             }
@@ -118,6 +126,7 @@ impl CacheSettings {
             "dirty-age" => config.cleaner.dirty_age = self.dirty_age_ns,
             "clean-rate" => config.cleaner.rate = self.clean_rate,
             "clean-to" => config.cleaner.clean_to = self.clean_to,
+            "clean-pace" => config.clean_pace = self.clean_pace,
             _ => {}
         }
     }
@@ -155,6 +164,7 @@ impl CacheSettings {
             rate: flags.cleaner.rate.or(self.clean_rate),
             clean_to: flags.cleaner.clean_to.or(self.clean_to),
         };
+        c.clean_pace = flags.clean_pace.or(self.clean_pace);
         c
     }
 
@@ -181,6 +191,9 @@ impl CacheSettings {
         }
         if let Some(r) = self.clean_to {
             out.push(format!("clean-to={}%", r * 100.0));
+        }
+        if let Some(p) = self.clean_pace {
+            out.push(format!("clean-pace={}", p.name()));
         }
         out
     }
@@ -231,6 +244,32 @@ mod tests {
             assert_eq!(s, before, "{bad}: nothing changed");
         }
         assert_eq!(CacheSettings::default().to_bytes().unwrap(), Vec::<u8>::new(), "nothing set: nothing kept");
+        // Every key takes a value (and `none`) without a panic, and a value
+        // set survives the superblock's JSON.
+        let sample = |k: &str| match k {
+            "policy" => "lru",
+            "seq-cutoff" => "1MiB",
+            "promote-after" => "3",
+            "max-dirty" => "30%",
+            "dirty-age" => "1min",
+            "clean-rate" => "1MiB",
+            "clean-to" => "10%",
+            "clean-pace" => "gap",
+            _ => "",
+        };
+        let mut every = CacheSettings::default();
+        for (k, _) in KEYS.iter().filter(|(k, _)| *k != "mode") {
+            assert!(!sample(k).is_empty(), "no sample value for `{k}`");
+            assert_eq!(every.assign(&format!("{k}={}", sample(k))), Ok(*k));
+        }
+        assert_eq!(every.describe().len(), KEYS.len() - 1, "{:?}", every.describe());
+        assert_eq!(CacheSettings::from_bytes(&every.to_bytes().unwrap()).unwrap(), every);
+        assert!(every.assign("mode=write-through").unwrap_err().contains("superblock"));
+        for (k, _) in KEYS.iter().filter(|(k, _)| !["mode", "policy"].contains(k)) {
+            every.assign(&format!("{k}=none")).unwrap();
+        }
+        assert_eq!(every.describe(), ["policy=lru"]);
+        assert!(s.assign("clean-pace=fast").unwrap_err().starts_with("clean-pace=fast: a pace"));
         let long = format!("policy={}", "x".repeat(600));
         assert!(s.assign(&long).unwrap_err().contains("1 to 512 characters"));
     }

@@ -46,17 +46,18 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         w.downcast_mut::<W>().map(f)
     }
 
-    /// The background cleaner's step: under the admin mutex, `pick` (run on
-    /// the watch under the map's mutex) names a dirty slot, which is
-    /// written back under its segment's lock by the procedure's own code.
-    /// A failed write-back leaves the slot dirty. Not synced: see
-    /// [`sync_backing`](Self::sync_backing).
+    /// The background cleaner's step: `pick` (run on the watch under the
+    /// map's mutex) names a dirty slot, which is written back under its
+    /// segment's lock by the procedure's own code ([`write_back_if_still`]
+    /// (Self::write_back_if_still)). Not under the admin mutex: fills,
+    /// evictions and procedures go on meanwhile instead of waiting for a
+    /// write to the slow backing device. A failed write-back leaves the slot
+    /// dirty. Not synced: see [`sync_backing`](Self::sync_backing).
     pub fn clean_one<W: DirtyWatch>(
         &self,
         pick: impl FnOnce(&mut W) -> Option<u32>,
         buf: &mut [u8],
     ) -> io::Result<CleanOne> {
-        let _admin = lock(&self.admin);
         if self.is_degraded() {
             return Ok(CleanOne::Stopped);
         }
@@ -79,11 +80,33 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             }
             (slot, st.meta.map[slot as usize].expect("a dirty slot caches a segment"))
         };
-        // Holding admin: slots do not move, and only writes (which only
-        // dirty) run on `h` until we hold it.
+        match self.write_back_if_still(slot, h, buf) {
+            Ok(true) => Ok(CleanOne::Cleaned { slot, segment: h }),
+            Ok(false) => Ok(CleanOne::Moved),
+            Err(_) if lock(&self.state).closed => Ok(CleanOne::Stopped),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes slot `s` back if, once segment `h`'s lock is held, the slot
+    /// still caches `h` and is dirty (between a look at the map and that
+    /// lock, a fill or an eviction may have moved it; its own write-back
+    /// then did the work). Every slot move locks the segment it moves out,
+    /// and every write-back the segment it writes, so while `h` is held the
+    /// slot neither moves nor changes. Returns whether it wrote.
+    pub(super) fn write_back_if_still(&self, s: u32, h: u64, buf: &mut [u8]) -> io::Result<bool> {
         let _held = self.locks.lock([h]);
-        self.write_back_slot(slot, h, buf)?;
-        Ok(CleanOne::Cleaned { slot, segment: h })
+        {
+            let st = lock(&self.state);
+            if st.closed {
+                return Err(closed());
+            }
+            if st.meta.map[s as usize] != Some(h) || !st.dirty[s as usize] {
+                return Ok(false);
+            }
+        }
+        self.write_back_slot(s, h, buf)?;
+        Ok(true)
     }
 
     /// Syncs the backing device (after a batch of [`clean_one`](Self::clean_one)).
@@ -109,8 +132,12 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     /// devices; requests go on (and may dirty slots again). Its progress is
     /// in [`status`](Self::status) while it runs; [`stop_write_back`]
     /// (Self::stop_write_back) ends it at the next slot, synced.
+    ///
+    /// Not under the admin mutex (like the cleaner's [`clean_one`]
+    /// (Self::clean_one)): misses still fill, and evict, while it runs.
+    /// One flush at a time (its own mutex).
     pub fn write_back(&self) -> io::Result<FlushProgress> {
-        let _admin = lock(&self.admin);
+        let _one = lock(&self.flush_one);
         self.flush_stop.store(false, Relaxed);
         let todo = self.dirty_slots()?;
         let mut p = FlushProgress { total: todo.len() as u64, ..Default::default() };
@@ -124,11 +151,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
                     log::warn!("flush stopped on request after {} of {} segment(s)", p.written_back, p.total);
                     break;
                 }
-                let _held = self.locks.lock([h]);
-                // Only admin operations move slots, and they are serialised
-                // with us; the cleaner (also admin) cannot have cleaned it, but
-                // a write may have dirtied it again: written back either way.
-                self.write_back_slot(s, h, &mut buf)?;
+                // A slot the cleaner or an eviction wrote back meanwhile
+                // counts as done.
+                self.write_back_if_still(s, h, &mut buf)?;
                 p.written_back += 1;
                 *lock(&self.flush) = Some(p);
             }

@@ -130,6 +130,9 @@ pub enum CleanOne {
     Nothing,
     /// Slot `slot`, caching segment `segment`, was written back.
     Cleaned { slot: u32, segment: u64 },
+    /// The picked slot moved (or was written back) before its segment's
+    /// lock was taken: nothing to do, pick again.
+    Moved,
     /// Shut down or degraded (degraded: `settle_degraded` writes back).
     Stopped,
 }
@@ -235,6 +238,8 @@ pub struct CacheMap<S, H, M> {
     flushing: AtomicBool,
     flush: Mutex<Option<FlushProgress>>,
     flush_stop: AtomicBool,
+    /// Held by the one flush that runs.
+    flush_one: Mutex<()>,
     /// A procedure is running.
     in_procedure: AtomicBool,
     /// Cache-device errors that make the cache degraded.
@@ -300,6 +305,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             flushing: Default::default(),
             flush: Default::default(),
             flush_stop: Default::default(),
+            flush_one: Mutex::new(()),
             in_procedure: Default::default(),
             error_limit: AtomicU64::new(DEFAULT_ERROR_LIMIT),
             degraded,

@@ -738,8 +738,9 @@ fn a_write_racing_the_cleaner_on_its_segment_ends_dirty_or_on_the_backing_device
     c.caching_and_eviction(&[(0, 2)]).unwrap();
     c.write(&[1; 64], 2 * SEG).unwrap();
     lock(&ssd.gate).1 = false;
+    let c = &c;
     std::thread::scope(|sc| {
-        let cleaner = sc.spawn(|| {
+        let cleaner = sc.spawn(move || {
             let mut buf = vec![0u8; SEG as usize];
             c.clean_one(|w: &mut AllDue| w.0.front().copied(), &mut buf).unwrap()
         });
@@ -761,7 +762,7 @@ fn a_write_racing_the_cleaner_on_its_segment_ends_dirty_or_on_the_backing_device
     hdd.read_at(&mut b, 2 * SEG).unwrap();
     let dirty = lock(&c.state).dirty[0];
     assert!(dirty || b == [2; 64], "the racing write is neither dirty nor on the backing device");
-    assert_watch_in_step(&c);
+    assert_watch_in_step(c);
 }
 
 #[test]
@@ -858,4 +859,71 @@ fn mode_switches_survive_a_power_cut_at_every_write_point() {
         let (cuts, nested) = cut_everywhere_switching(seed, mode, seed == 51);
         assert!(cuts > 50 && (seed != 51 || nested > 0), "{cuts} cuts, {nested} nested");
     }
+}
+
+#[test]
+fn a_miss_fills_while_the_cleaner_writes_back() {
+    // The cleaner holds only the segment it writes back: a fill of another
+    // segment (and an eviction of a clean one) completes while that
+    // write-back waits at the gate, where it once waited for the admin mutex.
+    let hdd = std::sync::Arc::new(MemDevice::new((LOGICAL + region_len(&geom())) as usize));
+    MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap().format().unwrap();
+    let ssd = std::sync::Arc::new(GatedSsd {
+        dev: MemDevice::new((SEG * SSD_SEGS as u64) as usize),
+        gate: Mutex::new((false, true)),
+        changed: Default::default(),
+    });
+    let store = MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap();
+    let (c, _) = CacheMap::open(ssd.clone(), hdd.clone(), store, false).unwrap();
+    c.set_fills_on_miss(true).unwrap();
+    c.set_watch(Box::<AllDue>::default());
+    c.replace(0, 2).unwrap();
+    c.replace(1, 3).unwrap();
+    c.write(&[7; 64], 2 * SEG).unwrap();
+    lock(&ssd.gate).1 = false;
+    let c = &c;
+    std::thread::scope(|sc| {
+        let cleaner = sc.spawn(move || {
+            let mut buf = vec![0u8; SEG as usize];
+            c.clean_one(|w: &mut AllDue| w.0.front().copied(), &mut buf).unwrap()
+        });
+        let mut g = lock(&ssd.gate);
+        while !g.0 {
+            g = ssd.changed.wait(g).unwrap();
+        }
+        drop(g);
+        let (tx, rx) = std::sync::mpsc::channel();
+        sc.spawn(move || {
+            let r = c.replace(4, 5).and_then(|()| c.evict(3));
+            tx.send(r.map_err(|e| e.to_string())).unwrap();
+        });
+        let filled = rx.recv_timeout(std::time::Duration::from_secs(20));
+        lock(&ssd.gate).1 = true;
+        ssd.changed.notify_all();
+        assert_eq!(filled.expect("the fill waited for the cleaner's write-back"), Ok(true));
+        assert_eq!(cleaner.join().unwrap(), CleanOne::Cleaned { slot: 0, segment: 2 });
+    });
+    let mut b = [0u8; 64];
+    hdd.read_at(&mut b, 2 * SEG).unwrap();
+    assert_eq!(b, [7; 64]);
+    assert_watch_in_step(c);
+}
+
+#[test]
+fn a_slot_that_moved_after_the_cleaner_picked_it_is_not_written_back() {
+    let (c, _) = Env::new(3, CutMode::DropUnsynced).with_fills().with_cleaner().open().unwrap();
+    c.replace(0, 2).unwrap();
+    c.write(&[9; 64], 2 * SEG).unwrap();
+    // Evicted (written back) and the slot refilled with segment 6, dirty.
+    assert!(c.evict(2).unwrap());
+    c.replace(0, 6).unwrap();
+    c.write(&[5; 64], 6 * SEG).unwrap();
+    let mut buf = vec![0u8; SEG as usize];
+    assert!(!c.write_back_if_still(0, 2, &mut buf).unwrap(), "slot 0 no longer caches segment 2");
+    let mut b = [0u8; 64];
+    c.hdd.read_at(&mut b, 2 * SEG).unwrap();
+    assert_eq!(b, [9; 64], "segment 2 keeps its own write-back, not slot 0's new bytes");
+    assert!(lock(&c.state).dirty[0], "slot 0 (segment 6) stays dirty");
+    assert!(c.write_back_if_still(0, 6, &mut buf).unwrap());
+    assert_watch_in_step(&c);
 }
