@@ -22,7 +22,13 @@
 # latency percentiles per 10 s, drawn into SOAK_OUT/latency.png (matplotlib
 # from the pyenv python3; the crash client runs on /usr/bin/python3).
 #
+# SOAK_POLICY=P serves with `--policy P` (write-back with a replacement
+# policy: lru, s3fifo, …; default paper 000's pwc), where every miss fills
+# and a dirty victim is written back before its slot is reused — with the
+# cleaner above keeping clean victims at hand.
+#
 #   SOAK_MINUTES=10 SOAK_OUT=/tmp/soak scripts/bench/soak_serve.sh
+#   SOAK_POLICY=s3fifo SOAK_MINUTES=5 scripts/bench/soak_serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MINUTES=${SOAK_MINUTES:-10}
@@ -32,9 +38,10 @@ LAT=$OUT/latency.log
 : >"$LAT"
 PLOT_PY=${SOAK_PYTHON:-python3}
 "$PLOT_PY" -c 'import matplotlib' 2>/dev/null || { echo "FAIL: $PLOT_PY has no matplotlib (SOAK_PYTHON picks another)" >&2; exit 1; }
-echo "soak: $MINUTES minute(s); output in $OUT"
+POLICY_ARGS=${SOAK_POLICY:+--policy $SOAK_POLICY}
+echo "soak: $MINUTES minute(s), policy ${SOAK_POLICY:-pwc}; output in $OUT"
 CRASH_MINUTES=$MINUTES CRASH_ALLOW_ERRORS=1 CRASH_STRICT=1 CRASH_LATENCY_LOG=$LAT \
-  CRASH_SERVE_ARGS="--max-dirty 10% --dirty-age 2s --clean-rate 2MB --inject-cache write:eio:after=3000:count=3" \
+  CRASH_SERVE_ARGS="$POLICY_ARGS --max-dirty 10% --dirty-age 2s --clean-rate 2MB --inject-cache write:eio:after=3000:count=3" \
   SERVE_PROFILE=release scripts/test/test_crash.sh 2>&1 | tee "$OUT/crash.log"
 echo
 echo "== what was written, verified, lost"

@@ -535,17 +535,42 @@ fn server_command(a: &ControlArgs, cmd: &str) -> Result<Value> {
 /// non-zero, so `flush && backup` never backs up an unflushed disk).
 pub fn flush(a: ControlArgs) -> Result<bool> {
     let path = control_path(&a.cache, &a.control);
+    let v = with_write_back_progress(&path, "flush", || server_command(&a, "flush")).0?;
+    if v["interrupted"] == true {
+        println!(
+            "interrupted: written back {} of {} segment(s) (synced; the rest stay dirty)",
+            v["written_back"], v["total"]
+        );
+        return Ok(false);
+    }
+    println!("written back: {} segment(s); both devices synced", v["written_back"]);
+    Ok(true)
+}
+
+/// Runs `job` (a control request that writes dirty segments back: `flush`,
+/// or `set mode=…` leaving write-back) while drawing its progress from
+/// `status` (on stderr, when it is a terminal). Ctrl-C (SIGINT) does not end
+/// us: it asks the server to stop the write-back after its current segment
+/// (`flush-stop`), and `job`'s answer then says what was done. Returns that
+/// answer and whether a SIGINT came.
+pub fn with_write_back_progress<T: Send>(
+    path: &Path,
+    what: &str,
+    job: impl FnOnce() -> Result<T> + Send,
+) -> (Result<T>, bool) {
     let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return (Err(e.into()), false),
+    };
     {
-        // SIGINT no longer ends us: it stops the server's flush, whose
-        // answer then ends us. tokio's handler, on a thread of its own.
-        let (interrupted, path) = (interrupted.clone(), path.clone());
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        // tokio's SIGINT handler, on a thread of its own.
+        let (path, what, interrupted) = (path.to_path_buf(), what.to_string(), interrupted.clone());
         std::thread::spawn(move || {
             rt.block_on(async {
                 while tokio::signal::ctrl_c().await.is_ok() {
                     interrupted.store(true, std::sync::atomic::Ordering::Relaxed);
-                    eprintln!("ssdcache flush: interrupted, asking the server to stop after the current segment");
+                    eprintln!("ssdcache {what}: interrupted, asking the server to stop after the current segment");
                     let _ = control::request(&path, "flush-stop", Duration::from_secs(5));
                 }
             })
@@ -560,10 +585,10 @@ pub fn flush(a: ControlArgs) -> Result<bool> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let v = std::thread::scope(|sc| {
-        let job = sc.spawn(|| server_command(&a, "flush"));
+        let job = sc.spawn(job);
         while !job.is_finished() {
             std::thread::sleep(Duration::from_millis(200));
-            if let Ok(Reply::Ok(s)) = control::request(&path, "status", Duration::from_secs(2)) {
+            if let Ok(Reply::Ok(s)) = control::request(path, "status", Duration::from_secs(2)) {
                 let f = &s["status"]["flush"];
                 if let (Some(done), Some(total)) = (f["written_back"].as_u64(), f["total"].as_u64()) {
                     bar.set_length(total);
@@ -571,18 +596,10 @@ pub fn flush(a: ControlArgs) -> Result<bool> {
                 }
             }
         }
-        job.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the flush client thread panicked")))
-    })?;
+        job.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the {what} client thread panicked")))
+    });
     bar.finish_and_clear();
-    if v["interrupted"] == true {
-        println!(
-            "interrupted: written back {} of {} segment(s) (synced; the rest stay dirty)",
-            v["written_back"], v["total"]
-        );
-        return Ok(false);
-    }
-    println!("written back: {} segment(s); both devices synced", v["written_back"]);
-    Ok(true)
+    (v, interrupted.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 pub fn maintain(a: ControlArgs) -> Result<()> {

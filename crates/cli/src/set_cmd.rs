@@ -31,7 +31,25 @@ pub fn run(a: SetArgs) -> Result<()> {
     }
     let path = a.control.clone().unwrap_or_else(|| control::default_path(&a.cache));
     let line = format!("set {}", serde_json::to_string(&a.assignments)?);
-    match control::request(&path, &line, Duration::from_secs(600))? {
+    // Leaving write-back writes every dirty segment back first: that may
+    // take as long as the disk needs, shown as it goes and stopped by Ctrl-C.
+    let reply = if a.assignments.iter().any(|s| s.trim_start().starts_with("mode")) {
+        let (reply, interrupted) = crate::serve_cmd::with_write_back_progress(&path, "set", || {
+            Ok(control::request(&path, &line, Duration::from_secs(30 * 24 * 3600))?)
+        });
+        if interrupted {
+            // Stopped by Ctrl-C: say what the server answered, and exit as
+            // a command ended by SIGINT does (the cache stays write-back).
+            if let Err(e) = &reply {
+                eprintln!("ssdcache: error: {e:#}");
+            }
+            std::process::exit(130);
+        }
+        reply?
+    } else {
+        control::request(&path, &line, Duration::from_secs(600))?
+    };
+    match reply {
         Reply::Ok(v) => {
             let kept: Vec<String> = serde_json::from_value(v["settings"].clone()).unwrap_or_default();
             println!("set and kept in {}: {}", a.cache.display(), kept_text(&kept));

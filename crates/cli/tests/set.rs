@@ -186,3 +186,43 @@ fn a_set_while_a_mode_switch_runs_is_refused() {
     );
     assert_eq!(server.stop(), 0);
 }
+
+/// `set mode=write-through` on a cache with 200 dirty segments over a slow
+/// BACKING shows its drain in `status`, and Ctrl-C stops it cleanly: exit
+/// 130 with the server's one line, the cache still write-back, what was
+/// written back no longer dirty, and writes dirty again afterwards.
+#[test]
+fn a_mode_switch_stops_cleanly_on_sigint_and_stays_write_back() {
+    require_libnbd();
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, server) = slow_server(dir.path(), &["--policy", "lru"]);
+    write_200_segments(server.nbd(), 2);
+    let dirty = status(&cache)["dirty"].as_u64().unwrap();
+    assert!(dirty >= 100, "{}", status(&cache));
+    let switch = Command::new(BIN)
+        .arg("set")
+        .arg(&cache)
+        .args(["mode=write-through"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while !status(&cache)["flush"]["written_back"].as_u64().is_some_and(|n| n > 0) {
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "the switch's write-back never showed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = Command::new("kill").args(["-INT", &switch.id().to_string()]).status();
+    let out = switch.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| l.starts_with("ssdcache: error:")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("stopped after writing back") && line.contains("still write-back"), "{err}");
+    let st = status(&cache);
+    assert_eq!(st["mode"], "write-back", "{st}");
+    let left = st["dirty"].as_u64().unwrap();
+    assert!(left > 0 && left < dirty, "{left} of {dirty} still dirty: {st}");
+    // Dirtying resumed: a write to a cached segment is dirty again.
+    write_200_segments(server.nbd(), 1);
+    assert!(status(&cache)["dirty"].as_u64().unwrap() > left, "{}", status(&cache));
+    assert_eq!(server.stop(), 0);
+}
