@@ -35,7 +35,7 @@ pub fn run(a: SetArgs) -> Result<()> {
     // take as long as the disk needs, shown as it goes and stopped by Ctrl-C.
     let reply = if a.assignments.iter().any(|s| s.trim_start().starts_with("mode")) {
         let (reply, interrupted) = crate::serve_cmd::with_write_back_progress(&path, "set", || {
-            control::request(&path, &line, Duration::from_secs(30 * 24 * 3600)).map_err(Into::into)
+            control::request(&path, &line, Duration::from_secs(30 * 24 * 3600))
         });
         if interrupted {
             // Stopped by Ctrl-C: say what the server answered, and exit as
