@@ -121,14 +121,19 @@ pub async fn accept_loop(listener: UnixListener, cache: Arc<Served>, model: Mode
     }
 }
 
-/// Reads the client's command line; `None` if it closed without one.
-async fn read_command(r: impl AsyncRead + Unpin, within: Duration) -> Result<Option<String>> {
+/// Reads the client's command line; `None` if it closed without one, an
+/// `Err` line if it was longer than the socket takes.
+async fn read_command(r: impl AsyncRead + Unpin, within: Duration) -> Result<Option<Result<String, String>>> {
     let mut line = String::new();
     // One command (a `set` of a few settings at most); a client sending more is cut off.
     let mut reader = BufReader::new(r.take(protocol::MAX_LINE));
     match tokio::time::timeout(within, reader.read_line(&mut line)).await {
         Err(_) => bail!("no command within {} s: closed", within.as_secs_f64()),
-        Ok(n) => Ok((n? > 0).then(|| line.trim().to_string())),
+        // Cut off before its end: not a command to run half of.
+        Ok(Ok(n)) if n as u64 >= protocol::MAX_LINE && !line.ends_with('\n') => {
+            Ok(Some(Err(format!("a command longer than {} bytes: not run", protocol::MAX_LINE - 1))))
+        }
+        Ok(n) => Ok((n? > 0).then(|| Ok(line.trim().to_string()))),
     }
 }
 
@@ -137,7 +142,7 @@ async fn handle(stream: UnixStream, cache: Arc<Served>, model: Model) -> Result<
     let Some(line) = read_command(r, COMMAND_TIMEOUT).await? else { return Ok(()) };
     let answer = tokio::task::spawn_blocking(move || {
         let model = model.as_deref().map(|m| m as &dyn protocol::BackingModel);
-        protocol::answer(Command::parse(&line), &*cache, model)
+        protocol::answer(line.and_then(|l| Command::parse(&l)), &*cache, model)
     })
     .await?;
     w.write_all(&protocol::encode(&answer)).await?;
@@ -177,10 +182,28 @@ fn connect_within(
     rx.recv_timeout(timeout).map_err(drop)
 }
 
+/// `cmd` as errors quote it: its first 100 characters.
+fn shortened(cmd: &str) -> String {
+    match cmd.char_indices().nth(100) {
+        Some((i, _)) => format!("{}…", &cmd[..i]),
+        None => cmd.to_string(),
+    }
+}
+
 /// Sends `cmd` to the server behind `path` and waits up to `timeout` for the
 /// answer (blocking; for the CLI). A server that does not answer in time is
 /// an error naming the socket.
 pub fn request(path: &Path, cmd: &str, timeout: Duration) -> Result<Reply> {
+    let full = cmd;
+    // Errors quote the command, shortened: one line, whatever was asked.
+    let cmd = &shortened(full);
+    if full.len() as u64 >= protocol::MAX_LINE || full.contains('\n') {
+        bail!(
+            "`{cmd}` takes {} bytes on one line; the control socket takes at most {} (ask for less at a time)",
+            full.len(),
+            protocol::MAX_LINE - 1
+        );
+    }
     let deadline = Instant::now() + timeout;
     let late = || {
         anyhow::anyhow!(
@@ -198,7 +221,7 @@ pub fn request(path: &Path, cmd: &str, timeout: Duration) -> Result<Reply> {
     let timed_out =
         |e: &std::io::Error| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
     stream.set_write_timeout(Some(left(deadline).ok_or_else(late)?))?;
-    if let Err(e) = stream.write_all(format!("{cmd}\n").as_bytes()) {
+    if let Err(e) = stream.write_all(format!("{full}\n").as_bytes()) {
         if timed_out(&e) {
             return Err(late());
         }
@@ -248,10 +271,33 @@ mod tests {
         assert!(read_command(server, Duration::from_millis(200)).await.is_err());
         let (mut client, server) = UnixStream::pair().unwrap();
         client.write_all(b"status\n").await.unwrap();
-        assert_eq!(read_command(server, Duration::from_secs(5)).await.unwrap().as_deref(), Some("status"));
+        assert_eq!(read_command(server, Duration::from_secs(5)).await.unwrap(), Some(Ok("status".into())));
         let (client, server) = UnixStream::pair().unwrap();
         drop(client);
         assert_eq!(read_command(server, Duration::from_secs(5)).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_command_longer_than_the_line_limit_is_refused_not_cut_and_run() {
+        // `set ["max-dirty=1%", …]` cut at 4096 bytes would be a shorter,
+        // valid-looking list; it is refused whole.
+        let (mut client, server) = UnixStream::pair().unwrap();
+        let long = format!("set [{}\"max-dirty=1%\"]\n", "\"seq-cutoff=1MiB\",".repeat(300));
+        let writer = tokio::spawn(async move {
+            let _ = client.write_all(long.as_bytes()).await;
+            client
+        });
+        let got = read_command(server, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(got, Some(Err("a command longer than 4095 bytes: not run".into())));
+        drop(writer.await);
+        // The client refuses to send one, quoting it shortened, on one line.
+        let dir = tmp();
+        let path = dir.path().join("c.ctl");
+        let cmd = format!("set [{}]", "\"policy=lru\",".repeat(500));
+        let e = request(&path, &cmd, Duration::from_secs(1)).err().expect("refused").to_string();
+        assert!(e.contains("takes 6506 bytes on one line; the control socket takes at most 4095"), "{e}");
+        assert!(e.len() < 300 && !e.contains('\n'), "{e}");
+        assert!(request(&path, "status\nflush", Duration::from_secs(1)).is_err(), "one line, one command");
     }
 
     #[test]
