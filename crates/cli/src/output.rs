@@ -285,6 +285,9 @@ pub fn detail(r: &Report) {
     if r.skipped > 0 {
         println!("{:<22} {}", "skipped lines", thousands(r.skipped));
     }
+    if let Some(note) = &r.trace_note {
+        println!("{:<22} {note}", "note");
+    }
     if !r.series.is_empty() {
         series(r);
     }

@@ -137,6 +137,9 @@ pub struct Report {
     pub backing_accesses: u64,
     /// Lines skipped as malformed (`--skip-bad`).
     pub skipped: u64,
+    /// How the trace ended, when that matters (a recording cut off by a crash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_note: Option<String>,
     /// Policies with an adaptive split (ABM): the mean share of the cache
     /// its second part was given (ABM's `P`, the write buffer's), over every
     /// page access; `null` for other policies.
@@ -326,6 +329,7 @@ impl Report {
             served_bytes_ratio: ratio(c.served_bytes, c.read_bytes + c.write_bytes),
             backing_accesses: c.backing_accesses(),
             skipped,
+            trace_note: None,
             write_share_mean: None,
             cache_share: None,
             footprint_pages: None,

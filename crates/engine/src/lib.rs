@@ -47,6 +47,7 @@ pub mod locks;
 pub mod meta;
 pub mod mode;
 pub mod model_device;
+pub mod record;
 pub mod recover;
 pub mod settings;
 pub mod superblock;

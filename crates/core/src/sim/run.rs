@@ -190,6 +190,7 @@ pub fn run(source: &TraceSource, spec: &RunSpec) -> Result<Report, SimError> {
     }
     spec.sizing.check_counted(counters.requests)?;
     let mut report = Report::new(info, counters, skipped);
+    report.trace_note = reader.end_note();
     spec.sizing.annotate(&mut report);
     report.write_share_mean = policy
         .split()

@@ -109,6 +109,10 @@ pub trait TraceReader: Send {
     fn skipped(&self) -> u64 {
         0
     }
+    /// Once the trace has ended: a note on how (a recording cut off by a crash).
+    fn end_note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Default batch size used by consumers of [`TraceReader`].

@@ -25,6 +25,11 @@ pub trait LineFormat: Send {
     fn unit(&self) -> Unit {
         Unit::Bytes
     }
+    /// Called once at the end of the text: a note on how it ended, if that
+    /// matters (a recording cut off before its end marker).
+    fn at_end(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// [`LineFormat::parse`] of `line` if it is UTF-8 text (the slow path of a `parse_bytes`).
@@ -47,6 +52,8 @@ pub struct TextReader<F: LineFormat> {
     skip_bad: bool,
     skipped: u64,
     t0: Option<u64>,
+    /// What the format said at the end ([`LineFormat::at_end`]), once there.
+    end_note: Option<Option<String>>,
 }
 
 impl<F: LineFormat> TextReader<F> {
@@ -59,6 +66,7 @@ impl<F: LineFormat> TextReader<F> {
             skip_bad,
             skipped: 0,
             t0: None,
+            end_note: None,
         }
     }
 
@@ -73,7 +81,12 @@ impl<F: LineFormat> TraceReader for TextReader<F> {
         while out.len() < max {
             let mut line = match self.lines.next_line() {
                 Ok(Some(line)) => line,
-                Ok(None) => break,
+                Ok(None) => {
+                    if self.end_note.is_none() {
+                        self.end_note = Some(self.format.at_end());
+                    }
+                    break;
+                }
                 Err(LineError::Io(e)) => return Err(TraceError::Io { path: self.path.clone(), error: e }),
                 Err(LineError::TooLong) => {
                     self.line_no += 1;
@@ -112,6 +125,10 @@ impl<F: LineFormat> TraceReader for TextReader<F> {
 
     fn skipped(&self) -> u64 {
         self.skipped
+    }
+
+    fn end_note(&self) -> Option<String> {
+        self.end_note.clone().flatten()
     }
 }
 

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod keys;
 pub mod msr;
 pub mod oracle;
+pub mod record;
 pub mod spc;
 pub mod systor;
 pub mod tencent;
@@ -52,6 +53,8 @@ pub enum Format {
     Csv,
     /// ssdcache's own compact binary form (`ssdcache trace convert`).
     Binary,
+    /// A recording of `ssdcache serve --record`: `time_ns dev op offset bytes outcome`.
+    Record,
 }
 
 /// Names accepted by `--format`, with one line on each.
@@ -72,6 +75,7 @@ pub const FORMATS: &[(&str, Format, &str)] = &[
     ("keys-u32be", Format::KeysU32be, "big-endian u32 page numbers, each a one-page read"),
     ("csv", Format::Csv, "generic CSV, columns given by --csv-columns"),
     ("binary", Format::Binary, "ssdcache compact binary (written by `ssdcache trace convert`)"),
+    ("record", Format::Record, "a recording of `ssdcache serve --record`: time_ns dev op offset bytes outcome"),
 ];
 
 impl Format {
@@ -129,6 +133,7 @@ pub fn reader_over(
         Format::VscsiCsv => Box::new(TextReader::new(src, vscsi::VscsiCsv, path, skip)),
         Format::Tencent => Box::new(TextReader::new(src, tencent::Tencent, path, skip)),
         Format::Systor => Box::new(TextReader::new(src, systor::Systor, path, skip)),
+        Format::Record => Box::new(TextReader::new(src, record::Record::default(), path, skip)),
         Format::Csv => {
             let mapping = opts.csv.clone().ok_or_else(|| TraceError::Format {
                 path: path.into(),
@@ -240,7 +245,8 @@ fn sniff_text(text: &str) -> Option<Format> {
     if lines.is_empty() {
         return None;
     }
-    ascii::sniff(&lines)
+    record::sniff(&lines)
+        .or_else(|| ascii::sniff(&lines))
         .or_else(|| keys::sniff(&lines))
         .or_else(|| blkparse::sniff(&lines))
         .or_else(|| msr::sniff(&lines))
