@@ -7,6 +7,7 @@ mod output;
 mod plot;
 mod policies;
 mod progress;
+mod record_cmd;
 mod run;
 mod serve_cmd;
 mod serve_limits;
@@ -70,6 +71,9 @@ enum Command {
     /// Change a cache's policy, admission or cleaner settings now, without a restart, and keep them
     /// in the cache file (kept for the next start when no server runs); --list names the keys.
     Set(set_cmd::SetArgs),
+    /// Make a running server record every request it answers (start PATH | stop): a trace
+    /// `ssdcache sim` replays, to ask what another policy or size would have done.
+    Record(record_cmd::RecordArgs),
 }
 
 fn main() {
@@ -108,6 +112,7 @@ fn main() {
         }),
         Command::Maintain(args) => serve_cmd::maintain(args),
         Command::Set(args) => set_cmd::run(args),
+        Command::Record(args) => record_cmd::run(args),
     };
     if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {
         eprintln!("heap peak bytes: {}", heap::peak());

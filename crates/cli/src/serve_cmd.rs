@@ -77,6 +77,13 @@ pub struct ServeArgs {
     /// dirty segments are still written back to BACKING.
     #[arg(long)]
     read_only: bool,
+    /// Record every request the server answers (time, op, range, hit/miss/bypass) to this file,
+    /// zstd-compressed, a trace `ssdcache sim` replays (its header says how); `ssdcache record`
+    /// starts and stops one at run time.
+    #[arg(long, value_name = "PATH")]
+    record: Option<PathBuf>,
+    #[command(flatten)]
+    record_bounds: crate::record_cmd::RecordBounds,
     /// Run the caching-and-eviction procedure this often (paper 000 §4.1: daily).
     /// `ssdcache maintain` or SIGUSR1 runs it now.
     #[arg(long, default_value = "24h")]
@@ -417,6 +424,11 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         }
         None => flags,
     };
+    let record = match &a.record {
+        Some(p) => Some(a.record_bounds.config(p.clone())?),
+        None if a.record_bounds.max_size.is_some() => bail!("--record-max-size bounds a recording: add --record PATH"),
+        None => None,
+    };
     let cfg = DaemonConfig {
         cache: a.cache,
         backing: a.backing,
@@ -439,6 +451,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         inject_cache,
         inject_backing,
         read_only: a.read_only,
+        record,
     };
     ssdcache_server::stderr_log::init("ssdcache serve", a.verbose);
     for w in cfg.server.tls.iter().flat_map(|t| &t.warnings) {
@@ -713,6 +726,7 @@ fn print_live_status(cache: &Path, v: &Value) {
     print_requests(s);
     println!("metadata     version {}, {} procedure(s) completed", u("version"), u("procedures"));
     print_cleaner(s, seg);
+    print_recording(s);
     if s["mode"] == "write-back" {
         let last = &s["last_report"];
         let what = if last.is_null() {
@@ -805,6 +819,28 @@ fn print_cleaner(s: &Value, seg: u64) {
         format_bytes((n("cleaned_too_many") + n("cleaned_too_old")) * seg),
         n("cleaned_too_many"),
         n("cleaned_too_old"),
+    );
+}
+
+/// The recording's line of `status`.
+fn print_recording(s: &Value) {
+    let r = &s["recording"];
+    if r.is_null() {
+        return;
+    }
+    let n = |k: &str| r[k].as_u64().unwrap_or(0);
+    let state = match (r["running"].as_bool(), r["failed"].as_str()) {
+        (_, Some(e)) => format!("STOPPED by an error ({e})"),
+        (Some(true), _) => "recording".into(),
+        _ => "stopped".into(),
+    };
+    println!(
+        "recording    {state} to {}: {} record(s), {} dropped, {} written, {} rotation(s)",
+        r["path"].as_str().unwrap_or("?"),
+        n("records"),
+        n("dropped"),
+        format_bytes(n("bytes")),
+        n("rotations")
     );
 }
 

@@ -12,7 +12,7 @@ use ssdcache_nbd::request::{encode_request_header, parse_simple_reply, RequestHe
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -478,6 +478,31 @@ fn bad_admission_flags_are_one_line_errors() {
     assert!(String::from_utf8_lossy(&check.stdout).contains("clean: shut down cleanly"));
 }
 
+/// Stops the server's recording (`ssdcache record CACHE stop`) and replays
+/// it through `sim` with the arguments its header names: sim's report, and
+/// the recording's request lines counted by outcome letter.
+fn sim_on_recording(f: &Fixture, rec: &Path) -> (Value, HashMap<String, u64>) {
+    let mut c = Command::new(BIN);
+    c.arg("record").arg(&f.cache).arg("stop");
+    assert!(run_ok(c, None).starts_with("recording to "));
+    let text = String::from_utf8(zstd::decode_all(std::fs::File::open(rec).unwrap()).unwrap()).unwrap();
+    let header = text.lines().next().unwrap().strip_prefix("# ssdcache-record 1 ").expect("a recording's header");
+    let header: Value = serde_json::from_str(header).unwrap();
+    assert!(text.lines().last().unwrap().starts_with("# end "), "stopped cleanly: the end marker");
+    let mut outcomes = HashMap::new();
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = l.split(' ').collect();
+        *outcomes.entry(format!("{}{}", f[2], f[5])).or_insert(0) += 1;
+    }
+    let mut c = Command::new(BIN);
+    c.args(["sim", "--json", "-t"]).arg(rec);
+    // The header's arguments: `--policy 'SPEC'` quoted for a shell.
+    let sim_args = header["sim"].as_str().unwrap();
+    let (plain, spec) = sim_args.split_once(" --policy ").unwrap();
+    c.args(plain.split(' ')).args(["--policy", spec.trim_matches('\'')]);
+    (serde_json::from_str(run_ok(c, None).lines().next().unwrap()).unwrap(), outcomes)
+}
+
 /// `sim` predicts `serve`: one trace (Zipf reads, then two sequential
 /// scans), 128 KiB requests on 128 KiB segments, replayed in order through
 /// `ssdcache sim` (pages of one segment) and through a read-only `serve
@@ -503,7 +528,10 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
     std::fs::write(&trace, text).unwrap();
 
     let err = f.dir.path().join("serve.err");
-    let s = Server::start(&mut f.serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2"]), &err);
+    let rec = f.dir.path().join("rec.zst");
+    let rec_arg = rec.to_str().unwrap();
+    let s =
+        Server::start(&mut f.serve_cmd(&["--seq-cutoff", "256KiB", "--promote-after", "2", "--record", rec_arg]), &err);
     let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tools/replay_nbd.py");
     let mut c = Command::new(py);
     c.arg(&replay).arg(format!("nbd://{}", s.nbd())).arg(&trace).args(["--qd", "1"]);
@@ -530,6 +558,15 @@ fn sim_predicts_the_bypasses_and_hits_of_serve() {
     };
     // One segment per request: a request is a bypass where sim declined its page.
     assert_eq!((req("hit"), req("miss"), req("bypass")), (hits, fills, misses - fills));
+    // The recording, replayed through sim as its header says, predicts the
+    // same; and its outcome letters are the server's counts.
+    let (replayed, outcomes) = sim_on_recording(&f, &rec);
+    assert_eq!(
+        (n(&replayed, "read_hits"), n(&replayed, "misses"), n(&replayed, "cache_writes")),
+        (hits, misses, fills)
+    );
+    let o = |k: &str| outcomes.get(k).copied().unwrap_or(0);
+    assert_eq!((o("RH"), o("RM"), o("RB")), (hits, fills, misses - fills), "{outcomes:?}");
     assert_eq!(s.stop(), 0);
 }
 
@@ -558,7 +595,8 @@ fn sim_predicts_serve_in_write_back_with_a_replacement_policy() {
         run_ok(c, None);
 
         let err = f.dir.path().join("serve.err");
-        let s = Server::start(&mut f.serve_cmd(&["--policy", policy]), &err);
+        let rec = f.dir.path().join("rec.zst");
+        let s = Server::start(&mut f.serve_cmd(&["--policy", policy, "--record", rec.to_str().unwrap()]), &err);
         let replay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tools/replay_nbd.py");
         let mut c = Command::new(py);
         c.arg(&replay).arg(format!("nbd://{}", s.nbd())).arg(&trace).args(["--qd", "1"]);
@@ -594,6 +632,17 @@ fn sim_predicts_serve_in_write_back_with_a_replacement_policy() {
         println!("{policy}: (read hits, read misses, write hits, write misses, fills, write-backs): sim {predicted:?}, serve {served:?}");
         assert!(predicted.0 > 0 && predicted.2 > 0 && predicted.5 > 0, "{policy}: the trace exercises every outcome");
         assert_eq!(served, predicted, "{policy}");
+        // The recording, replayed through sim as its header says: the same.
+        let (replayed, _) = sim_on_recording(&f, &rec);
+        let from_recording = (
+            n(&replayed, "read_hits"),
+            n(&replayed, "read_pages") - n(&replayed, "read_hits"),
+            n(&replayed, "write_hits"),
+            n(&replayed, "write_pages") - n(&replayed, "write_hits"),
+            n(&replayed, "cache_writes") - n(&replayed, "write_hits"),
+            n(&replayed, "dirty_writebacks"),
+        );
+        assert_eq!(from_recording, predicted, "{policy}: sim on the recording");
         assert_eq!(s.stop(), 0);
     }
 }

@@ -31,6 +31,7 @@ use crate::metrics::{exposition, http, snapshot::Source};
 use ssdcache_block::Backend;
 use ssdcache_engine::inject::{FaultPlan, InjectDevice};
 use ssdcache_engine::model_device::ModelDevice;
+use ssdcache_engine::record::RecordConfig;
 use ssdcache_engine::{files, BlockDevice, EngineConfig, FileDevice, StartOptions};
 use ssdcache_server::{Export, Server, ServerConfig};
 use ssdcache_server::{ListenAddr, Listener};
@@ -66,6 +67,8 @@ pub struct DaemonConfig {
     /// Serve the export read-only (`NBD_FLAG_READ_ONLY`; writes, trims and
     /// write-zeroes get EPERM). The cache still fills on reads as its mode does.
     pub read_only: bool,
+    /// Record every request from the start (`--record`).
+    pub record: Option<RecordConfig>,
 }
 
 /// What the daemon is asked to do while it runs.
@@ -152,6 +155,16 @@ pub async fn run(
         };
         Ok((inject(ssd, &cfg.inject_cache, "cache device"), inject(backing, &cfg.inject_backing, "backing device")))
     };
+    // The files a recording must not overwrite; the recording's path is
+    // checked before the start procedure runs.
+    let protected: Vec<(u64, u64)> = [&cfg.cache, &cfg.backing]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m)))
+        .collect();
+    if let Some(r) = &cfg.record {
+        r.check(&protected).map_err(|e| anyhow::anyhow!("--record: {e}"))?;
+    }
     let (backend, started, sb) = files::open_files(&cfg.cache, &cfg.backing, &wrap, &cfg.engine, cfg.start)
         .with_context(|| format!("opening cache {} over {}", cfg.cache.display(), cfg.backing.display()))?;
     let model = model.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -165,8 +178,12 @@ pub async fn run(
     for r in &started.repaired {
         eprintln!("ssdcache serve: warning: metadata copy repaired: {r}");
     }
+    backend.set_protected_files(protected);
     let backend = Arc::new(backend);
     let serving = async {
+        if let Some(r) = &cfg.record {
+            backend.start_recording(r.clone()).map_err(|e| anyhow::anyhow!("--record: {e}"))?;
+        }
         // Every mode: the thread also settles a cache gone degraded.
         backend.start_period(cfg.period, cfg.idle);
         if started.meta.degraded {

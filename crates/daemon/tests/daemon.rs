@@ -36,6 +36,7 @@ fn config(dir: &Path, listen: &str) -> DaemonConfig {
         inject_cache: None,
         inject_backing: None,
         read_only: false,
+        record: None,
     }
 }
 

@@ -53,6 +53,8 @@ use crate::datapath::{CacheMap, FlushProgress, MapStatus, Tally};
 use crate::decide::{Decider, PWC};
 use crate::device::BlockDevice;
 use crate::mode::CacheMode;
+use crate::record::{RecordConfig, RecordStatus};
+use crate::taps::Taps;
 use ssdcache_block::sync::lock;
 use ssdcache_block::Backend;
 
@@ -189,6 +191,8 @@ pub struct EngineStatus {
     /// The background cleaner (`None`: none runs); `metrics::exposition`
     /// exports it.
     pub cleaner: Option<CleanerStatus>,
+    /// The recording running, or the last one (`None`: never recorded).
+    pub recording: Option<RecordStatus>,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -227,6 +231,10 @@ struct Shared<S, H, M> {
     wake: Condvar,
     /// The configuration in effect (changed by [`CachedBackend::reconfigure`]).
     config: Mutex<EngineConfig>,
+    /// The recording, watching every request.
+    taps: Taps,
+    /// The cache and backing files (device, inode): never recorded over.
+    protected: Mutex<Vec<(u64, u64)>>,
 }
 
 /// Counts a request in flight while alive.
@@ -314,6 +322,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
             }
             plan
         };
+        self.taps.mark(format!("procedure {} segment(s) newly cached", plan.len()));
         let done = self.map.caching_and_eviction(&plan);
         let completed = done.is_ok() && !self.map.is_interrupted();
         self.procedures.record(Procedure::CachingAndEviction, completed, t0.elapsed());
@@ -395,6 +404,8 @@ where
             stop: Mutex::new(false),
             wake: Condvar::new(),
             config: Mutex::new(config.clone()),
+            taps: Taps::default(),
+            protected: Mutex::new(Vec::new()),
         });
         let size = shared.map.len();
         let backend = CachedBackend {
@@ -445,6 +456,7 @@ where
                 .map_err(|e| format!("the metadata could not be saved, nothing changed: {e}"))?;
         }
         log::info!("policy {} -> {}", d.name(), new.name());
+        self.shared.taps.mark(format!("policy {}", config.policy_spec(mode).unwrap_or_default()));
         *d = new;
         drop(d);
         self.take_config(config);
@@ -531,6 +543,7 @@ where
             map.set_fills_on_miss(true).map_err(|e| e.to_string())?;
         }
         log::info!("mode {} -> {}, policy {} -> {}", from.name(), to.name(), d.name(), new.name());
+        self.shared.taps.mark(format!("mode {} policy {}", to.name(), config.policy_spec(to).unwrap_or_default()));
         *d = new;
         drop(d);
         self.mode.store(to as u16, Relaxed);
@@ -683,7 +696,49 @@ where
                 &self.shared.cleaner,
                 self.config().clean_pace.unwrap_or_default(),
             ),
+            recording: self.shared.taps.status(),
         }
+    }
+
+    /// The files a recording must never overwrite (the cache's and the
+    /// backing store's, as device and inode).
+    pub fn set_protected_files(&self, files: Vec<(u64, u64)>) {
+        *lock(&self.shared.protected) = files;
+    }
+
+    /// Starts recording every request to `config.path` (`serve --record`,
+    /// `ssdcache record CACHE start`), its header naming the cache's
+    /// geometry, mode, policy spec and settings, and the `ssdcache sim`
+    /// arguments that replay it.
+    pub fn start_recording(&self, config: RecordConfig) -> Result<RecordStatus, String> {
+        config.check(&lock(&self.shared.protected))?;
+        self.shared.taps.start(config, self.record_header()?)
+    }
+
+    /// Stops the recording.
+    pub fn stop_recording(&self) -> Result<RecordStatus, String> {
+        self.shared.taps.stop()
+    }
+
+    fn record_header(&self) -> Result<String, String> {
+        let g = self.shared.map.with_meta(|m| m.geometry);
+        let mode = self.mode();
+        let config = self.config();
+        let spec = config.policy_spec(mode)?;
+        let c = config.cleaner;
+        let seg = g.segment_size as u64;
+        let cache = seg * g.ssd_segments as u64;
+        let sim = format!("--format record --page {seg} --cache {cache} --mode {} --policy '{spec}'", mode.name());
+        Ok(serde_json::json!({
+            "segment_bytes": seg, "slots": g.ssd_segments, "logical_bytes": self.size,
+            "mode": mode.name(), "policy": spec,
+            "cleaner": {
+                "max_dirty": c.max_dirty, "dirty_age_ns": c.dirty_age, "clean_rate": c.rate, "clean_to": c.clean_to,
+                "pace": config.clean_pace.unwrap_or_default().name(),
+            },
+            "started_ns": crate::record::now_ns(), "sim": sim,
+        })
+        .to_string())
     }
 
     /// The address map (HDD segment per SSD slot), as the map holds it.
@@ -723,7 +778,13 @@ where
     /// decided here, from what the decider declined and how the map served
     /// its pieces. `f` returns the map's tally and the segments whose miss
     /// the policy declined to cache.
-    fn counted(&self, op: RequestOp, bytes: u64, f: impl FnOnce() -> io::Result<(Tally, u32)>) -> io::Result<()> {
+    fn counted(
+        &self,
+        op: RequestOp,
+        offset: u64,
+        bytes: u64,
+        f: impl FnOnce() -> io::Result<(Tally, u32)>,
+    ) -> io::Result<()> {
         let t0 = Instant::now();
         let _busy = self.shared.arrive();
         // Decided as the request arrives: nothing new is cached from then on.
@@ -739,6 +800,7 @@ where
             Ok(_) => Outcome::Hit,
         };
         self.shared.requests.record(op, outcome, bytes, t0.elapsed());
+        self.shared.taps.request(op, offset, bytes, outcome);
         r.map(drop)
     }
 }
@@ -770,14 +832,14 @@ where
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let len = buf.len() as u64;
-        self.counted(RequestOp::Read, len, || {
+        self.counted(RequestOp::Read, offset, len, || {
             let r = self.shared.reference(Op::Read, offset, len)?;
             Ok((self.shared.map.read_filled(buf, offset, &r.filled)?, r.declined))
         })
     }
 
     fn write_at(&self, data: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        self.counted(RequestOp::Write, data.len() as u64, || {
+        self.counted(RequestOp::Write, offset, data.len() as u64, || {
             let r = self.shared.reference(Op::Write, offset, data.len() as u64)?;
             let tally = self.shared.map.write_filled(data, offset, &r.filled, &r.dropped)?;
             if fua {
@@ -788,11 +850,11 @@ where
     }
 
     fn flush(&self) -> io::Result<()> {
-        self.counted(RequestOp::Flush, 0, || self.shared.map.flush().map(|()| Default::default()))
+        self.counted(RequestOp::Flush, 0, 0, || self.shared.map.flush().map(|()| Default::default()))
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
-        self.counted(RequestOp::Trim, len, || {
+        self.counted(RequestOp::Trim, offset, len, || {
             self.shared.reference(Op::Trim, offset, len)?;
             if fua {
                 self.shared.map.flush()?;
@@ -802,7 +864,7 @@ where
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
-        self.counted(RequestOp::WriteZeroes, len, || {
+        self.counted(RequestOp::WriteZeroes, offset, len, || {
             let r = self.shared.reference(Op::Write, offset, len)?;
             let tally = self.zero(offset, len, &r.filled, &r.dropped)?;
             if fua {
@@ -829,7 +891,7 @@ where
     /// PWC counts the reference, and its next procedure decides. A hint: a
     /// failed fill is logged by `reference` and the range served as before.
     fn cache(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.counted(RequestOp::Cache, len, || {
+        self.counted(RequestOp::Cache, offset, len, || {
             self.shared.hints.fetch_add(1, Relaxed);
             let filled = self.shared.reference(Op::Read, offset, len)?.filled;
             self.shared.hint_fills.fetch_add(filled.len() as u64, Relaxed);
@@ -839,6 +901,8 @@ where
 
     fn shutdown(&self) -> io::Result<()> {
         self.stop_ticker();
+        // Every request has been answered: the recording ends complete.
+        let _ = self.shared.taps.stop();
         let _one = lock(&self.shared.maintaining);
         if let Some(f) = lock(&self.shared.decider).frequencies() {
             self.shared.map.set_frequencies(f);

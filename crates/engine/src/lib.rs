@@ -51,6 +51,7 @@ pub mod record;
 pub mod recover;
 pub mod settings;
 pub mod superblock;
+pub mod taps;
 
 pub use datapath::CacheMap;
 pub use device::{BlockDevice, FileDevice, MemDevice};

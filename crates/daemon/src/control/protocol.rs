@@ -1,8 +1,9 @@
 //! The control protocol of `ssdcache serve`, with no I/O inside (like
 //! `nbd/handshake.rs`): the client sends one line, `status`, `flush`,
 //! `flush-stop` (stops a running flush at its next segment: Ctrl-C of
-//! `ssdcache flush`), `maintain`, or `set ["KEY=VALUE",…]` (a JSON array:
-//! `ssdcache set`); the server answers one line of JSON, `{"ok":true,...}` with the
+//! `ssdcache flush`), `maintain`, `set ["KEY=VALUE",…]` (a JSON array:
+//! `ssdcache set`), `record-start {"path":…,"max_size":…,"keep":…}` or
+//! `record-stop` (`ssdcache record`); the server answers one line of JSON, `{"ok":true,...}` with the
 //! command's result, or `{"ok":false,"error":"..."}`, and closes. Fed bytes,
 //! tested here; [`super::socket`] moves them.
 
@@ -15,6 +16,7 @@ use serde_json::{json, Value};
 use crate::metrics::snapshot::{Snapshot, Source};
 use ssdcache_engine::datapath::FlushProgress;
 use ssdcache_engine::model_device::ModelDevice;
+use ssdcache_engine::record::{RecordConfig, RecordStatus};
 use ssdcache_engine::{files, CacheMode, FileCache, FileDevice, MaintainReport, Superblock};
 
 /// The longest command line read.
@@ -33,6 +35,10 @@ pub enum Command {
     FlushStop,
     /// Change settings now and keep them (`KEY=VALUE` each).
     Set(Vec<String>),
+    /// Start recording every request.
+    RecordStart(RecordConfig),
+    /// Stop the recording.
+    RecordStop,
 }
 
 impl Command {
@@ -43,15 +49,23 @@ impl Command {
             "flush" => Ok(Command::Flush),
             "maintain" => Ok(Command::Maintain),
             "flush-stop" => Ok(Command::FlushStop),
-            other => match other.strip_prefix("set ") {
-                Some(list) => serde_json::from_str::<Vec<String>>(list)
-                    .map(Command::Set)
-                    .map_err(|e| format!("set: expected a JSON array of \"KEY=VALUE\" strings: {e}")),
-                None => {
-                    let shown: String = other.chars().take(40).collect();
-                    Err(format!("unknown command `{shown}` (status, flush, flush-stop, maintain, set)"))
+            "record-stop" => Ok(Command::RecordStop),
+            other => {
+                if let Some(list) = other.strip_prefix("set ") {
+                    return serde_json::from_str::<Vec<String>>(list)
+                        .map(Command::Set)
+                        .map_err(|e| format!("set: expected a JSON array of \"KEY=VALUE\" strings: {e}"));
                 }
-            },
+                if let Some(cfg) = other.strip_prefix("record-start ") {
+                    return serde_json::from_str::<RecordConfig>(cfg)
+                        .map(Command::RecordStart)
+                        .map_err(|e| format!("record-start: expected {{\"path\":…,\"max_size\":…,\"keep\":…}}: {e}"));
+                }
+                let shown: String = other.chars().take(40).collect();
+                Err(format!(
+                    "unknown command `{shown}` (status, flush, flush-stop, maintain, set, record-start, record-stop)"
+                ))
+            }
         }
     }
 }
@@ -69,6 +83,9 @@ pub trait Controlled {
     fn maintain(&self) -> io::Result<MaintainReport>;
     /// `set`: every assignment applied and kept, or none; the settings kept.
     fn set(&self, assignments: &[String]) -> Result<Vec<String>, String>;
+    /// `record-start`, `record-stop`.
+    fn record_start(&self, config: RecordConfig) -> Result<RecordStatus, String>;
+    fn record_stop(&self) -> Result<RecordStatus, String>;
 }
 
 /// A served cache: the engine, its file, and where its snapshots come from
@@ -145,6 +162,12 @@ impl Controlled for Served {
         out.extend(kept.describe());
         Ok(out)
     }
+    fn record_start(&self, config: RecordConfig) -> Result<RecordStatus, String> {
+        self.cache.start_recording(config)
+    }
+    fn record_stop(&self) -> Result<RecordStatus, String> {
+        self.cache.stop_recording()
+    }
 }
 
 /// The benchmark's slow backing (`serve --backing-model`), whose modelled
@@ -191,6 +214,14 @@ pub fn answer(cmd: Result<Command, String>, engine: &dyn Controlled, model: Opti
         },
         Ok(Command::Set(list)) => match engine.set(&list) {
             Ok(kept) => json!({"ok": true, "settings": kept}),
+            Err(e) => fail(e),
+        },
+        Ok(Command::RecordStart(cfg)) => match engine.record_start(cfg) {
+            Ok(st) => json!({"ok": true, "recording": st}),
+            Err(e) => fail(e),
+        },
+        Ok(Command::RecordStop) => match engine.record_stop() {
+            Ok(st) => json!({"ok": true, "recording": st}),
             Err(e) => fail(e),
         },
     }
@@ -242,6 +273,7 @@ mod tests {
                 requests: Vec::new(),
                 procedure_runs: Vec::new(),
                 cleaner: None,
+                recording: None,
             };
             Snapshot { engine, connections: Connections { open: 2, accepted: 5, ..Default::default() } }
         }
@@ -263,6 +295,15 @@ mod tests {
                 return Err("refused".into());
             }
             Ok(assignments.to_vec())
+        }
+        fn record_start(&self, config: RecordConfig) -> Result<RecordStatus, String> {
+            match self.fail {
+                true => Err("refused".into()),
+                false => Ok(RecordStatus { path: config.path, running: true, ..Default::default() }),
+            }
+        }
+        fn record_stop(&self) -> Result<RecordStatus, String> {
+            Err("no recording runs".into())
         }
     }
 
@@ -299,6 +340,13 @@ mod tests {
         assert_eq!(set["settings"], json!(["policy=lru", "max-dirty=20%"]));
         assert_eq!(round_trip(r#"set ["policy=lru"]"#, &bad).unwrap_err(), "refused");
         assert!(round_trip("set policy=lru", &ok).unwrap_err().starts_with("set: expected a JSON array"));
+        let rec = round_trip(r#"record-start {"path":"/tmp/r.zst","max_size":null,"keep":4}"#, &ok).unwrap();
+        assert_eq!(
+            (rec["recording"]["path"].as_str(), rec["recording"]["running"].as_bool()),
+            (Some("/tmp/r.zst"), Some(true))
+        );
+        assert!(round_trip("record-start /tmp/r", &ok).unwrap_err().starts_with("record-start: expected"));
+        assert_eq!(round_trip("record-stop", &ok).unwrap_err(), "no recording runs");
     }
 
     #[test]
@@ -307,7 +355,7 @@ mod tests {
         let e = round_trip("format everything", &ok).unwrap_err();
         assert!(e.starts_with("unknown command `format everything`"), "{e}");
         let long = "x".repeat(10_000);
-        assert!(round_trip(&long, &ok).unwrap_err().len() < 120, "the echo is bounded");
+        assert!(round_trip(&long, &ok).unwrap_err().len() < 160, "the echo is bounded");
         assert!(decode("not json").is_err());
         assert_eq!(decode("{\"ok\":false}").unwrap().unwrap_err(), "no reason given");
     }

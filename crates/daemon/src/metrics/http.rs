@@ -241,6 +241,7 @@ mod tests {
             requests: Vec::new(),
             procedure_runs: Vec::new(),
             cleaner: None,
+            recording: None,
         }
     }
 
