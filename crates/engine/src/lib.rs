@@ -52,6 +52,7 @@ pub mod recover;
 pub mod settings;
 pub mod superblock;
 pub mod taps;
+pub mod whatif;
 
 pub use datapath::CacheMap;
 pub use device::{BlockDevice, FileDevice, MemDevice};
