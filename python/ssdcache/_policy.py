@@ -98,9 +98,9 @@ def register_policy(name: str, cls: type[Policy]) -> None:
         raise TypeError(f"register_policy({name!r}, …): expected a class (a subclass of ssdcache.Policy), "
                         f"got {type(cls).__name__}")
     if not issubclass(cls, Policy):
-        raise TypeError(f"register_policy({name!r}, {cls.__qualname__}): the class must subclass ssdcache.Policy")
+        raise TypeError(f"register_policy({name!r}, {cls.__name__}): the class must subclass ssdcache.Policy")
     if cls.evict is Policy.evict:
-        raise TypeError(f"register_policy({name!r}, {cls.__qualname__}): the class must override evict()")
+        raise TypeError(f"register_policy({name!r}, {cls.__name__}): the class must override evict()")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"register_policy({name!r}, …): a policy name has only letters, digits, '-' and '_'")
     key = name.lower()
@@ -134,7 +134,7 @@ def catalogue() -> list[dict[str, Any]]:
                   for p in list(inspect.signature(cls).parameters.values())[1:]
                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         doc = (inspect.getdoc(cls) or "").strip().splitlines()
-        about = f"Python class {cls.__module__}.{cls.__qualname__}" + (f": {doc[0]}" if doc else "")
+        about = f"Python class {cls.__module__}.{cls.__name__}" + (f": {doc[0]}" if doc else "")
         out.append({"name": name, "about": about, "params": params + [{"name": "mode", "default": "(from --mode)",
                                                                         "about": "write mode"}]})
     return out
@@ -168,16 +168,16 @@ def _build(name: str, capacity: int, params: list[tuple[str, str]]) -> tuple[Any
     try:
         inspect.signature(cls).bind(capacity, **kwargs)
     except TypeError as e:
-        err = ValueError(f"policy {spec}: the parameters do not match {cls.__qualname__}"
+        err = ValueError(f"policy {spec}: the parameters do not match {cls.__name__}"
                          f"{inspect.signature(cls)}: {e}")
         raise err from None
     try:
         instance = cls(capacity, **kwargs)
     except Exception as e:
-        raise PolicyError(f"policy {spec} ({cls.__qualname__}): its constructor raised "
+        raise PolicyError(f"policy {spec} ({cls.__name__}): its constructor raised "
                           f"{type(e).__name__}: {e}") from e
     hooks = _overridden(cls)
-    return (cls.__qualname__, instance, *(getattr(instance, h) if h in hooks else None for h in _HOOKS))
+    return (cls.__name__, instance, *(getattr(instance, h) if h in hooks else None for h in _HOOKS))
 
 
 # --- shipping registrations to other processes (Ray workers) --------------------------------
@@ -195,7 +195,7 @@ def export() -> bytes | None:
             try:
                 import cloudpickle
             except ImportError:
-                raise ValueError(f"policy {name}: {cls.__qualname__} is defined in __main__ (or in a function), "
+                raise ValueError(f"policy {name}: {cls.__name__} is defined in __main__ (or in a function), "
                                  "so it can travel to other processes only by value: pip install cloudpickle, "
                                  "or define it in an importable module") from None
             items.append((name, "value", cloudpickle.dumps(cls)))
