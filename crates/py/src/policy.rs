@@ -223,7 +223,11 @@ impl Replacement for PyRule {
                     b.is_true()
                 } else {
                     let r = repr(&answer);
-                    self.fail(Some(key), format!("on_miss() returned {r}: it answers True, False or None (admit)"), None)
+                    self.fail(
+                        Some(key),
+                        format!("on_miss() returned {r}: it answers True, False or None (admit)"),
+                        None,
+                    )
                 };
                 if !admit {
                     return Err(());
@@ -320,7 +324,8 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError>
             }
         };
         let parts = made.cast::<PyTuple>().map_err(|_| failed("_build returned no tuple".into()))?;
-        let get = |i: usize| -> Option<Py<PyAny>> { parts.get_item(i).ok().filter(|v| !v.is_none()).map(Bound::unbind) };
+        let get =
+            |i: usize| -> Option<Py<PyAny>> { parts.get_item(i).ok().filter(|v| !v.is_none()).map(Bound::unbind) };
         let class = get(0)
             .and_then(|c| c.bind(py).cast::<PyString>().ok().map(|s| s.to_string()))
             .unwrap_or_else(|| "?".into());

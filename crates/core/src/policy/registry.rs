@@ -110,7 +110,8 @@ static EXTERNAL: RwLock<Vec<(&'static str, ExternalBuilder)>> = RwLock::new(Vec:
 /// wherever a catalogue rule is: as a policy under every write mode, nested
 /// (`admit(rule=NAME)`, `tier=NAME`). A name of the catalogue is refused.
 pub fn register_external(name: &str, build: ExternalBuilder) -> Result<(), String> {
-    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c));
+    let valid =
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c));
     if !valid {
         return Err(format!("{name:?} is not a policy name: lowercase letters, digits, '-' and '_'"));
     }
