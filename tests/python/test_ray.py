@@ -237,25 +237,15 @@ def test_ray_mrc_is_one_task_per_trace_and_equals_local(ray_address, fin1, msr):
 
 
 # A driver whose Python policies are defined in __main__ (they travel by value, cloudpickle)
-# and in an importable module (by reference: examples/policies is on the workers' PYTHONPATH).
+# and in an importable module (by reference).
 _POLICY_DRIVER = """
 import os, pickle, sys
-from collections import OrderedDict
 import ssdcache
 from clock import Clock
+from lru import LRU
 
-class MainLRU(ssdcache.Policy):
-    def __init__(self, capacity):
-        super().__init__(capacity)
-        self.pages = OrderedDict()
-    def on_hit(self, key):
-        self.pages.move_to_end(key)
-    def on_miss(self, key):
-        self.pages[key] = None
-    def evict(self):
-        return self.pages.popitem(last=False)[0]
-    def on_remove(self, key):
-        del self.pages[key]
+class MainLRU(LRU):  # a class of __main__ (by value), on one of a module (by reference)
+    pass
 
 class Raises(MainLRU):
     def evict(self):
