@@ -158,6 +158,21 @@ def test_a_policy_that_raises_names_the_request_and_chains_its_traceback():
     assert frames[-1].name == "on_hit" and "the user's line" in frames[-1].line
 
 
+def test_a_remove_that_raises_is_placed_after_the_last_access():
+    class Forgetful(LRU):
+        def on_remove(self, key):
+            raise KeyError(key)
+
+    ssdcache.register_policy("forgetful", Forgetful)
+    trace = {"pages": np.array([1, 2, 1], np.uint64), "ops": np.array([0, 0, 2], np.uint8)}  # read, read, trim
+    with pytest.raises(ssdcache.PolicyError) as e:
+        ssdcache.simulate(trace, "forgetful", cache="16KiB")
+    # (the trim reaches on_remove with no access of its own: the last one seen is named)
+    assert str(e.value) == ("policy forgetful (Forgetful) after request 1 (page access 1, key 1): "
+                            "on_remove() raised KeyError: 1")
+    assert isinstance(e.value.__cause__, KeyError)
+
+
 def test_evicting_a_key_it_does_not_hold():
     class Stranger(LRU):
         def evict(self):

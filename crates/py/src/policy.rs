@@ -36,7 +36,17 @@ pub enum Broken {
     /// is no `Exception` (KeyboardInterrupt).
     Raise(PyErr),
     /// A policy broke a rule: raised as `PolicyError`, chained to `cause`.
-    Rule { policy: String, class: String, seq: Option<u64>, key: Option<u64>, rule: String, cause: Option<PyErr> },
+    Rule {
+        policy: String,
+        class: String,
+        seq: Option<u64>,
+        /// `seq` is the last access the rule saw, not the one that failed
+        /// (a trim or an invalidation reaches `on_remove` with no access).
+        after: bool,
+        key: Option<u64>,
+        rule: String,
+        cause: Option<PyErr>,
+    },
 }
 
 type Slot = Arc<Mutex<Option<Broken>>>;
@@ -93,28 +103,31 @@ impl Broken {
     }
 
     /// The exception to raise; `request` is the request the failing access
-    /// belonged to, when the caller could tell.
+    /// belonged to, when the caller could tell; `context` follows the page access.
     pub fn into_err(self, py: Python<'_>, request: Option<u64>, context: &str) -> PyErr {
-        let Broken::Rule { policy, class, seq, key, rule, cause } = self else {
-            let Broken::Raise(e) = self else { unreachable!() };
-            return e;
+        let (policy, class, seq, after, key, rule, cause) = match self {
+            Broken::Raise(e) => return e,
+            Broken::Rule { policy, class, seq, after, key, rule, cause } => {
+                (policy, class, seq, after, key, rule, cause)
+            }
         };
         // (Ctrl-C in a hook, SystemExit: not the policy's fault, raised as they are)
         if let Some(c) = cause.as_ref().filter(|c| !c.is_instance_of::<PyException>(py)) {
             return c.clone_ref(py);
         }
-        let mut at = String::new();
-        match (request, seq) {
-            (Some(r), Some(s)) => at = format!(" at request {r} (page access {s}{context}"),
-            (None, Some(s)) => at = format!(" at page access {s}{context}"),
-            _ => {}
-        }
-        if let Some(k) = key {
-            at = if at.is_empty() { format!(" (key {k})") } else { format!("{at}, key {k})") };
-        } else if !at.is_empty() {
-            at.push(')');
-        }
-        let msg = format!("policy {policy} ({class}){at}: {rule}");
+        let verb = if after { "after" } else { "at" };
+        let mut details = Vec::new();
+        let at = match (request, seq) {
+            (Some(r), Some(s)) => {
+                details.push(format!("page access {s}{context}"));
+                format!(" {verb} request {r}")
+            }
+            (None, Some(s)) => format!(" {verb} page access {s}{context}"),
+            _ => String::new(),
+        };
+        details.extend(key.map(|k| format!("key {k}")));
+        let details = if details.is_empty() { String::new() } else { format!(" ({})", details.join(", ")) };
+        let msg = format!("policy {policy} ({class}){at}{details}: {rule}");
         let err = match py.import(MODULE).and_then(|m| m.getattr("PolicyError")).and_then(|c| c.call1((msg.clone(),))) {
             Ok(e) => PyErr::from_value(e),
             Err(_) => pyo3::exceptions::PyRuntimeError::new_err(msg),
@@ -141,8 +154,10 @@ pub struct PyRule {
     hooks: Hooks,
     resident: HashSet<u64>,
     capacity: usize,
-    /// The page access being served (for messages about `on_remove`, which gets no access).
+    /// The page access being served, or (`removing`) the last one seen: a
+    /// removal comes with no access.
     seq: u64,
+    removing: bool,
     slot: Slot,
     /// Keeps the instance alive (the hooks are bound to it anyway).
     _instance: Py<PyAny>,
@@ -155,6 +170,7 @@ impl PyRule {
             policy: self.policy.clone(),
             class: self.class.clone(),
             seq: Some(self.seq),
+            after: self.removing,
             key,
             rule,
             cause,
@@ -189,7 +205,7 @@ fn repr(v: &Bound<'_, PyAny>) -> String {
 
 impl Replacement for PyRule {
     fn touch(&mut self, a: &Access, _dirty: bool, _evicted: &mut Vec<u64>) -> bool {
-        self.seq = a.seq;
+        (self.seq, self.removing) = (a.seq, false);
         let hit = self.resident.contains(&a.key);
         let hook = if hit { self.hooks.on_hit.as_ref() } else { None };
         if hook.is_none() && self.hooks.on_access.is_none() {
@@ -207,7 +223,7 @@ impl Replacement for PyRule {
     }
 
     fn insert(&mut self, a: &Access, _dirty: bool, evicted: &mut Vec<u64>) -> bool {
-        self.seq = a.seq;
+        (self.seq, self.removing) = (a.seq, false);
         let key = a.key;
         let full = self.resident.len() >= self.capacity;
         if self.hooks.on_miss.is_none() && !full {
@@ -273,6 +289,7 @@ impl Replacement for PyRule {
             return false;
         }
         if let Some(f) = &self.hooks.on_remove {
+            self.removing = true;
             Python::attach(|py| {
                 self.call(py, f, "on_remove", key, (key,));
             });
@@ -340,6 +357,7 @@ fn build(spec: &Spec, ctx: &BuildCtx) -> Result<Box<dyn Replacement>, SpecError>
             resident: HashSet::with_capacity(ctx.capacity.min(1 << 20)),
             capacity: ctx.capacity,
             seq: 0,
+            removing: false,
             slot,
             _instance: instance,
         }) as Box<dyn Replacement>)
