@@ -192,16 +192,31 @@ def export() -> bytes | None:
     items = []
     for name, cls in _registered.items():
         if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
-            try:
-                import cloudpickle
-            except ImportError:
+            by_value = _cloudpickle()
+            if by_value is None:
                 raise ValueError(f"policy {name}: {cls.__name__} is defined in __main__ (or in a function), "
                                  "so it can travel to other processes only by value: pip install cloudpickle, "
-                                 "or define it in an importable module") from None
-            items.append((name, "value", cloudpickle.dumps(cls)))
+                                 "or define it in an importable module")
+            items.append((name, "value", by_value.dumps(cls)))
         else:
             items.append((name, "ref", pickle.dumps(cls)))
     return pickle.dumps(items)
+
+
+def _cloudpickle() -> Any:
+    """cloudpickle, or the copy Ray ships (Ray is where classes travel); None without either."""
+    try:
+        import cloudpickle
+
+        return cloudpickle
+    except ImportError:
+        pass
+    try:
+        from ray import cloudpickle as ray_cloudpickle
+
+        return ray_cloudpickle
+    except ImportError:
+        return None
 
 
 def install(payload: bytes | None) -> None:
