@@ -249,22 +249,45 @@ def test_a_declining_policy_caches_nothing():
 
 # --- bad registrations ----------------------------------------------------------------------
 
-def test_register_policy_refuses_bad_input():
-    with pytest.raises(ValueError, match=r"^register_policy\('lru', …\): 'lru' is a built-in policy"):
+def test_register_policy_refuses_a_built_in_name():
+    with pytest.raises(ValueError, match=r"^register_policy\('lru', …\): 'lru' is a built-in policy") as e:
         ssdcache.register_policy("lru", LRU)
+    assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match=r"'ARC', …\): 'arc' is a built-in policy"):
         ssdcache.register_policy("ARC", LRU)
-    with pytest.raises(TypeError, match=r"expected a class \(a subclass of ssdcache.Policy\), got function"):
+    with pytest.raises(ValueError, match="a policy name has only letters"):
+        ssdcache.register_policy("my lru", LRU)
+
+
+def test_register_policy_refuses_what_is_no_class():
+    with pytest.raises(TypeError, match=r"expected a class \(a subclass of ssdcache.Policy\), got function") as e:
         ssdcache.register_policy("fn", lambda capacity: None)
+    assert "\n" not in str(e.value)
     with pytest.raises(TypeError, match="expected a class .* got LRU"):
         ssdcache.register_policy("instance", LRU(4))
-    with pytest.raises(TypeError, match="must subclass ssdcache.Policy"):
+
+
+def test_register_policy_refuses_a_class_that_is_no_policy():
+    with pytest.raises(TypeError, match=r"^register_policy\('plain', dict\): the class must subclass ssdcache.Policy"):
         ssdcache.register_policy("plain", dict)
     with pytest.raises(TypeError, match="must override evict"):
         ssdcache.register_policy("noevict", type("NoEvict", (ssdcache.Policy,), {}))
-    with pytest.raises(ValueError, match="a policy name has only letters") as e:
-        ssdcache.register_policy("my lru", LRU)
-    assert "\n" not in str(e.value)
+    assert "plain" not in ssdcache.registered_policies()
+
+
+def test_on_access_sees_every_read_and_write_with_its_time():
+    seen = []
+
+    class Watch(LRU):
+        def on_access(self, key, write, time):
+            seen.append((key, write, time))
+
+    ssdcache.register_policy("watch", Watch)
+    trace = {"pages": np.array([1, 2, 1, 3], np.uint64), "ops": np.array([0, 1, 2, 0], np.uint8),
+             "times": np.array([10, 20, 30, 40], np.uint64)}
+    ssdcache.simulate(trace, "watch", cache="16KiB")
+    # (times rebased to the first request's; the trim goes to on_remove)
+    assert seen == [(1, False, 0), (2, True, 10), (3, False, 30)]
 
 
 def test_python_policies_travel_by_value_or_by_reference():
