@@ -39,11 +39,13 @@ class Policy:
       return a resident key (not the one being admitted), which leaves the cache.
     - ``on_remove(key)``: a resident page was dropped without ``evict`` (a trim, or a
       write invalidating it in read-only mode).
-    - ``on_access(key, write, time)``: optional, before ``on_hit``/``on_miss``, for every
-      access the policy sees, cached or not (``time`` in ns of trace time).
+    - ``on_access(key, write, time)``: before ``on_hit``/``on_miss``, for every read or
+      write the policy sees, cached or not (``time`` in ns of trace time).
 
     Only ``evict`` is required; a hook the class does not override is never called.
-    Keys are ints (the page number, with the device in the high bits).
+    Keys are ints (the page number, with the device in the high bits). A hook that
+    raises, or an answer that breaks these rules, stops the run with :class:`PolicyError`
+    (docs/python.md).
     """
 
     def __init__(self, capacity: int, **params: Any) -> None:
