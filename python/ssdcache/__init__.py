@@ -13,6 +13,8 @@ The simulator is the Rust engine of the ``ssdcache`` command line (the
 - :func:`analyze` — what a trace is (reuse, popularity, working set, mix,
   sequentiality, devices, heatmap) in one pass, an :class:`Analysis` of DataFrames.
 - :func:`policies`, :func:`devices`, :func:`generators`, :func:`modes` — the catalogues.
+- :class:`Policy`, :func:`register_policy` — your own replacement policy, in Python,
+  usable under its name wherever a built-in one is.
 - :mod:`ssdcache.plot` — miss-ratio curves with the Belady bound, bars
   normalised to LRU, device-cost bars, per-interval series;
   ``python -m ssdcache.plot`` draws them from CLI output.
@@ -38,6 +40,7 @@ from typing import Any as _Any
 # (Rust) runs Python, which need not load the Rust extension back, and draws charts
 # even where the extension is missing. `Result` and `Analysis` need only pandas.
 from ._analysis import Analysis
+from ._policy import Policy, PolicyError, register_policy, registered_policies, unregister_policy
 from ._result import Result
 
 if _TYPE_CHECKING:
@@ -65,6 +68,11 @@ __all__ = [
     "Analysis",
     "Result",
     "Trace",
+    "Policy",
+    "PolicyError",
+    "register_policy",
+    "unregister_policy",
+    "registered_policies",
     "policies",
     "devices",
     "generators",
@@ -78,13 +86,16 @@ def policies() -> list[_core.CatalogueEntry]:
     """Every policy: ``{"name", "about", "params": [{"name", "default", "about"}]}``.
 
     A spec is ``NAME`` or ``NAME(key=value,…)``; ``params`` lists the keys and defaults.
+    Policies registered with :func:`register_policy` come last.
 
     Example
     -------
     >>> [p["name"] for p in ssdcache.policies()][:4]          # doctest: +SKIP
     ['lru', 'fifo', 'clock', 'lfu']
     """
-    return list(_ext().policies())
+    from . import _policy
+
+    return list(_ext().policies()) + _policy.catalogue()
 
 
 def devices() -> list[_core.CatalogueEntry]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from . import _core, _ray
+from . import _core, _policy, _ray
 from ._run import _size, _warmup
 from ._trace import Size, Trace, TraceLike, _is_arraylike, spec_of, to_source
 
@@ -85,7 +85,8 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
         ray = _ray.init()
         remote = ray.remote(_curve_text)
         shipped = [spec_of(t) if isinstance(t, Trace) else s for t, s in zip(traces, sources)]
-        futures = [remote.remote(s, page_size, sizes, points, warm, sampling) for s in shipped]
+        policies = _policy.export() if sampling is not None else None
+        futures = [remote.remote(s, page_size, sizes, points, warm, sampling, policies) for s in shipped]
         texts = _ray.gather(ray, futures)
     else:
         texts = [_curve_text(s, page_size, sizes, points, warm, sampling) for s in sources]
@@ -127,9 +128,11 @@ def _check_sampling(sample: Any, sample_keys: Any, seed: Any) -> None:
 
 
 def _curve_text(source: Any, page: Any, sizes: list[Any] | None, points: int, warmup: Any,
-                sampling: tuple[str, str | None, int | None, int] | None) -> str:
-    """One trace's curve, as `ssdcache mrc --json` prints it (also a Ray task);
-    with `sampling` (policy, rate, keys, seed), the JSON list of sampled curves."""
+                sampling: tuple[str, str | None, int | None, int] | None, policies: bytes | None = None) -> str:
+    """One trace's curve, as `ssdcache mrc --json` prints it (also a Ray task, given the
+    driver's Python `policies`); with `sampling` (policy, rate, keys, seed), the JSON list of
+    sampled curves."""
+    _policy.install(policies)
     source = _ray.writable(source)
     try:
         if sampling is None:

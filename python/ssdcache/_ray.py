@@ -9,6 +9,8 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+from ._policy import PolicyError
+
 __all__ = ["init", "gather", "writable", "address_file", "check_cluster"]
 
 _MISSING = "executor='ray' needs Ray: pip install 'ssdcache[ray]' (or pip install ray)"
@@ -45,6 +47,8 @@ def gather(ray: Any, futures: Sequence[Any], bar: Any = None) -> list[Any]:
         cause = getattr(e, "cause", None)
         if isinstance(cause, ValueError):  # a RayTaskError wrapping the task's error
             raise ValueError(str(cause)) from None
+        if isinstance(cause, PolicyError):  # a Python policy broke a rule on the worker
+            raise PolicyError(str(cause)) from e
         raise
 
 

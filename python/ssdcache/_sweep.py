@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _core, _ray
+from . import _core, _policy, _ray
 from ._results_io import frame
 from ._run import run_json, run_spec
 from ._trace import Size, Trace, TraceLike, spec_of, to_source
@@ -266,8 +266,9 @@ _worker_lock = threading.Lock()
 _WORKER_CACHE = 4
 
 
-def _ray_cell(trace_id: str, source: Any, spec: dict) -> str:
-    """One run on a Ray worker; returns the JSON report."""
+def _ray_cell(trace_id: str, source: Any, spec: dict, policies: bytes | None = None) -> str:
+    """One run on a Ray worker, with the driver's Python policies registered; returns the JSON report."""
+    _policy.install(policies)
     with _worker_lock:
         trace = _worker_traces.get(trace_id)
         if trace is not None:
@@ -286,7 +287,8 @@ def _run_ray(sources: list[Any], cells: list[tuple[int, dict]], progress: bool) 
     remote = ray.remote(_ray_cell)
     ids = [uuid.uuid4().hex for _ in sources]
     refs = [ray.put(s) for s in sources]
-    futures = [remote.remote(ids[i], refs[i], spec) for i, spec in cells]
+    policies = ray.put(_policy.export())
+    futures = [remote.remote(ids[i], refs[i], spec, policies) for i, spec in cells]
     bar = _progress(len(futures), progress and len(futures) > 1, "ssdcache sweep (ray)")
     try:
         return _ray.gather(ray, futures, bar)

@@ -19,6 +19,7 @@ included.)
 """
 
 import os
+import pathlib
 import pickle
 import re
 import shutil
@@ -233,3 +234,56 @@ def test_ray_mrc_is_one_task_per_trace_and_equals_local(ray_address, fin1, msr):
     remote = _remote(ray_address, "mrc", [fin1, msr], cache="1%,10%", warmup="10%")
     pd.testing.assert_frame_equal(local, remote)
     assert remote.attrs["curves"] == local.attrs["curves"]
+
+
+# A driver whose Python policies are defined in __main__ (they travel by value, cloudpickle)
+# and in an importable module (by reference).
+_POLICY_DRIVER = """
+import os, pickle, sys
+import ssdcache
+from clock import Clock
+from lru import LRU
+
+class MainLRU(LRU):  # a class of __main__ (by value), on one of a module (by reference)
+    pass
+
+class Raises(MainLRU):
+    def evict(self):
+        return None
+
+ssdcache.register_policy("mainlru", MainLRU)
+ssdcache.register_policy("modclock", Clock)
+ssdcache.register_policy("raises", Raises)
+trace, out_path = sys.argv[1], sys.argv[2]
+df = ssdcache.sweep(trace, ["lru", "mainlru", "clock", "modclock"], ["64KiB", "1MiB"], executor="ray", progress=False)
+curves = ssdcache.mrc(trace, cache=["64KiB", "1MiB"], policy=["clock", "modclock"], sample="50%", executor="ray")
+try:
+    ssdcache.sweep(trace, ["raises"], "64KiB", executor="ray", progress=False)
+    error = None
+except ssdcache.PolicyError as e:
+    error = str(e)
+with open(out_path, "wb") as f:
+    pickle.dump((df, curves, error), f)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
+"""
+
+
+def test_ray_runs_python_policies_defined_in_main_and_in_modules(ray_address, fin1, tmp_path):
+    examples = pathlib.Path(__file__).resolve().parents[2] / "examples" / "policies"
+    out = tmp_path / "out.pickle"
+    # (`clock` travels by reference: the workers import it as the driver does, from the
+    # driver's working directory and PYTHONPATH, as a user's installed module would be)
+    env = {**_ray_env(), "RAY_ADDRESS": ray_address,
+           "PYTHONPATH": f"{examples}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    driver = subprocess.run([sys.executable, "-c", _POLICY_DRIVER, fin1, str(out)], env=env, capture_output=True,
+                            text=True, timeout=600, cwd=examples)
+    assert driver.returncode == 0, f"{driver.stdout[-2000:]}\n{driver.stderr[-4000:]}"
+    with open(out, "rb") as f:
+        df, curves, error = pickle.load(f)
+    rows = {p: df[df.policy == p].drop(columns="policy").reset_index(drop=True) for p in df.policy.unique()}
+    assert rows["mainlru"].equals(rows["lru"]) and rows["modclock"].equals(rows["clock"])
+    a, b = (curves[curves.policy == p].drop(columns="policy").reset_index(drop=True) for p in ("clock", "modclock"))
+    assert a.equals(b)
+    assert error and "policy raises (Raises) at request" in error and "evict() returned None" in error, error

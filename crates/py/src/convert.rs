@@ -8,8 +8,8 @@ use ssdcache::sim::flags::{check_repeat, parse_interval, parse_mode, parse_page,
 use ssdcache::sim::flags::{parse_cache_size, parse_warmup, CacheSize, Warmup};
 use ssdcache::sim::relative::{self, Sizing, TraceFacts};
 use ssdcache::sim::run::{check, run, with_trace_name};
-use ssdcache::sim::{RunSpec, SimError, TraceSource};
-use ssdcache::trace::{Op, Request, Unit};
+use ssdcache::sim::{pages_of, RunSpec, SimError, TraceSource};
+use ssdcache::trace::{Op, Request, Unit, BATCH};
 use std::error::Error;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -230,6 +230,33 @@ fn facts_once(
     let facts = relative::facts(source, page_bytes, sizes, warmup)?;
     FACTS.lock().unwrap_or_else(|e| e.into_inner()).push((Arc::downgrade(requests), key, facts));
     Ok(facts)
+}
+
+/// The request (0-based, in trace order, over the `repeat`ed trace) that page
+/// access `seq` of a run belongs to: the simulator numbers page accesses, and
+/// a policy's error names the request. `None` if the trace ends before it.
+pub fn request_of_access(source: &TraceSource, page_bytes: u64, repeat: u32, seq: u64) -> Option<u64> {
+    let repeated;
+    let source = if repeat > 1 {
+        repeated = source.repeat(repeat).ok()?;
+        &repeated
+    } else {
+        source
+    };
+    let (mut reader, _) = source.open().ok()?;
+    let unit = reader.unit();
+    let mut batch = Vec::with_capacity(BATCH);
+    let (mut pages, mut index) = (0u64, 0u64);
+    while reader.read_batch(&mut batch, BATCH).ok()? > 0 {
+        for r in &batch {
+            pages += pages_of(r, unit, page_bytes, index).ok()?.keys().size_hint().0 as u64;
+            if pages > seq {
+                return Some(index);
+            }
+            index += 1;
+        }
+    }
+    None
 }
 
 /// [`check`] as a one-line message.

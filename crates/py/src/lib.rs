@@ -2,12 +2,14 @@
 //! `ssdcache::sim::run::run`, the function `ssdcache sim` calls, so the same
 //! inputs give the same report; `run` returns it as the JSON text
 //! `ssdcache sim --json` prints. The GIL is released while a trace loads and
-//! while a simulation runs, so threads run simulations in parallel.
+//! while a simulation runs, so threads run simulations in parallel — except a
+//! run of a policy written in Python (`policy.rs`), which holds it.
 //!
 //! The API is fixed by the contract with the Python package
 //! (`python/ssdcache`); `python/ssdcache/_core.pyi` types it.
 
 mod convert;
+mod policy;
 
 use convert::{Columns, SpecText};
 use numpy::{Element, PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -305,12 +307,38 @@ fn run(py: Python<'_>, trace: &Bound<'_, PyAny>, spec: &Bound<'_, PyAny>) -> PyR
     let text = spec_text(spec)?;
     let (spec, repeat) = text.parse().map_err(|e| value_error(convert::one_line(&e)))?;
     let rel = text.relative().map_err(|e| value_error(convert::one_line(&e)))?;
+    // A Python policy runs with the GIL held throughout: cheaper than taking
+    // it back for each of its calls (the simulator calls it on this thread).
+    let python = policy::names_python(&spec.policy);
+    let scope = policy::CallScope::enter();
     // The spec first, before any trace is read, as the command line does.
-    py.detach(|| guarded(|| convert::check_spec(&spec)))?;
+    let checked = attached_if(py, python, || guarded(|| convert::check_spec(&spec)));
+    if let Some(broken) = scope.take() {
+        return Err(broken.into_err(py, None, ""));
+    }
+    checked?;
     let source = source_of(trace)?;
-    Ok(py.detach(|| {
+    let report = attached_if(py, python, || {
         guarded(|| convert::run_json_sized(&source, &spec, repeat, &rel).map_err(|e| convert::one_line(&e)))
-    })?)
+    });
+    if let Some(broken) = scope.take() {
+        // (an NCQ replay serves requests out of trace order: no request number then)
+        let request = broken
+            .seq()
+            .filter(|_| spec.queue.is_none())
+            .and_then(|seq| py.detach(|| convert::request_of_access(&source, spec.page_bytes, repeat, seq)));
+        return Err(broken.into_err(py, request, ""));
+    }
+    Ok(report?)
+}
+
+/// `f()` with the GIL held if `attached`, else with the GIL released.
+fn attached_if<T: Send>(py: Python<'_>, attached: bool, f: impl FnOnce() -> T + Send) -> T {
+    if attached {
+        f()
+    } else {
+        py.detach(f)
+    }
 }
 
 /// The exact LRU miss-ratio curve of a trace in one pass, as the JSON text
@@ -371,7 +399,9 @@ fn mrc(
             Some(list) => miniature::Sizes::Pages(list.iter().map(pages).collect::<PyResult<_>>()?),
             None => miniature::Sizes::Even(points),
         };
-        return Ok(py.detach(|| {
+        // (the minis run on rayon's threads: a Python policy takes the GIL per call there)
+        let scope = policy::CallScope::enter();
+        let curves = py.detach(|| {
             guarded(|| {
                 let curves = miniature::sampled_curves(&source, page, &policies, &sizes, &spec)
                     .and_then(|curves| {
@@ -380,7 +410,11 @@ fn mrc(
                     .map_err(|e| convert::one_line(&e))?;
                 serde_json::to_string(&curves).map_err(|e| e.to_string())
             })
-        })?);
+        });
+        if let Some(broken) = scope.take() {
+            return Err(broken.into_err(py, None, " of a sampled miniature run"));
+        }
+        return Ok(curves?);
     }
     Ok(py.detach(|| {
         guarded(|| {
@@ -585,6 +619,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(generators, m)?)?;
     m.add_function(wrap_pyfunction!(modes, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::register_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::unregister_policy, m)?)?;
     m.add_class::<Trace>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -2,11 +2,16 @@
 //! built (the simulator, a tier of a tiered cache, ABM's read buffer, the
 //! daemon's decider), is built here from its spec. Adding a policy is one file
 //! and one entry in [`POLICIES`].
+//!
+//! Besides the catalogue, rules may be registered at run time by name
+//! ([`register_external`]): the extension point through which the Python
+//! extension adds rules written in Python without this crate knowing Python.
 
 use super::admission::{self, AdmitterInfo};
 use super::mode::with_mode;
 use super::{classic, flash, tiered};
 use super::{Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
+use std::sync::RwLock;
 
 // The catalogue's types live in the interface; re-exported for the callers that
 // have always found them here.
@@ -89,10 +94,68 @@ fn unknown(spec: &Spec, names: Vec<&str>) -> SpecError {
     SpecError::UnknownName { kind: "policy", name: spec.name.clone(), known: names.join(", ") }
 }
 
+// ---- rules registered at run time ----
+
+/// Builds a rule registered at run time, for `ctx.capacity` pages, from its
+/// spec as given: its parameters are the builder's to check (they are not in
+/// any [`ParamInfo`] table), `mode` excepted (taken out before).
+pub type ExternalBuilder = fn(&Spec, &BuildCtx) -> Result<Box<dyn Replacement>, SpecError>;
+
+/// The rules registered at run time, by name. A name is leaked when first
+/// registered (registrations are few and live as long as the process), so
+/// that [`rule_names`] can list it beside the catalogue's.
+static EXTERNAL: RwLock<Vec<(&'static str, ExternalBuilder)>> = RwLock::new(Vec::new());
+
+/// Registers (or registers again) a replacement rule under `name`, usable
+/// wherever a catalogue rule is: as a policy under every write mode, nested
+/// (`admit(rule=NAME)`, `tier=NAME`). A name of the catalogue is refused.
+pub fn register_external(name: &str, build: ExternalBuilder) -> Result<(), String> {
+    let valid =
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c));
+    if !valid {
+        return Err(format!("{name:?} is not a policy name: lowercase letters, digits, '-' and '_'"));
+    }
+    if find(name).is_some() {
+        return Err(format!("{name:?} is a built-in policy"));
+    }
+    let mut table = EXTERNAL.write().unwrap_or_else(|e| e.into_inner());
+    match table.iter_mut().find(|(n, _)| *n == name) {
+        Some(entry) => entry.1 = build,
+        None => table.push((Box::leak(name.to_string().into_boxed_str()), build)),
+    }
+    Ok(())
+}
+
+/// Forgets the rule registered under `name`; whether there was one.
+pub fn unregister_external(name: &str) -> bool {
+    let mut table = EXTERNAL.write().unwrap_or_else(|e| e.into_inner());
+    let before = table.len();
+    table.retain(|(n, _)| *n != name);
+    table.len() != before
+}
+
+/// The names registered at run time, in registration order.
+pub fn external_names() -> Vec<&'static str> {
+    EXTERNAL.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(n, _)| *n).collect()
+}
+
+fn external(name: &str) -> Option<ExternalBuilder> {
+    EXTERNAL.read().unwrap_or_else(|e| e.into_inner()).iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
+
+/// Every policy name a spec may give: the catalogue's, then those registered at run time.
+fn every_name() -> Vec<&'static str> {
+    POLICIES.iter().map(|p| p.name).chain(external_names()).collect()
+}
+
 /// Parses and builds a policy spec. Returns the policy and its canonical spec text.
 pub fn build(text: &str, ctx: &BuildCtx) -> Result<(Box<dyn Policy>, Spec), SpecError> {
     let mut spec = Spec::parse(text)?;
-    let info = find(&spec.name).ok_or_else(|| unknown(&spec, POLICIES.iter().map(|p| p.name).collect()))?;
+    let info = find(&spec.name);
+    let ext = if info.is_none() { external(&spec.name) } else { None };
+    if info.is_none() && ext.is_none() {
+        return Err(unknown(&spec, every_name()));
+    }
     let mode_given = spec.params.iter().position(|(k, _)| k == "mode");
     let mut ctx = *ctx;
     if let Some(i) = mode_given {
@@ -105,8 +168,15 @@ pub fn build(text: &str, ctx: &BuildCtx) -> Result<(Box<dyn Policy>, Spec), Spec
             why,
         })?;
     }
-    spec.bind(info.params)?;
-    let policy = (info.build)(&spec, &ctx, &RULES)?;
+    let policy = match (info, ext) {
+        (Some(info), _) => {
+            spec.bind(info.params)?;
+            (info.build)(&spec, &ctx, &RULES)?
+        }
+        // (a rule from outside gets the write modes as every catalogue rule does)
+        (None, Some(build)) => with_mode(build(&spec, &ctx)?, &ctx),
+        (None, None) => unreachable!("checked above"),
+    };
     if let Some(i) = mode_given {
         spec.params.insert(i, ("mode".into(), ctx.mode.name().into()));
     }
@@ -115,13 +185,22 @@ pub fn build(text: &str, ctx: &BuildCtx) -> Result<(Box<dyn Policy>, Spec), Spec
 
 /// The policies that are replacement rules (can be nested: `tier=2q(kin=30%)`).
 pub fn rule_names() -> Vec<&'static str> {
-    POLICIES.iter().filter(|p| p.rule.is_some()).map(|p| p.name).collect()
+    POLICIES.iter().filter(|p| p.rule.is_some()).map(|p| p.name).chain(external_names()).collect()
 }
 
 /// Parses and builds the bare replacement rule a spec names (no write
 /// semantics, so no `mode`), for `ctx.capacity` pages.
 pub fn build_rule(text: &str, ctx: &BuildCtx) -> Result<(Box<dyn Replacement>, Spec), SpecError> {
     let mut spec = Spec::parse(text)?;
+    if let Some(build) = external(&spec.name).filter(|_| find(&spec.name).is_none()) {
+        // (as for a catalogue rule: a nested rule has no write mode of its own)
+        if spec.is_given("mode") {
+            let known = "those of its class".into();
+            return Err(SpecError::UnknownParam { kind: "policy", name: spec.name, param: "mode".into(), known });
+        }
+        let rule = build(&spec, ctx)?;
+        return Ok((rule, spec));
+    }
     let build = find(&spec.name).and_then(|p| p.rule.map(|b| (p, b)));
     let Some((info, build)) = build else { return Err(unknown(&spec, rule_names())) };
     spec.bind(info.params)?;
