@@ -14,6 +14,7 @@ mod serve_limits;
 mod serve_net;
 mod set_cmd;
 mod trace_cmd;
+mod whatif_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -74,6 +75,9 @@ enum Command {
     /// Make a running server record every request it answers (start PATH | stop): a trace
     /// `ssdcache sim` replays, to ask what another policy or size would have done.
     Record(record_cmd::RecordArgs),
+    /// What the running server's shadow says another policy, or a cache from 1/4x to 4x this one,
+    /// would do with the workload it serves (`serve --whatif`, on by default).
+    Whatif(whatif_cmd::WhatIfArgs),
 }
 
 fn main() {
@@ -113,6 +117,7 @@ fn main() {
         Command::Maintain(args) => serve_cmd::maintain(args),
         Command::Set(args) => set_cmd::run(args),
         Command::Record(args) => record_cmd::run(args),
+        Command::Whatif(args) => whatif_cmd::run(args),
     };
     if std::env::var_os("SSDCACHE_HEAP_STATS").is_some() {
         eprintln!("heap peak bytes: {}", heap::peak());

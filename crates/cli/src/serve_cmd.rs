@@ -84,6 +84,14 @@ pub struct ServeArgs {
     record: Option<PathBuf>,
     #[command(flatten)]
     record_bounds: crate::record_cmd::RecordBounds,
+    /// The live what-if: miss-ratio curves of these policies (comma-separated specs) at 1/4x to
+    /// 4x this cache, on the workload served (`ssdcache whatif CACHE`). Default: the running
+    /// policy, lru and s3fifo; `off`: none.
+    #[arg(long, value_name = "POLICIES")]
+    whatif: Option<String>,
+    /// Memory the what-if may use (it samples segments to stay within it), e.g. 64MiB.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    whatif_memory: String,
     /// Run the caching-and-eviction procedure this often (paper 000 §4.1: daily).
     /// `ssdcache maintain` or SIGUSR1 runs it now.
     #[arg(long, default_value = "24h")]
@@ -424,11 +432,37 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         }
         None => flags,
     };
+    let whatif_memory = parse_bytes(&a.whatif_memory).map_err(|e| anyhow::anyhow!("--whatif-memory: {e}"))?;
+    if !(1 << 20..=1 << 40).contains(&whatif_memory) {
+        bail!("--whatif-memory {}: from 1MiB to 1TiB", a.whatif_memory);
+    }
+    let whatif = match a.whatif.as_deref().map(str::trim) {
+        Some("off") => None,
+        None => Some((None, whatif_memory)),
+        Some(list) => {
+            let p = ssdcache::spec::split_list(list);
+            if p.is_empty() {
+                bail!("--whatif {list:?}: policy specs, comma-separated, or off");
+            }
+            Some((Some(p), whatif_memory))
+        }
+    };
     let record = match &a.record {
         Some(p) => Some(a.record_bounds.config(p.clone())?),
         None if a.record_bounds.max_size.is_some() => bail!("--record-max-size bounds a recording: add --record PATH"),
         None => None,
     };
+    // A what-if asked for by name is checked before the start procedure runs.
+    if let (Some((Some(policies), memory)), Some(sb)) = (&whatif, &sb) {
+        let w = ssdcache_engine::whatif::WhatIfConfig {
+            policies: policies.clone(),
+            memory: *memory,
+            slots: sb.geometry.ssd_segments as u64,
+            segment_bytes: sb.geometry.segment_size as u64,
+            mode: sb.mode.sim_mode().unwrap_or(ssdcache::policy::Mode::WriteBack),
+        };
+        w.check().map_err(|e| anyhow::anyhow!("--whatif: {e}"))?;
+    }
     let cfg = DaemonConfig {
         cache: a.cache,
         backing: a.backing,
@@ -452,6 +486,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         inject_backing,
         read_only: a.read_only,
         record,
+        whatif,
     };
     ssdcache_server::stderr_log::init("ssdcache serve", a.verbose);
     for w in cfg.server.tls.iter().flat_map(|t| &t.warnings) {

@@ -69,6 +69,9 @@ pub struct DaemonConfig {
     pub read_only: bool,
     /// Record every request from the start (`--record`).
     pub record: Option<RecordConfig>,
+    /// The live what-if (`--whatif`): `None` off; else the policies (`None`:
+    /// the default list) and the memory it may use.
+    pub whatif: Option<(Option<Vec<String>>, u64)>,
 }
 
 /// What the daemon is asked to do while it runs.
@@ -183,6 +186,18 @@ pub async fn run(
     let serving = async {
         if let Some(r) = &cfg.record {
             backend.start_recording(r.clone()).map_err(|e| anyhow::anyhow!("--record: {e}"))?;
+        }
+        match &cfg.whatif {
+            None => {}
+            // Asked for by name: it must run.
+            Some((Some(p), memory)) => {
+                backend.start_whatif(Some(p.clone()), *memory).map_err(|e| anyhow::anyhow!("--whatif: {e}"))?;
+            }
+            // On by default: said, not fatal, where it cannot run.
+            Some((None, memory)) => match backend.start_whatif(None, *memory) {
+                Ok(p) => log::info!("what-if: shadowing {}", p.join(", ")),
+                Err(e) => log::warn!("what-if off: {e}"),
+            },
         }
         // Every mode: the thread also settles a cache gone degraded.
         backend.start_period(cfg.period, cfg.idle);

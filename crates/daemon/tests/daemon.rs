@@ -37,6 +37,7 @@ fn config(dir: &Path, listen: &str) -> DaemonConfig {
         inject_backing: None,
         read_only: false,
         record: None,
+        whatif: None,
     }
 }
 

@@ -95,12 +95,7 @@ impl Decider {
                 Kind::Pwc(Box::new(pwc))
             }
             CacheMode::WriteBack | CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::ReadOnly => {
-                let sim_mode = match mode {
-                    CacheMode::WriteBack => Mode::WriteBack,
-                    CacheMode::WriteThrough => Mode::WriteThrough,
-                    CacheMode::WriteAround => Mode::WriteAround,
-                    _ => Mode::ReadOnly,
-                };
+                let sim_mode = mode.sim_mode().unwrap_or(Mode::ReadOnly);
                 let ctx = BuildCtx { capacity: slots.max(1), mode: sim_mode, page_bytes: segment };
                 let (policy, spec) = registry::build(policy, &ctx).map_err(|e| format!("--policy: {e}"))?;
                 name = spec.canonical();

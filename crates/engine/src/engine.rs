@@ -55,6 +55,7 @@ use crate::device::BlockDevice;
 use crate::mode::CacheMode;
 use crate::record::{RecordConfig, RecordStatus};
 use crate::taps::Taps;
+use crate::whatif::{WhatIfConfig, WhatIfReport};
 use ssdcache_block::sync::lock;
 use ssdcache_block::Backend;
 
@@ -193,6 +194,8 @@ pub struct EngineStatus {
     pub cleaner: Option<CleanerStatus>,
     /// The recording running, or the last one (`None`: never recorded).
     pub recording: Option<RecordStatus>,
+    /// The live what-if's curves (`None`: no shadow runs).
+    pub whatif: Option<WhatIfReport>,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -697,6 +700,7 @@ where
                 self.config().clean_pace.unwrap_or_default(),
             ),
             recording: self.shared.taps.status(),
+            whatif: self.shared.taps.whatif(),
         }
     }
 
@@ -718,6 +722,41 @@ where
     /// Stops the recording.
     pub fn stop_recording(&self) -> Result<RecordStatus, String> {
         self.shared.taps.stop()
+    }
+
+    /// Starts the live what-if (`serve --whatif`): `policies`, or by default
+    /// the running policy (if it decides on each access) with lru and
+    /// s3fifo, shadowed at ¼× to 4× this cache within `memory` bytes.
+    /// Passthrough caches nothing, so has nothing to compare: refused.
+    pub fn start_whatif(&self, policies: Option<Vec<String>>, memory: u64) -> Result<Vec<String>, String> {
+        let mode = self.mode().sim_mode().ok_or("a passthrough cache caches nothing to compare with")?;
+        let g = self.shared.map.with_meta(|m| m.geometry);
+        let cfg = |policies: Vec<String>| WhatIfConfig {
+            policies,
+            memory,
+            slots: g.ssd_segments as u64,
+            segment_bytes: g.segment_size as u64,
+            mode,
+        };
+        let policies = match policies {
+            Some(p) => p,
+            None => {
+                // The running policy unless the shadow cannot run it (PWC's procedures).
+                let running = self.config().policy_spec(self.mode())?;
+                let mut p: Vec<String> = Vec::new();
+                if cfg(vec![running.clone()]).check().is_ok() {
+                    p.push(running);
+                }
+                for s in ["lru", "s3fifo"] {
+                    if !p.iter().any(|q| q == s) {
+                        p.push(s.to_string());
+                    }
+                }
+                p
+            }
+        };
+        self.shared.taps.start_whatif(cfg(policies.clone()))?;
+        Ok(policies)
     }
 
     fn record_header(&self) -> Result<String, String> {

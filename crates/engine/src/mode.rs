@@ -49,6 +49,19 @@ impl CacheMode {
         CACHE_MODES.iter().find(|(_, m)| *m == self).map(|(n, _)| *n).expect("every mode is listed")
     }
 
+    /// The simulator's mode of a policy in this cache mode (`None`:
+    /// passthrough, which runs none).
+    pub fn sim_mode(self) -> Option<ssdcache::policy::Mode> {
+        use ssdcache::policy::Mode;
+        match self {
+            CacheMode::WriteBack => Some(Mode::WriteBack),
+            CacheMode::WriteThrough => Some(Mode::WriteThrough),
+            CacheMode::WriteAround => Some(Mode::WriteAround),
+            CacheMode::ReadOnly => Some(Mode::ReadOnly),
+            CacheMode::Passthrough => None,
+        }
+    }
+
     /// How the data path writes in this mode.
     pub fn write_mode(self) -> WriteMode {
         match self {

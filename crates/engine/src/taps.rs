@@ -1,13 +1,16 @@
 //! What watches the requests besides the counters: the recording
-//! ([`crate::record`]). Each request's event is handed over without
-//! waiting; with nothing watching, a request pays one uncontended read lock.
+//! ([`crate::record`]) and the what-if shadow ([`crate::whatif`]). Each
+//! request's event is handed over without waiting; with nothing watching, a
+//! request pays one uncontended read lock.
 
 use std::sync::RwLock;
 
 use ssdcache::trace::formats::record::{Outcome as RecOutcome, RecordOp};
+use ssdcache::trace::Op;
 
 use crate::counters::requests::{Op as RequestOp, Outcome};
 use crate::record::{now_ns, Event, RecordConfig, RecordStatus, Recorder};
+use crate::whatif::{Access, Shadow, WhatIfConfig, WhatIfReport};
 use ssdcache_block::sync::{read, write};
 
 /// The recording running now, and the last one's status once stopped.
@@ -15,6 +18,7 @@ use ssdcache_block::sync::{read, write};
 struct Inner {
     recorder: Option<Recorder>,
     last: Option<RecordStatus>,
+    shadow: Option<Shadow>,
 }
 
 #[derive(Default)]
@@ -26,6 +30,17 @@ impl Taps {
     /// A request answered: `op` on `bytes` at `offset`, and what the cache did.
     pub fn request(&self, op: RequestOp, offset: u64, bytes: u64, outcome: Outcome) {
         let g = read(&self.inner);
+        if let Some(s) = &g.shadow {
+            let op = match op {
+                RequestOp::Read => Some(Op::Read),
+                RequestOp::Write | RequestOp::WriteZeroes => Some(Op::Write),
+                RequestOp::Trim => Some(Op::Trim),
+                _ => None,
+            };
+            if let Some(op) = op.filter(|_| bytes > 0) {
+                s.push(Access { op, offset, len: bytes });
+            }
+        }
         let Some(r) = &g.recorder else { return };
         let op = match op {
             RequestOp::Read => RecordOp::Read,
@@ -79,6 +94,19 @@ impl Taps {
         log::info!("recording to {} stopped: {} records, {} dropped", st.path.display(), st.records, st.dropped);
         g.last = Some(st.clone());
         Ok(st)
+    }
+
+    /// Starts the what-if shadow (replacing one that runs).
+    pub fn start_whatif(&self, config: WhatIfConfig) -> Result<(), String> {
+        config.check()?;
+        let s = Shadow::start(config).map_err(|e| format!("the what-if thread: {e}"))?;
+        write(&self.inner).shadow = Some(s);
+        Ok(())
+    }
+
+    /// What the shadow says now (`None`: none runs).
+    pub fn whatif(&self) -> Option<WhatIfReport> {
+        read(&self.inner).shadow.as_ref().map(Shadow::report)
     }
 
     /// The running recording's status, else the last one's.

@@ -274,6 +274,7 @@ mod tests {
                 procedure_runs: Vec::new(),
                 cleaner: None,
                 recording: None,
+                whatif: None,
             };
             Snapshot { engine, connections: Connections { open: 2, accepted: 5, ..Default::default() } }
         }

@@ -317,6 +317,28 @@ fn encode_snapshot(s: &Snapshot, e: &mut DescriptorEncoder<'_>) -> Result<(), st
         )?;
     }
 
+    // The live what-if: each policy's miss ratio at each size, since the start.
+    if let Some(w) = &st.whatif {
+        let points: Vec<(&str, String, f64)> = w
+            .since_start
+            .iter()
+            .flat_map(|c| {
+                c.points.iter().filter_map(|p| Some((c.policy.as_str(), p.cache_bytes.to_string(), p.miss_ratio?)))
+            })
+            .collect();
+        gauges(
+            e,
+            "ssdcache_whatif_miss_ratio",
+            "The what-if shadow's miss ratio (segment accesses, since the start) of a policy at a cache size.",
+            points.iter().map(|(p, b, r)| (vec![("policy", *p), ("cache_bytes", b.as_str())], *r)),
+        )?;
+        counters(e, "ssdcache_whatif_dropped", "Requests the what-if shadow's full queue dropped.", one(w.dropped))?;
+    }
+    if let Some(r) = &st.recording {
+        counters(e, "ssdcache_record_events", "Requests and markers written to the recording.", one(r.records))?;
+        counters(e, "ssdcache_record_dropped", "Requests the recording's full queue dropped.", one(r.dropped))?;
+    }
+
     // Connections.
     let c = &s.connections;
     gauges(e, "ssdcache_connections_open", "NBD connections open now.", one(c.open as f64))?;

@@ -242,6 +242,7 @@ mod tests {
             procedure_runs: Vec::new(),
             cleaner: None,
             recording: None,
+            whatif: None,
         }
     }
 
