@@ -31,6 +31,7 @@ use crate::metrics::{exposition, http, snapshot::Source};
 use ssdcache_block::Backend;
 use ssdcache_engine::inject::{FaultPlan, InjectDevice};
 use ssdcache_engine::model_device::ModelDevice;
+use ssdcache_engine::engine::TrimMode;
 use ssdcache_engine::{files, BlockDevice, EngineConfig, FileDevice, StartOptions};
 use ssdcache_server::{Export, Server, ServerConfig};
 use ssdcache_server::{ListenAddr, Listener};
@@ -66,6 +67,8 @@ pub struct DaemonConfig {
     /// Serve the export read-only (`NBD_FLAG_READ_ONLY`; writes, trims and
     /// write-zeroes get EPERM). The cache still fills on reads as its mode does.
     pub read_only: bool,
+    /// What clients' trims do: passed to the backing store (default), or ignored.
+    pub trim: TrimMode,
 }
 
 /// What the daemon is asked to do while it runs.
@@ -165,6 +168,7 @@ pub async fn run(
     for r in &started.repaired {
         eprintln!("ssdcache serve: warning: metadata copy repaired: {r}");
     }
+    backend.set_trim_mode(cfg.trim);
     let backend = Arc::new(backend);
     let serving = async {
         // Every mode: the thread also settles a cache gone degraded.
