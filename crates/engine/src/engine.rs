@@ -1074,7 +1074,11 @@ mod tests {
         e.set_trim_mode(TrimMode::Pass);
         e.trim(6 * SEG + 100, SEG, true).unwrap();
         assert_eq!(read(&e, 6 * SEG, 100), vec![6; 100], "outside the trim");
-        assert_eq!(read(&e, 6 * SEG + 100, SEG as usize), vec![0; SEG as usize], "--trim pass: the hole reads as zeroes");
+        assert_eq!(
+            read(&e, 6 * SEG + 100, SEG as usize),
+            vec![0; SEG as usize],
+            "--trim pass: the hole reads as zeroes"
+        );
         assert_eq!(e.status().map.trimmed_bytes, SEG);
         assert!(e.read_at(&mut [0u8; 2], SEG * HDD_SEGS - 1).is_err());
     }

@@ -1062,7 +1062,10 @@ mod tests {
         assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
         assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
         assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
-        assert_eq!(n.session(), Session { structured: true, extended: false, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) });
+        assert_eq!(
+            n.session(),
+            Session { structured: true, extended: false, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) }
+        );
         // off: STARTTLS is unsupported, and tls_started does nothing
         let mut n = tls_started_with(&ex, TlsMode::Off);
         assert_eq!(run_option(&mut n, OPT_STARTTLS, b""), Ok(Progress::Continue));
@@ -1134,7 +1137,10 @@ mod tests {
         n.clear_output();
         assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
         assert_eq!(export_flags(n.output()), FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_DF);
-        assert_eq!(n.session(), Session { structured: true, extended: false, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) });
+        assert_eq!(
+            n.session(),
+            Session { structured: true, extended: false, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) }
+        );
     }
 
     #[test]

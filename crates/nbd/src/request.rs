@@ -245,7 +245,11 @@ pub fn decide(h: &RequestHeader, ex: &ExportParams) -> Decision {
     if ex.extended && h.flags & CMD_FLAG_PAYLOAD_LEN != 0 && h.kind != CMD_WRITE {
         // A payload this server takes on no command but WRITE: read and
         // dropped if it fits a block, else the connection cannot go on.
-        return if fits_block { Decision::Reject { errno: EINVAL, discard: len as u32 } } else { Decision::Fatal { errno: EINVAL } };
+        return if fits_block {
+            Decision::Reject { errno: EINVAL, discard: len as u32 }
+        } else {
+            Decision::Fatal { errno: EINVAL }
+        };
     }
     match h.kind {
         CMD_READ => {
@@ -276,8 +280,7 @@ pub fn decide(h: &RequestHeader, ex: &ExportParams) -> Decision {
         CMD_FLUSH if flags_ok(CMD_FLAG_FUA) => Decision::Execute(Command::Flush),
         CMD_TRIM | CMD_WRITE_ZEROES => {
             let zeroes = h.kind == CMD_WRITE_ZEROES;
-            let allowed =
-                if zeroes { CMD_FLAG_FUA | CMD_FLAG_NO_HOLE | CMD_FLAG_FAST_ZERO } else { CMD_FLAG_FUA };
+            let allowed = if zeroes { CMD_FLAG_FUA | CMD_FLAG_NO_HOLE | CMD_FLAG_FAST_ZERO } else { CMD_FLAG_FUA };
             if !flags_ok(allowed) || len == 0 {
                 reject(EINVAL)
             } else if ex.read_only {
@@ -539,8 +542,7 @@ mod tests {
     use super::*;
     use ssdcache_block::MemBackend;
 
-    const EX: ExportParams =
-        ExportParams {
+    const EX: ExportParams = ExportParams {
         size: 1 << 20,
         max_block: 1 << 16,
         read_only: false,
@@ -652,7 +654,10 @@ mod tests {
         assert_eq!(decide(&hdr(CMD_WRITE_ZEROES, 0, 0, 0), &EX), einval);
         // PAYLOAD_LEN is an unknown flag without extended headers
         assert_eq!(decide(&hdr(CMD_TRIM, CMD_FLAG_PAYLOAD_LEN, 0, 1), &EX), einval);
-        assert_eq!(decide(&hdr(CMD_WRITE, CMD_FLAG_PAYLOAD_LEN, 0, 1), &EX), Decision::Reject { errno: EINVAL, discard: 1 });
+        assert_eq!(
+            decide(&hdr(CMD_WRITE, CMD_FLAG_PAYLOAD_LEN, 0, 1), &EX),
+            Decision::Reject { errno: EINVAL, discard: 1 }
+        );
         let ro = ExportParams { read_only: true, ..EX };
         assert_eq!(decide(&hdr(CMD_TRIM, 0, 0, 1), &ro), Decision::Reject { errno: EPERM, discard: 0 });
         assert_eq!(decide(&hdr(CMD_WRITE_ZEROES, 0, 0, 1), &ro), Decision::Reject { errno: EPERM, discard: 0 });
@@ -832,8 +837,14 @@ mod tests {
         assert_eq!(decide(&hdr(CMD_TRIM, 0, 1, 8 << 30), &big), einval);
         assert_eq!(decide(&hdr(CMD_TRIM, 0, u64::MAX, 2), &big), einval);
         assert_eq!(decide(&hdr(CMD_TRIM, 0, 2, u64::MAX), &big), einval);
-        assert_eq!(decide(&hdr(CMD_WRITE_ZEROES, 0, 1 << 62, 1 << 62), &big), Decision::Reject { errno: ENOSPC, discard: 0 });
-        assert_eq!(decide(&hdr(CMD_WRITE_ZEROES, 0, u64::MAX, u64::MAX), &big), Decision::Reject { errno: ENOSPC, discard: 0 });
+        assert_eq!(
+            decide(&hdr(CMD_WRITE_ZEROES, 0, 1 << 62, 1 << 62), &big),
+            Decision::Reject { errno: ENOSPC, discard: 0 }
+        );
+        assert_eq!(
+            decide(&hdr(CMD_WRITE_ZEROES, 0, u64::MAX, u64::MAX), &big),
+            Decision::Reject { errno: ENOSPC, discard: 0 }
+        );
         assert_eq!(decide(&hdr(CMD_BLOCK_STATUS, 0, 1, u64::MAX), &big), einval);
         assert_eq!(decide(&hdr(CMD_CACHE, 0, 1, u64::MAX), &big), einval);
         // READ and WRITE keep the payload limit: no allocation from a 64-bit length
@@ -842,7 +853,10 @@ mod tests {
         assert_eq!(decide(&hdr(CMD_READ, 0, 0, u64::MAX), &big), einval);
         assert_eq!(decide(&hdr(CMD_WRITE, 0, 0, 1 << 32), &big), Decision::Fatal { errno: EINVAL });
         assert_eq!(decide(&hdr(CMD_WRITE, 0, 0, u64::MAX), &big), Decision::Fatal { errno: EINVAL });
-        assert_eq!(decide(&hdr(CMD_READ, 0, 0, 1 << 16), &big), Decision::Execute(Command::Read { offset: 0, len: 1 << 16 }));
+        assert_eq!(
+            decide(&hdr(CMD_READ, 0, 0, 1 << 16), &big),
+            Decision::Execute(Command::Read { offset: 0, len: 1 << 16 })
+        );
     }
 
     #[test]
@@ -862,7 +876,10 @@ mod tests {
             assert_eq!(decide(&hdr(kind, CMD_FLAG_PAYLOAD_LEN, 0, 1 << 40), &EXT), Decision::Fatal { errno: EINVAL });
         }
         // DISC with the flag is refused too (it would otherwise leave a payload unread)
-        assert_eq!(decide(&hdr(CMD_DISC, CMD_FLAG_PAYLOAD_LEN, 0, 0), &EXT), Decision::Reject { errno: EINVAL, discard: 0 });
+        assert_eq!(
+            decide(&hdr(CMD_DISC, CMD_FLAG_PAYLOAD_LEN, 0, 0), &EXT),
+            Decision::Reject { errno: EINVAL, discard: 0 }
+        );
     }
 
     #[test]

@@ -246,7 +246,9 @@ impl Chunk<'_> {
                 Some((be32(&p[0..4]), d))
             }
             REPLY_TYPE_BLOCK_STATUS_EXT
-                if p.len() >= 24 && (p.len() - 8).is_multiple_of(16) && be32(&p[4..8]) as usize == (p.len() - 8) / 16 =>
+                if p.len() >= 24
+                    && (p.len() - 8).is_multiple_of(16)
+                    && be32(&p[4..8]) as usize == (p.len() - 8) / 16 =>
             {
                 let d = p[8..].chunks_exact(16).map(|c| (be64(&c[0..8]), be64(&c[8..16]))).collect();
                 Some((be32(&p[0..4]), d))

@@ -42,10 +42,7 @@ struct Reply(Vec<(u16, u16, u64, Vec<u8>)>);
 
 impl Reply {
     fn errno(&self) -> u32 {
-        self.0
-            .iter()
-            .find(|c| c.1 & (1 << 15) != 0)
-            .map_or(0, |c| u32::from_be_bytes(c.3[0..4].try_into().unwrap()))
+        self.0.iter().find(|c| c.1 & (1 << 15) != 0).map_or(0, |c| u32::from_be_bytes(c.3[0..4].try_into().unwrap()))
     }
 
     fn ok(&self) {
@@ -255,17 +252,17 @@ async fn hostile_trims_and_zeroes_get_errors_and_the_connection_survives() {
     let h = start(vec![Export::new("disk", backend.clone()), Export::new("ro", backend).into_read_only()]).await;
     let (mut c, _) = Client::extended(&h, "disk").await;
     let cases: [(u16, u16, u64, u64, u32); 12] = [
-        (CMD_TRIM, 0, 0, 0, EINVAL),                     // length 0
-        (CMD_WRITE_ZEROES, 0, GIB, 0, EINVAL),           // length 0
-        (CMD_TRIM, 0, SIZE - 4096, 8192, EINVAL),        // past the end
-        (CMD_WRITE_ZEROES, 0, SIZE, 1, ENOSPC),          // past the end
-        (CMD_TRIM, 0, u64::MAX - 1, 4, EINVAL),          // offset + length overflows
-        (CMD_TRIM, 0, 4096, u64::MAX, EINVAL),           // offset + length overflows
-        (CMD_WRITE_ZEROES, 0, 1 << 63, 1 << 63, ENOSPC), // offset + length overflows
-        (CMD_BLOCK_STATUS, 0, 1, u64::MAX, EINVAL),      // offset + length overflows
-        (CMD_BLOCK_STATUS, 0, 0, 0, EINVAL),             // length 0
-        (CMD_CACHE, 0, SIZE, 1, EINVAL),                 // past the end
-        (CMD_TRIM, CMD_FLAG_NO_HOLE, 0, 4096, EINVAL),   // a flag TRIM does not take
+        (CMD_TRIM, 0, 0, 0, EINVAL),                      // length 0
+        (CMD_WRITE_ZEROES, 0, GIB, 0, EINVAL),            // length 0
+        (CMD_TRIM, 0, SIZE - 4096, 8192, EINVAL),         // past the end
+        (CMD_WRITE_ZEROES, 0, SIZE, 1, ENOSPC),           // past the end
+        (CMD_TRIM, 0, u64::MAX - 1, 4, EINVAL),           // offset + length overflows
+        (CMD_TRIM, 0, 4096, u64::MAX, EINVAL),            // offset + length overflows
+        (CMD_WRITE_ZEROES, 0, 1 << 63, 1 << 63, ENOSPC),  // offset + length overflows
+        (CMD_BLOCK_STATUS, 0, 1, u64::MAX, EINVAL),       // offset + length overflows
+        (CMD_BLOCK_STATUS, 0, 0, 0, EINVAL),              // length 0
+        (CMD_CACHE, 0, SIZE, 1, EINVAL),                  // past the end
+        (CMD_TRIM, CMD_FLAG_NO_HOLE, 0, 4096, EINVAL),    // a flag TRIM does not take
         (CMD_WRITE_ZEROES, CMD_FLAG_DF, 0, 4096, EINVAL), // a flag WRITE_ZEROES does not take
     ];
     for (kind, flags, offset, len, errno) in cases {

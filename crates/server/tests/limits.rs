@@ -158,7 +158,8 @@ async fn served_within(addr: SocketAddr, limit: Duration) -> TcpStream {
 }
 
 async fn send(s: &mut TcpStream, kind: u16, cookie: u64, offset: u64, length: u32, payload: &[u8]) {
-    let mut m = encode_request_header(&RequestHeader { flags: 0, kind, cookie, offset, length: length as u64 }).to_vec();
+    let mut m =
+        encode_request_header(&RequestHeader { flags: 0, kind, cookie, offset, length: length as u64 }).to_vec();
     m.extend_from_slice(payload);
     s.write_all(&m).await.unwrap();
 }
@@ -332,8 +333,13 @@ async fn max_block_requests_progress_with_the_smallest_budget_and_one_thread() {
                 let payload = vec![1u8; MIB];
                 for j in 0..3u64 {
                     let cookie = i * 4 + j;
-                    let h =
-                        RequestHeader { flags: 0, kind: CMD_READ, cookie, offset: cookie * LEN as u64, length: LEN as u64 };
+                    let h = RequestHeader {
+                        flags: 0,
+                        kind: CMD_READ,
+                        cookie,
+                        offset: cookie * LEN as u64,
+                        length: LEN as u64,
+                    };
                     wr.write_all(&encode_request_header(&h)).await.unwrap();
                 }
                 let h = RequestHeader { flags: 0, kind: CMD_WRITE, cookie: 1000 + i, offset: 0, length: MIB as u64 };

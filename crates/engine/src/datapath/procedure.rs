@@ -179,7 +179,11 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         for (s, h) in self.dirty_slots()? {
             // Unless every segment is held, a discard may drop the slot
             // before its lock is taken: then it is not written back.
-            let r = if all_locked { self.write_back_slot(s, h, &mut buf) } else { self.write_back_if_still(s, h, &mut buf).map(drop) };
+            let r = if all_locked {
+                self.write_back_slot(s, h, &mut buf)
+            } else {
+                self.write_back_if_still(s, h, &mut buf).map(drop)
+            };
             if let Err(e) = r {
                 log::error!("write-back of slot {s} (segment {h}) failed, it stays dirty: {e}");
                 failed.push((s, h));

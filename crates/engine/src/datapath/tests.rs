@@ -779,7 +779,8 @@ fn fast_zeroes_fail_where_the_backing_store_cannot_zero_fast_and_change_nothing(
     MetaStore::new(&hdd, LOGICAL, geom()).unwrap().format().unwrap();
     let hdd = std::sync::Arc::new(Plain(hdd));
     let ssd = MemDevice::new((SEG * SSD_SEGS as u64) as usize);
-    let (c, _) = CacheMap::open(&ssd, hdd.clone(), MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap(), false).unwrap();
+    let (c, _) =
+        CacheMap::open(&ssd, hdd.clone(), MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap(), false).unwrap();
     c.caching_and_eviction(&[(0, 0)]).unwrap();
     c.write(&[9; 16], 0).unwrap();
     let e = c.discard(0, 4 * SEG, Discard::FastZero { punch: true }).unwrap_err();
