@@ -6,9 +6,12 @@
 //! everything sent back is well-formed, and that what transmission gets
 //! follows the spec: a metadata context only with structured replies and
 //! only after a SET that named that export and succeeded, `SEND_DF` only
-//! with structured replies. An input whose first byte has bit 7 set is
-//! preceded by the client flags and `NBD_OPT_STRUCTURED_REPLY`, so the
-//! fuzzer reaches the metadata-context options without finding them first.
+//! with structured replies, extended headers only when the client asked
+//! for them (and structured replies with them). An input whose first byte
+//! has bit 7 set is preceded by the client flags and
+//! `NBD_OPT_STRUCTURED_REPLY` (or, with bit 6 too,
+//! `NBD_OPT_EXTENDED_HEADERS`), so the fuzzer reaches the metadata-context
+//! options without finding them first.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use ssdcache_fuzz::nbd::{negotiate, Step};
@@ -75,7 +78,8 @@ fuzz_target!(|data: &[u8]| {
     if data.first().is_some_and(|b| b & 0x80 != 0) {
         let mut v = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes().to_vec();
         v.extend_from_slice(&IHAVEOPT.to_be_bytes());
-        v.extend_from_slice(&OPT_STRUCTURED_REPLY.to_be_bytes());
+        let first = if data[0] & 0x40 != 0 { OPT_EXTENDED_HEADERS } else { OPT_STRUCTURED_REPLY };
+        v.extend_from_slice(&first.to_be_bytes());
         v.extend_from_slice(&0u32.to_be_bytes());
         v.extend_from_slice(&data[1..]);
         prefixed = v;
@@ -84,6 +88,7 @@ fuzz_target!(|data: &[u8]| {
     // What the client asked for, as seen from outside: structured replies
     // acknowledged, and the (export name, selected) of the last SET.
     let mut structured = false;
+    let mut extended = false;
     let mut last_set: Option<(Vec<u8>, bool)> = None;
     negotiate(&mut n, input, |n, Step { chunk, progress, out }| {
         // (`chunk` is what `need()` asked for: an option's header, or its data)
@@ -105,7 +110,11 @@ fuzz_target!(|data: &[u8]| {
                 rest = tail;
             }
             match last {
-                (OPT_STRUCTURED_REPLY, REP_ACK) => structured = true,
+                (OPT_STRUCTURED_REPLY, REP_ACK) => {
+                    assert!(!extended, "structured replies acknowledged after extended headers");
+                    structured = true
+                }
+                (OPT_EXTENDED_HEADERS, REP_ACK) => (structured, extended) = (true, true),
                 (OPT_SET_META_CONTEXT, REP_ACK) => {
                     assert!(structured, "SET accepted before structured replies");
                     // the option's data was the chunk fed just now (or none)
@@ -137,6 +146,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(n.need(), 0);
                 let s = n.session();
                 assert_eq!(s.structured, structured);
+                assert_eq!(s.extended, extended, "extended headers the client did not get acknowledged");
                 if s.allocation.is_some() {
                     assert!(structured);
                     let (name, selected) = last_set.clone().expect("a context without a successful SET");

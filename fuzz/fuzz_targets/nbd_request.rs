@@ -2,8 +2,10 @@
 //! headers (and write payloads) parsed, validated by `decide` and executed
 //! (by `execute`, the executor the server's connections call) against a
 //! `MemBackend`, in one reused buffer as a connection does, checked against a shadow copy of the disk, with
-//! simple replies or (the first byte says) structured replies, with or
-//! without the `base:allocation` context.
+//! simple replies or (the first byte says) structured replies or extended
+//! headers (32-byte requests with 64-bit lengths, extended reply chunks,
+//! 64-bit block status descriptors), with or without the `base:allocation`
+//! context.
 //! Asserts no panic, that nothing out of bounds or over the maximum block
 //! size is ever executed or allocated, that error decisions carry the right
 //! payload to discard, that every reply echoes the cookie and has the shape
@@ -19,18 +21,21 @@ use ssdcache_nbd::consts::*;
 use ssdcache_nbd::request::{
     decide, direct, error_reply, execute, parse_request_header, parse_simple_reply, Command, Decision, ExportParams,
 };
-use ssdcache_nbd::structured::{split_chunk, Session};
+use ssdcache_nbd::structured::{split_chunk_for, Session};
 
 const SIZE: usize = 64 * 1024;
 const MAX_BLOCK: u32 = 16 * 1024;
 
-/// The chunks of one structured reply (all of `reply`, the last one DONE).
-fn chunks(reply: &[u8], cookie: u64) -> Vec<(u16, u16, Vec<u8>)> {
+/// The chunks of one structured (or extended) reply (all of `reply`, the last one DONE).
+fn chunks(session: &Session, reply: &[u8], cookie: u64, offset: u64) -> Vec<(u16, u16, Vec<u8>)> {
     let mut out = Vec::new();
     let mut rest = reply;
     while !rest.is_empty() {
-        let (c, r) = split_chunk(rest).expect("a well-formed chunk");
+        let (c, r) = split_chunk_for(session, rest).expect("a well-formed chunk");
         assert_eq!(c.cookie, cookie);
+        if session.extended {
+            assert_eq!(c.offset, offset, "an extended reply echoes the request's offset");
+        }
         out.push((c.flags, c.kind, c.payload.to_vec()));
         rest = r;
     }
@@ -41,8 +46,10 @@ fn chunks(reply: &[u8], cookie: u64) -> Vec<(u16, u16, Vec<u8>)> {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, mut input)) = data.split_first() else { return };
+    let extended = mode & 8 != 0;
     let session = Session {
-        structured: mode & 2 != 0 || mode & 4 != 0,
+        structured: mode & 2 != 0 || mode & 4 != 0 || extended,
+        extended,
         allocation: (mode & 4 != 0).then_some(CONTEXT_ID_BASE_ALLOCATION),
     };
     let params = ExportParams {
@@ -51,13 +58,15 @@ fuzz_target!(|data: &[u8]| {
         read_only: mode & 1 == 1,
         structured: false,
         block_status: false,
+        extended: false,
     }
     .for_session(&session);
     let backend = MemBackend::new(SIZE);
     let mut shadow = vec![0u8; SIZE];
     let mut buf = Vec::new();
-    while input.len() >= REQUEST_HEADER_LEN {
-        let (h, rest) = input.split_at(REQUEST_HEADER_LEN);
+    let header_len = session.request_header_len();
+    while input.len() >= header_len {
+        let (h, rest) = input.split_at(header_len);
         input = rest;
         let Ok(hdr) = parse_request_header(h) else { break }; // the server closes here
         match decide(&hdr, &params) {
@@ -76,12 +85,22 @@ fuzz_target!(|data: &[u8]| {
                 }
                 buf[..len].copy_from_slice(payload);
                 let reply = execute(&session, &backend, &cmd, hdr.cookie, &mut buf, direct);
-                let range = |offset: u64, len: u32| {
-                    let end = offset + len as u64;
+                let range = |offset: u64, len: u64| {
+                    let end = offset + len;
                     assert!(end <= SIZE as u64, "{cmd:?} out of bounds");
                     offset as usize..end as usize
                 };
                 let simple = || {
+                    if session.extended {
+                        // no simple replies: a lone NONE chunk
+                        let c = chunks(&session, &reply, hdr.cookie, cmd.offset());
+                        assert_eq!(
+                            (c.len(), c[0].1, c[0].2.len()),
+                            (1, REPLY_TYPE_NONE, 0),
+                            "validated {cmd:?} failed"
+                        );
+                        return;
+                    }
                     let r = parse_simple_reply(&reply[..SIMPLE_REPLY_LEN]).expect("simple reply magic");
                     assert_eq!(r.cookie, hdr.cookie);
                     assert_eq!(r.errno, 0, "validated {cmd:?} failed");
@@ -89,25 +108,25 @@ fuzz_target!(|data: &[u8]| {
                 };
                 match cmd {
                     Command::Read { offset, len } if session.structured => {
-                        let c = chunks(&reply, hdr.cookie);
+                        let c = chunks(&session, &reply, hdr.cookie, offset);
                         assert_eq!(c.len(), 1, "one chunk per read (DF holds)");
                         if len == 0 {
                             assert_eq!(c[0].1, REPLY_TYPE_NONE);
                         } else {
                             assert_eq!(c[0].1, REPLY_TYPE_OFFSET_DATA);
                             assert_eq!(&c[0].2[..8], &offset.to_be_bytes());
-                            assert_eq!(&c[0].2[8..], &shadow[range(offset, len)]);
+                            assert_eq!(&c[0].2[8..], &shadow[range(offset, len as u64)]);
                         }
                     }
                     Command::Read { offset, len } => {
                         let r = parse_simple_reply(&reply[..SIMPLE_REPLY_LEN]).expect("reply magic");
                         assert_eq!((r.cookie, r.errno), (hdr.cookie, 0));
                         assert_eq!(reply.len(), SIMPLE_REPLY_LEN + len as usize);
-                        assert_eq!(&reply[SIMPLE_REPLY_LEN..], &shadow[range(offset, len)]);
+                        assert_eq!(&reply[SIMPLE_REPLY_LEN..], &shadow[range(offset, len as u64)]);
                     }
                     Command::Write { offset, len, .. } => {
                         assert!(!params.read_only);
-                        shadow[range(offset, len)].copy_from_slice(payload);
+                        shadow[range(offset, len as u64)].copy_from_slice(payload);
                         simple();
                     }
                     Command::Trim { offset, len, .. } | Command::WriteZeroes { offset, len, .. } => {
@@ -117,27 +136,20 @@ fuzz_target!(|data: &[u8]| {
                     }
                     Command::Flush => simple(),
                     Command::Cache { offset, len } => {
-                        range(offset, len);
+                        range(offset, len as u64);
                         simple();
                     }
                     Command::BlockStatus { offset, len, req_one } => {
                         assert!(session.allocation.is_some(), "block status without a context");
                         assert!(len > 0);
-                        let c = chunks(&reply, hdr.cookie);
+                        let c = chunks(&session, &reply, hdr.cookie, offset);
                         assert_eq!(c.len(), 1);
-                        assert_eq!(c[0].1, REPLY_TYPE_BLOCK_STATUS);
+                        let want = if session.extended { REPLY_TYPE_BLOCK_STATUS_EXT } else { REPLY_TYPE_BLOCK_STATUS };
+                        assert_eq!(c[0].1, want);
                         let p = &c[0].2;
-                        assert!(p.len() >= 12 && (p.len() - 4) % 8 == 0);
                         assert_eq!(&p[0..4], &CONTEXT_ID_BASE_ALLOCATION.to_be_bytes());
-                        let d: Vec<(u32, u32)> = p[4..]
-                            .chunks_exact(8)
-                            .map(|x| {
-                                (
-                                    u32::from_be_bytes(x[0..4].try_into().unwrap()),
-                                    u32::from_be_bytes(x[4..8].try_into().unwrap()),
-                                )
-                            })
-                            .collect();
+                        let chunk = split_chunk_for(&session, &reply).unwrap().0;
+                        let (_, d) = chunk.block_status().expect("a well-formed block status chunk");
                         assert!(d.len() <= MAX_EXTENTS);
                         if req_one {
                             assert_eq!(d.len(), 1);
@@ -145,6 +157,7 @@ fuzz_target!(|data: &[u8]| {
                         }
                         let mut at = offset;
                         for (i, &(l, flags)) in d.iter().enumerate() {
+                            let flags = u32::try_from(flags).expect("base:allocation flags fit 32 bits");
                             assert!(l > 0, "an empty descriptor");
                             assert!(flags & !(STATE_HOLE | STATE_ZERO) == 0);
                             if i + 1 < d.len() {
@@ -161,13 +174,14 @@ fuzz_target!(|data: &[u8]| {
             }
             Decision::Reject { errno, discard } => {
                 assert!(matches!(errno, EINVAL | ENOSPC | EPERM), "errno {errno}");
-                let want = if hdr.kind == CMD_WRITE { hdr.length } else { 0 };
-                assert_eq!(discard, want);
+                let payload = hdr.kind == CMD_WRITE || (extended && hdr.flags & CMD_FLAG_PAYLOAD_LEN != 0);
+                let want = if payload { hdr.length } else { 0 };
+                assert_eq!(discard as u64, want);
                 assert!(discard <= MAX_BLOCK);
                 // the error reply's shape: simple, or one error chunk with structured replies
-                let reply = error_reply(&session, hdr.cookie, errno);
+                let reply = error_reply(&session, hdr.cookie, hdr.offset, errno);
                 if session.structured {
-                    let c = chunks(&reply, hdr.cookie);
+                    let c = chunks(&session, &reply, hdr.cookie, hdr.offset);
                     assert_eq!(c.len(), 1);
                     assert_eq!(c[0].1, REPLY_TYPE_ERROR);
                     assert_eq!(&c[0].2[0..4], &errno.to_be_bytes());
@@ -188,7 +202,8 @@ fuzz_target!(|data: &[u8]| {
             }
             Decision::Fatal { errno } => {
                 assert_eq!(errno, EINVAL);
-                assert!(hdr.kind == CMD_WRITE && hdr.length > MAX_BLOCK);
+                let payload = hdr.kind == CMD_WRITE || (extended && hdr.flags & CMD_FLAG_PAYLOAD_LEN != 0);
+                assert!(payload && hdr.length > MAX_BLOCK as u64);
                 break;
             }
         }

@@ -29,6 +29,15 @@ pub trait Backend: Send + Sync + 'static {
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()>;
     /// Makes a range read as zeroes; `no_hole` asks that the space stay allocated.
     fn write_zeroes(&self, offset: u64, len: u64, no_hole: bool, fua: bool) -> io::Result<()>;
+    /// [`write_zeroes`](Self::write_zeroes) only if it is fast (no zeroes
+    /// written out: a hole punched, a range zeroed by the file system or
+    /// device, cached copies dropped), else an `EOPNOTSUPP` error, ideally
+    /// before anything changed (`NBD_CMD_FLAG_FAST_ZERO`: the client then
+    /// writes the zeroes some other way). The default can never be fast.
+    fn fast_zeroes(&self, offset: u64, len: u64, no_hole: bool, fua: bool) -> io::Result<()> {
+        let _ = (offset, len, no_hole, fua);
+        Err(not_fast())
+    }
     /// Whether a flush or FUA through one connection is visible to and covers
     /// all connections (advertised as `NBD_FLAG_CAN_MULTI_CONN`).
     fn multi_conn(&self) -> bool {
@@ -58,6 +67,11 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (offset, len);
         Ok(())
     }
+}
+
+/// The error of a [`Backend::fast_zeroes`] that cannot be fast (`NBD_ENOTSUP` on the wire).
+pub fn not_fast() -> io::Error {
+    io::Error::from_raw_os_error(libc::EOPNOTSUPP)
 }
 
 /// An in-memory backend for tests. Trim zeroes the range (so tests can see
@@ -152,6 +166,10 @@ impl Backend for MemBackend {
         self.write_zeroes(offset, len, false, fua)
     }
 
+    fn fast_zeroes(&self, offset: u64, len: u64, no_hole: bool, fua: bool) -> io::Result<()> {
+        self.write_zeroes(offset, len, no_hole, fua) // memory: always fast
+    }
+
     fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
         let mut data = self.lock();
         let r = self.range(data.len(), offset, len)?;
@@ -190,7 +208,8 @@ impl Backend for MemBackend {
 ///   no-op, which the protocol allows (trim is only a hint).
 /// - write zeroes = punch a hole (unless `no_hole`), else
 ///   `fallocate(ZERO_RANGE | KEEP_SIZE)`, else writing zero buffers of 1 MiB.
-///   A punched range reads back as zeroes, so all three are exact.
+///   A punched range reads back as zeroes, so all three are exact. Fast
+///   zeroes are the first two only (`EOPNOTSUPP` otherwise).
 /// - shutdown = a final `fdatasync`, so a clean stop leaves the data durable.
 #[derive(Debug)]
 pub struct FileBackend {
@@ -312,6 +331,18 @@ impl Backend for FileBackend {
             || self.fallocate(ZERO_RANGE, offset, len, &self.no_zero_range)?;
         if !done {
             self.write_zero_buffers(offset, len)?;
+        }
+        if fua {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    fn fast_zeroes(&self, offset: u64, len: u64, no_hole: bool, fua: bool) -> io::Result<()> {
+        let done = (!no_hole && self.fallocate(PUNCH_HOLE, offset, len, &self.no_punch)?)
+            || self.fallocate(ZERO_RANGE, offset, len, &self.no_zero_range)?;
+        if !done {
+            return Err(not_fast());
         }
         if fua {
             self.file.sync_data()?;

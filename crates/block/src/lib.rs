@@ -9,5 +9,5 @@ mod backend;
 pub mod extents;
 pub mod sync;
 
-pub use backend::{Backend, FileBackend, MemBackend};
+pub use backend::{not_fast, Backend, FileBackend, MemBackend};
 pub use extents::Extent;

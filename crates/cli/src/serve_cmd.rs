@@ -16,6 +16,7 @@ use ssdcache_daemon::control::socket::{self as control, Reply};
 use ssdcache_daemon::metrics::http::{self, EndpointLimits};
 use ssdcache_daemon::DaemonConfig;
 use ssdcache_engine::cleaner::Pace;
+use ssdcache_engine::engine::TrimMode;
 use ssdcache_engine::inject::FaultPlan;
 use ssdcache_engine::model_device::ModelDevice;
 use ssdcache_engine::{check, files};
@@ -92,6 +93,13 @@ pub struct ServeArgs {
     /// Memory the what-if may use (it samples segments to stay within it), e.g. 64MiB.
     #[arg(long, value_name = "SIZE", default_value = "64MiB")]
     whatif_memory: String,
+    /// What clients' trims do. pass (default): the backing store discards the range (a hole
+    /// punched in a file, BLKDISCARD on a block device) and cached segments it covers wholly are
+    /// dropped, dirty ones too (never written back); write-zeroes punch holes too unless the
+    /// client says NO_HOLE. ignore: trims are ignored (a hint, as NBD allows) and write-zeroes
+    /// never punch holes.
+    #[arg(long, default_value = "pass", value_name = "pass|ignore")]
+    trim: String,
     /// Run the caching-and-eviction procedure this often (paper 000 §4.1: daily).
     /// `ssdcache maintain` or SIGUSR1 runs it now.
     #[arg(long, default_value = "24h")]
@@ -487,6 +495,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         read_only: a.read_only,
         record,
         whatif,
+        trim: TrimMode::parse(&a.trim).map_err(|e| anyhow::anyhow!("--trim: {e}"))?,
     };
     ssdcache_server::stderr_log::init("ssdcache serve", a.verbose);
     for w in cfg.server.tls.iter().flat_map(|t| &t.warnings) {
@@ -752,6 +761,12 @@ fn print_live_status(cache: &Path, v: &Value) {
         u("filled"),
         u("written_back"),
         u("dirty_evictions")
+    );
+    println!(
+        "trims        {} discarded on the backing store, {} zeroed there in place; {} cached segment(s) dropped",
+        format_bytes(u("trimmed_bytes")),
+        format_bytes(u("zeroed_bytes")),
+        u("trim_dropped_segments")
     );
     println!(
         "cache hints  {} NBD_CMD_CACHE request(s), {} segment(s) filled by them",

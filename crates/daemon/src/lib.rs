@@ -29,6 +29,7 @@ use crate::control::protocol::Served;
 use crate::control::socket as control_socket;
 use crate::metrics::{exposition, http, snapshot::Source};
 use ssdcache_block::Backend;
+use ssdcache_engine::engine::TrimMode;
 use ssdcache_engine::inject::{FaultPlan, InjectDevice};
 use ssdcache_engine::model_device::ModelDevice;
 use ssdcache_engine::record::RecordConfig;
@@ -72,6 +73,8 @@ pub struct DaemonConfig {
     /// The live what-if (`--whatif`): `None` off; else the policies (`None`:
     /// the default list) and the memory it may use.
     pub whatif: Option<(Option<Vec<String>>, u64)>,
+    /// What clients' trims do: passed to the backing store (default), or ignored.
+    pub trim: TrimMode,
 }
 
 /// What the daemon is asked to do while it runs.
@@ -182,6 +185,7 @@ pub async fn run(
         eprintln!("ssdcache serve: warning: metadata copy repaired: {r}");
     }
     backend.set_protected_files(protected);
+    backend.set_trim_mode(cfg.trim);
     let backend = Arc::new(backend);
     let serving = async {
         if let Some(r) = &cfg.record {

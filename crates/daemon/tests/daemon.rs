@@ -38,6 +38,7 @@ fn config(dir: &Path, listen: &str) -> DaemonConfig {
         read_only: false,
         record: None,
         whatif: None,
+        trim: Default::default(),
     }
 }
 
@@ -140,7 +141,7 @@ async fn read_only_daemon_refuses_writes() {
     assert_eq!(flags.unwrap() & FLAG_READ_ONLY, FLAG_READ_ONLY);
     for (kind, len, payload) in [(CMD_WRITE, 4u32, &b"abcd"[..]), (CMD_READ, 4, &[][..])] {
         let mut m =
-            encode_request_header(&RequestHeader { flags: 0, kind, cookie: 1, offset: 0, length: len }).to_vec();
+            encode_request_header(&RequestHeader { flags: 0, kind, cookie: 1, offset: 0, length: len as u64 }).to_vec();
         m.extend_from_slice(payload);
         s.write_all(&m).await.unwrap();
         let mut r = [0u8; 16];

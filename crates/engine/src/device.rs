@@ -42,42 +42,64 @@ pub trait BlockDevice: Send + Sync {
         let _ = (offset, max);
         Ok(vec![Extent::data(len)])
     }
+    /// Makes `offset..offset+len` read as zeroes without writing them, the
+    /// space given back (a regular file's hole, a block device's
+    /// `fallocate(PUNCH_HOLE)`). `Ok(false)`: this device cannot, nothing
+    /// changed. Like a write: durable only after a [`sync`](Self::sync).
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<bool> {
+        let _ = (offset, len);
+        Ok(false)
+    }
+    /// The same keeping the space allocated (`FALLOC_FL_ZERO_RANGE`).
+    fn zero_range(&self, offset: u64, len: u64) -> io::Result<bool> {
+        let _ = (offset, len);
+        Ok(false)
+    }
+    /// Discards `offset..offset+len` (a trim): a hole in a regular file,
+    /// `BLKDISCARD` on a block device, after which the range's contents are
+    /// whatever the device says (often zeroes, not always). `Ok(false)`:
+    /// this device cannot, nothing changed.
+    fn discard(&self, offset: u64, len: u64) -> io::Result<bool> {
+        self.punch_hole(offset, len)
+    }
+}
+
+/// The devices' forwarding impls: every method passes through.
+macro_rules! forward_device {
+    () => {
+        fn len(&self) -> u64 {
+            (**self).len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            (**self).read_at(buf, offset)
+        }
+        fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+            (**self).write_at(data, offset)
+        }
+        fn sync(&self) -> io::Result<()> {
+            (**self).sync()
+        }
+        fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
+            (**self).extents(offset, len, max)
+        }
+        fn punch_hole(&self, offset: u64, len: u64) -> io::Result<bool> {
+            (**self).punch_hole(offset, len)
+        }
+        fn zero_range(&self, offset: u64, len: u64) -> io::Result<bool> {
+            (**self).zero_range(offset, len)
+        }
+        fn discard(&self, offset: u64, len: u64) -> io::Result<bool> {
+            (**self).discard(offset, len)
+        }
+    };
 }
 
 impl<T: BlockDevice + ?Sized> BlockDevice for &T {
-    fn len(&self) -> u64 {
-        (**self).len()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_at(buf, offset)
-    }
-    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        (**self).write_at(data, offset)
-    }
-    fn sync(&self) -> io::Result<()> {
-        (**self).sync()
-    }
-    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
-        (**self).extents(offset, len, max)
-    }
+    forward_device!();
 }
 
 impl<T: BlockDevice + ?Sized> BlockDevice for Arc<T> {
-    fn len(&self) -> u64 {
-        (**self).len()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_at(buf, offset)
-    }
-    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        (**self).write_at(data, offset)
-    }
-    fn sync(&self) -> io::Result<()> {
-        (**self).sync()
-    }
-    fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
-        (**self).extents(offset, len, max)
-    }
+    forward_device!();
 }
 
 /// Checks `offset..offset+len` against a device of `size` bytes.
@@ -125,6 +147,29 @@ impl<D: BlockDevice> BlockDevice for Region<D> {
     fn extents(&self, offset: u64, len: u64, max: usize) -> io::Result<Vec<Extent>> {
         check_range(self.len, offset, len as usize)?;
         self.dev.extents(self.base + offset, len, max)
+    }
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<bool> {
+        check_len(self.len, offset, len)?;
+        self.dev.punch_hole(self.base + offset, len)
+    }
+    fn zero_range(&self, offset: u64, len: u64) -> io::Result<bool> {
+        check_len(self.len, offset, len)?;
+        self.dev.zero_range(self.base + offset, len)
+    }
+    fn discard(&self, offset: u64, len: u64) -> io::Result<bool> {
+        check_len(self.len, offset, len)?;
+        self.dev.discard(self.base + offset, len)
+    }
+}
+
+/// [`check_range`] for a 64-bit length.
+pub(crate) fn check_len(size: u64, offset: u64, len: u64) -> io::Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("range {offset}+{len} past the end of a {size}-byte device"),
+        )),
     }
 }
 
@@ -221,6 +266,89 @@ impl BlockDevice for FileDevice {
         check_range(self.size, offset, len as usize)?;
         extents::file_extents(&self.file, offset, len, max)
     }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<bool> {
+        check_len(self.size, offset, len)?;
+        self.check_not_shrunk()?;
+        self.fallocate(FALLOC_PUNCH_HOLE, offset, len)
+    }
+
+    fn zero_range(&self, offset: u64, len: u64) -> io::Result<bool> {
+        check_len(self.size, offset, len)?;
+        self.check_not_shrunk()?;
+        self.fallocate(FALLOC_ZERO_RANGE, offset, len)
+    }
+
+    /// A hole in a regular file; `BLKDISCARD` on a block device.
+    fn discard(&self, offset: u64, len: u64) -> io::Result<bool> {
+        if self.regular {
+            return self.punch_hole(offset, len);
+        }
+        check_len(self.size, offset, len)?;
+        if len == 0 {
+            return Ok(true);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // BLKDISCARD = _IO(0x12, 119); its argument: {start, length} in bytes.
+            const BLKDISCARD: libc::c_ulong = 0x1277;
+            let range: [u64; 2] = [offset, len];
+            // SAFETY: the ioctl reads two u64 from a pointer valid for the call.
+            let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), BLKDISCARD as _, range.as_ptr()) };
+            if rc == 0 {
+                return Ok(true);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                // A device without discard, or a range not on its sector grid.
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL) => Ok(false),
+                _ => Err(e),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        Ok(false)
+    }
+}
+
+#[cfg(target_os = "linux")]
+const FALLOC_PUNCH_HOLE: i32 = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+#[cfg(target_os = "linux")]
+const FALLOC_ZERO_RANGE: i32 = libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE;
+#[cfg(not(target_os = "linux"))]
+const FALLOC_PUNCH_HOLE: i32 = 0;
+#[cfg(not(target_os = "linux"))]
+const FALLOC_ZERO_RANGE: i32 = 0;
+
+impl FileDevice {
+    /// `fallocate(mode)`; `Ok(false)` where the file system or device does
+    /// not support that mode (or, on a block device, that alignment).
+    fn fallocate(&self, mode: i32, offset: u64, len: u64) -> io::Result<bool> {
+        if len == 0 {
+            return Ok(true);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let (Ok(off), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+                return Ok(false);
+            };
+            // SAFETY: plain syscall on a descriptor we own; no memory is passed.
+            if unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off, l) } == 0 {
+                return Ok(true);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::ENODEV) | Some(libc::EINVAL) => Ok(false),
+                _ => Err(e),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (mode, offset);
+            Ok(false)
+        }
+    }
 }
 
 fn shrunk(was: u64, now: u64) -> io::Error {
@@ -291,6 +419,18 @@ impl BlockDevice for MemDevice {
         let data = self.lock();
         check_range(data.len() as u64, offset, len as usize)?;
         Ok(extents::zero_block_extents(&data, offset, len, MEM_HOLE_BLOCK, max))
+    }
+
+    /// Zeroes (which the block status above then reports as holes).
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<bool> {
+        let mut data = self.lock();
+        check_len(data.len() as u64, offset, len)?;
+        data[offset as usize..(offset + len) as usize].fill(0);
+        Ok(true)
+    }
+
+    fn zero_range(&self, offset: u64, len: u64) -> io::Result<bool> {
+        self.punch_hole(offset, len)
     }
 }
 

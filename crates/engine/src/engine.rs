@@ -12,11 +12,18 @@
 //!   the filled segments are then counted as misses.
 //! - **Flush / FUA** = [`CacheMap::flush`], which syncs both devices, so a
 //!   flush on one connection covers every connection: `multi_conn` is true.
-//! - **Trim** is a hint the NBD protocol lets a server ignore (the contents
-//!   of a trimmed range are unspecified until rewritten), and it is: writing
-//!   zeroes instead would turn `mkfs`'s whole-device discard into a write of
-//!   the whole backing disk. It is a PWC reference only (as in the
-//!   simulator). **Write-zeroes** writes zeroes through the map, as a write.
+//! - **Trim** ([`TrimMode::Pass`], the default): passed to the backing store
+//!   (a hole punched in a file, `BLKDISCARD` on a block device) and the
+//!   cached segments it covers wholly dropped, dirty ones too
+//!   ([`CacheMap::discard`], whose doc says what a crash may find);
+//!   [`TrimMode::Ignore`]: ignored, as the protocol allows (never written as
+//!   zeroes: that would turn `mkfs`'s whole-device discard into a write of
+//!   the whole backing disk). Either way a PWC reference (as in the
+//!   simulator). **Write-zeroes** go the same way: a hole where allowed (not
+//!   with `NO_HOLE`, nor with trims ignored), else a zeroed range, else
+//!   zeroes written to the backing store; cached segments covered wholly are
+//!   dropped, a partly covered one written as zeroes through the map.
+//!   **Fast zeroes** are the same without the written zeroes (ENOTSUP).
 //! - **Maintenance** (write-back): [`CachedBackend::maintain`] runs PWC's
 //!   procedure and hands its plan to [`CacheMap::caching_and_eviction`],
 //!   which runs while requests go on (writes go to both devices meanwhile).
@@ -49,7 +56,7 @@ use ssdcache::policy::tiered::cleaner::CleanerConfig;
 use crate::cleaner::{self, CleanerState, CleanerStatus, CleanerWatch, Pace};
 use crate::counters::procedures::{Procedure, ProcedureCounters, ProcedureSnapshot};
 use crate::counters::requests::{Op as RequestOp, Outcome, RequestCounters, RequestSnapshot};
-use crate::datapath::{CacheMap, FlushProgress, MapStatus, Tally};
+use crate::datapath::{CacheMap, Discard, FlushProgress, MapStatus, Tally};
 use crate::decide::{Decider, PWC};
 use crate::device::BlockDevice;
 use crate::mode::CacheMode;
@@ -365,10 +372,32 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> Shared<S, H, M> {
     }
 }
 
+/// What a client's trim does (`serve --trim`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrimMode {
+    /// Passed to the backing store; covered cached segments dropped.
+    #[default]
+    Pass,
+    /// Ignored (a hint); write-zeroes punch no holes either.
+    Ignore,
+}
+
+impl TrimMode {
+    pub fn parse(s: &str) -> Result<TrimMode, String> {
+        match s {
+            "pass" => Ok(TrimMode::Pass),
+            "ignore" => Ok(TrimMode::Ignore),
+            _ => Err(format!("{s:?} is not a trim mode (pass or ignore)")),
+        }
+    }
+}
+
 /// Paper 000's SSD cache as an NBD backend (see the module doc).
 pub struct CachedBackend<S, H, M> {
     shared: Arc<Shared<S, H, M>>,
     size: u64,
+    /// Trims reach the backing store ([`TrimMode::Pass`]).
+    trim_passes: std::sync::atomic::AtomicBool,
     /// A [`CacheMode`] (changed at run time by [`CachedBackend::switch_mode`]).
     mode: AtomicU16,
     ticker: Mutex<Option<JoinHandle<()>>>,
@@ -414,6 +443,7 @@ where
         let backend = CachedBackend {
             shared,
             size,
+            trim_passes: std::sync::atomic::AtomicBool::new(true),
             mode: AtomicU16::new(mode as u16),
             ticker: Mutex::new(None),
             cleaner: Mutex::new(None),
@@ -422,6 +452,35 @@ where
             backend.start_cleaner(config.cleaner);
         }
         Ok(backend)
+    }
+
+    /// What trims do from now on.
+    pub fn set_trim_mode(&self, mode: TrimMode) {
+        self.trim_passes.store(mode == TrimMode::Pass, Relaxed);
+    }
+
+    /// What trims do.
+    pub fn trim_mode(&self) -> TrimMode {
+        if self.trim_passes.load(Relaxed) {
+            TrimMode::Pass
+        } else {
+            TrimMode::Ignore
+        }
+    }
+
+    /// Zeroes through [`CacheMap::discard`]: a PWC reference (a replacement
+    /// policy fills nothing for them), holes where allowed.
+    fn zeroes(&self, offset: u64, len: u64, no_hole: bool, fast: bool, fua: bool) -> io::Result<()> {
+        self.counted(RequestOp::WriteZeroes, offset, len, || {
+            self.shared.reference(Op::Trim, offset, len)?;
+            let punch = !no_hole && self.trim_mode() == TrimMode::Pass;
+            let how = if fast { Discard::FastZero { punch } } else { Discard::Zero { punch } };
+            let tally = self.shared.map.discard(offset, len, how)?;
+            if fua {
+                self.shared.map.flush()?;
+            }
+            Ok((tally, 0))
+        })
     }
 
     /// The configuration in effect.
@@ -801,18 +860,6 @@ where
         }
     }
 
-    fn zero(&self, offset: u64, len: u64, filled: &[u64], dropped: &[u64]) -> io::Result<Tally> {
-        let zeros = vec![0u8; len.min(1 << 20) as usize];
-        let mut at = offset;
-        let mut tally = Tally::default();
-        while at < offset + len {
-            let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            tally = tally + self.shared.map.write_filled(&zeros[..n], at, filled, dropped)?;
-            at += n as u64;
-        }
-        Ok(tally)
-    }
-
     /// Runs one request and counts it for the metrics: its outcome is
     /// decided here, from what the decider declined and how the map served
     /// its pieces. `f` returns the map's tally and the segments whose miss
@@ -895,6 +942,9 @@ where
     fn trim(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
         self.counted(RequestOp::Trim, offset, len, || {
             self.shared.reference(Op::Trim, offset, len)?;
+            if self.trim_mode() == TrimMode::Pass {
+                self.shared.map.discard(offset, len, Discard::Trim)?;
+            }
             if fua {
                 self.shared.map.flush()?;
             }
@@ -902,15 +952,12 @@ where
         })
     }
 
-    fn write_zeroes(&self, offset: u64, len: u64, _no_hole: bool, fua: bool) -> io::Result<()> {
-        self.counted(RequestOp::WriteZeroes, offset, len, || {
-            let r = self.shared.reference(Op::Write, offset, len)?;
-            let tally = self.zero(offset, len, &r.filled, &r.dropped)?;
-            if fua {
-                self.shared.map.flush()?;
-            }
-            Ok((tally, r.declined))
-        })
+    fn write_zeroes(&self, offset: u64, len: u64, no_hole: bool, fua: bool) -> io::Result<()> {
+        self.zeroes(offset, len, no_hole, false, fua)
+    }
+
+    fn fast_zeroes(&self, offset: u64, len: u64, no_hole: bool, fua: bool) -> io::Result<()> {
+        self.zeroes(offset, len, no_hole, true, fua)
     }
 
     fn multi_conn(&self) -> bool {
@@ -1122,9 +1169,20 @@ mod tests {
         assert_eq!(rig.hdd_seg(3)[..50], [0xAB; 50]);
         assert_eq!(rig.hdd_seg(2)[SEG as usize - 50..], [0xAB; 50]);
         e.write_zeroes(5 * SEG + 10, 20, false, true).unwrap();
+        assert_eq!(e.trim_mode(), TrimMode::Pass);
+        e.set_trim_mode(TrimMode::Ignore);
         e.trim(6 * SEG, SEG, true).unwrap();
         assert_eq!(read(&e, 5 * SEG + 9, 22), [&[5u8][..], &[0; 20], &[5]].concat());
-        assert_eq!(read(&e, 6 * SEG, SEG as usize), vec![6; SEG as usize], "a trim is ignored");
+        assert_eq!(read(&e, 6 * SEG, SEG as usize), vec![6; SEG as usize], "--trim ignore: a trim is ignored");
+        e.set_trim_mode(TrimMode::Pass);
+        e.trim(6 * SEG + 100, SEG, true).unwrap();
+        assert_eq!(read(&e, 6 * SEG, 100), vec![6; 100], "outside the trim");
+        assert_eq!(
+            read(&e, 6 * SEG + 100, SEG as usize),
+            vec![0; SEG as usize],
+            "--trim pass: the hole reads as zeroes"
+        );
+        assert_eq!(e.status().map.trimmed_bytes, SEG);
         assert!(e.read_at(&mut [0u8; 2], SEG * HDD_SEGS - 1).is_err());
     }
 

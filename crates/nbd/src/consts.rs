@@ -15,13 +15,15 @@ pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
 pub const OPTION_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
 /// Magic of a (compact) transmission request.
 pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-/// Magic of an extended-header request; only valid after
-/// `NBD_OPT_EXTENDED_HEADERS`, which this server never agrees to.
+/// Magic of an extended-header request; the only valid one after
+/// `NBD_OPT_EXTENDED_HEADERS`, and invalid before.
 pub const EXTENDED_REQUEST_MAGIC: u32 = 0x21e4_1c71;
 /// Magic of a simple reply.
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
 /// Magic of a structured reply chunk (after `NBD_OPT_STRUCTURED_REPLY`).
 pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
+/// Magic of an extended reply chunk (every reply after `NBD_OPT_EXTENDED_HEADERS`).
+pub const EXTENDED_REPLY_MAGIC: u32 = 0x6e8a_278c;
 
 // --- handshake flags (server, 16 bits) ----------------------------------------
 
@@ -45,6 +47,7 @@ pub const FLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
 pub const FLAG_SEND_DF: u16 = 1 << 7;
 pub const FLAG_CAN_MULTI_CONN: u16 = 1 << 8;
 pub const FLAG_SEND_CACHE: u16 = 1 << 10;
+pub const FLAG_SEND_FAST_ZERO: u16 = 1 << 11;
 
 // --- options ------------------------------------------------------------------
 
@@ -57,6 +60,7 @@ pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
 pub const OPT_LIST_META_CONTEXT: u32 = 9;
 pub const OPT_SET_META_CONTEXT: u32 = 10;
+pub const OPT_EXTENDED_HEADERS: u32 = 11;
 
 // --- option reply types ---------------------------------------------------------
 
@@ -75,6 +79,7 @@ pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
 pub const REP_ERR_SHUTDOWN: u32 = REP_FLAG_ERROR | 7;
 pub const REP_ERR_BLOCK_SIZE_REQD: u32 = REP_FLAG_ERROR | 8;
 pub const REP_ERR_TOO_BIG: u32 = REP_FLAG_ERROR | 9;
+pub const REP_ERR_EXT_HEADER_REQD: u32 = REP_FLAG_ERROR | 10;
 
 // --- NBD_INFO_* (inside NBD_REP_INFO) ------------------------------------------
 
@@ -101,6 +106,9 @@ pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 pub const CMD_FLAG_DF: u16 = 1 << 2;
 pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
 pub const CMD_FLAG_FAST_ZERO: u16 = 1 << 4;
+/// With extended headers: the header's length is the length of a payload
+/// that follows (only WRITE has one here; on anything else it is refused).
+pub const CMD_FLAG_PAYLOAD_LEN: u16 = 1 << 5;
 
 // --- structured replies ---------------------------------------------------------------
 
@@ -110,6 +118,8 @@ pub const REPLY_TYPE_NONE: u16 = 0;
 pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
 pub const REPLY_TYPE_OFFSET_HOLE: u16 = 2;
 pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+/// Block status with 64-bit descriptors (extended headers only, and then always).
+pub const REPLY_TYPE_BLOCK_STATUS_EXT: u16 = 6;
 /// Error chunk types have bit 15 set.
 pub const REPLY_TYPE_ERROR: u16 = (1 << 15) | 1;
 pub const REPLY_TYPE_ERROR_OFFSET: u16 = (1 << 15) | 2;
@@ -158,12 +168,18 @@ pub const OPTION_HEADER_LEN: usize = 16;
 pub const OPTION_REPLY_HEADER_LEN: usize = 20;
 /// Compact request header: magic, flags, type, cookie, offset, length.
 pub const REQUEST_HEADER_LEN: usize = 28;
+/// Extended request header: magic, flags, type, cookie, offset, 64-bit length.
+pub const EXTENDED_REQUEST_HEADER_LEN: usize = 32;
 /// Simple reply header: magic, error, cookie.
 pub const SIMPLE_REPLY_LEN: usize = 16;
 /// Structured reply chunk header: magic, flags, type, cookie, length.
 pub const CHUNK_HEADER_LEN: usize = 20;
+/// Extended reply chunk header: magic, flags, type, cookie, offset, 64-bit length.
+pub const EXTENDED_CHUNK_HEADER_LEN: usize = 32;
 /// An `NBD_REPLY_TYPE_OFFSET_DATA` chunk's header and offset, before its data.
 pub const OFFSET_DATA_HEADER_LEN: usize = CHUNK_HEADER_LEN + 8;
+/// The same with an extended header.
+pub const EXTENDED_OFFSET_DATA_HEADER_LEN: usize = EXTENDED_CHUNK_HEADER_LEN + 8;
 /// Most extents one block status reply carries (a reply may cover less than
 /// asked; the client asks again from where it stops).
 pub const MAX_EXTENTS: usize = 4096;

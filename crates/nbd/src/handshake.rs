@@ -8,7 +8,7 @@
 //! What the server offers: handshake flags `FIXED_NEWSTYLE | NO_ZEROES`; the
 //! options `EXPORT_NAME`, `ABORT`, `LIST`, `INFO` and `GO` (answering
 //! `NBD_INFO_EXPORT`, `NBD_INFO_BLOCK_SIZE`, and `NBD_INFO_NAME` /
-//! `NBD_INFO_DESCRIPTION` when asked), `STRUCTURED_REPLY`, and
+//! `NBD_INFO_DESCRIPTION` when asked), `STRUCTURED_REPLY`, `EXTENDED_HEADERS`, and
 //! `LIST_META_CONTEXT` / `SET_META_CONTEXT` with the one context
 //! `base:allocation` (see [`super::meta_context`]); `STARTTLS` when built
 //! [`with_tls`](Negotiation::with_tls) (see [`TlsMode`]); everything else
@@ -26,6 +26,13 @@
 //! TLS stays I/O-free too: `STARTTLS` is answered with an ACK and
 //! [`Progress::StartTls`]; the caller runs the TLS handshake on its socket,
 //! calls [`Negotiation::tls_started`] and goes on feeding the decrypted bytes.
+//!
+//! Extended headers (`NBD_OPT_EXTENDED_HEADERS`): only when the client asks;
+//! acknowledged (again, harmlessly, if asked twice), they imply structured
+//! replies, and a later `STRUCTURED_REPLY` gets `NBD_REP_ERR_EXT_HEADER_REQD`
+//! (it would step back to compact headers); option data is
+//! `NBD_REP_ERR_INVALID`. Like structured replies they are forgotten at
+//! `STARTTLS`.
 //!
 //! Choices where the spec leaves room:
 //! - A client that does not set `NBD_FLAG_C_FIXED_NEWSTYLE` is still answered
@@ -174,6 +181,7 @@ pub enum ClientOption<'a> {
     Info(InfoRequest<'a>),
     Go(InfoRequest<'a>),
     StructuredReply,
+    ExtendedHeaders,
     ListMetaContext(MetaRequest<'a>),
     SetMetaContext(MetaRequest<'a>),
     /// Any option this server does not implement (answered `NBD_REP_ERR_UNSUP`).
@@ -204,6 +212,8 @@ pub fn parse_option(opt: u32, data: &[u8]) -> Result<ClientOption<'_>, InvalidOp
         }
         OPT_STRUCTURED_REPLY if data.is_empty() => Ok(ClientOption::StructuredReply),
         OPT_STRUCTURED_REPLY => Err(InvalidOption("NBD_OPT_STRUCTURED_REPLY takes no data")),
+        OPT_EXTENDED_HEADERS if data.is_empty() => Ok(ClientOption::ExtendedHeaders),
+        OPT_EXTENDED_HEADERS => Err(InvalidOption("NBD_OPT_EXTENDED_HEADERS takes no data")),
         OPT_LIST_META_CONTEXT => Ok(ClientOption::ListMetaContext(parse_meta_request(data).map_err(InvalidOption)?)),
         OPT_SET_META_CONTEXT => Ok(ClientOption::SetMetaContext(parse_meta_request(data).map_err(InvalidOption)?)),
         other => Ok(ClientOption::Unsupported(other)),
@@ -281,8 +291,10 @@ pub struct Negotiation<'e> {
     /// The TLS session is up (options now arrive decrypted).
     tls_active: bool,
     out: Vec<u8>,
-    /// `NBD_OPT_STRUCTURED_REPLY` was acknowledged.
+    /// `NBD_OPT_STRUCTURED_REPLY` was acknowledged (or implied by extended headers).
     structured: bool,
+    /// `NBD_OPT_EXTENDED_HEADERS` was acknowledged.
+    extended: bool,
     /// The last `SET_META_CONTEXT`'s export and whether it selected
     /// `base:allocation`; `None` before one, or after one that failed.
     contexts: Option<(usize, bool)>,
@@ -308,6 +320,7 @@ impl<'e> Negotiation<'e> {
             tls_active: false,
             out,
             structured: false,
+            extended: false,
             contexts: None,
             session: Session::default(),
         }
@@ -323,6 +336,7 @@ impl<'e> Negotiation<'e> {
             self.tls_active = true;
             self.state = State::OptionHeader;
             self.structured = false;
+            self.extended = false;
             self.contexts = None;
             self.session = Session::default();
         }
@@ -370,6 +384,7 @@ impl<'e> Negotiation<'e> {
     /// after a successful `NBD_OPT_STARTTLS`.
     pub fn forget_options(&mut self) {
         self.structured = false;
+        self.extended = false;
         self.contexts = None;
     }
 
@@ -387,8 +402,11 @@ impl<'e> Negotiation<'e> {
     /// Enters transmission on export `i`.
     fn transmit(&mut self, i: usize) -> Progress {
         let allocation = matches!(self.contexts, Some((e, true)) if e == i);
-        self.session =
-            Session { structured: self.structured, allocation: allocation.then_some(CONTEXT_ID_BASE_ALLOCATION) };
+        self.session = Session {
+            structured: self.structured,
+            extended: self.extended,
+            allocation: allocation.then_some(CONTEXT_ID_BASE_ALLOCATION),
+        };
         self.state = State::Done;
         Progress::Transmit { export: i }
     }
@@ -592,7 +610,18 @@ impl<'e> Negotiation<'e> {
                     Ok(Progress::Continue)
                 }
             }
+            ClientOption::StructuredReply if self.extended => {
+                let msg = b"extended headers are negotiated: structured replies come with them";
+                put_option_reply(&mut self.out, opt, REP_ERR_EXT_HEADER_REQD, &[msg]);
+                Ok(Progress::Continue)
+            }
             ClientOption::StructuredReply => {
+                self.structured = true;
+                put_option_reply(&mut self.out, opt, REP_ACK, &[]);
+                Ok(Progress::Continue)
+            }
+            ClientOption::ExtendedHeaders => {
+                self.extended = true;
                 self.structured = true;
                 put_option_reply(&mut self.out, opt, REP_ACK, &[]);
                 Ok(Progress::Continue)
@@ -1033,7 +1062,10 @@ mod tests {
         assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
         assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
         assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
-        assert_eq!(n.session(), Session { structured: true, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) });
+        assert_eq!(
+            n.session(),
+            Session { structured: true, extended: false, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) }
+        );
         // off: STARTTLS is unsupported, and tls_started does nothing
         let mut n = tls_started_with(&ex, TlsMode::Off);
         assert_eq!(run_option(&mut n, OPT_STARTTLS, b""), Ok(Progress::Continue));
@@ -1105,7 +1137,10 @@ mod tests {
         n.clear_output();
         assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
         assert_eq!(export_flags(n.output()), FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_DF);
-        assert_eq!(n.session(), Session { structured: true, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) });
+        assert_eq!(
+            n.session(),
+            Session { structured: true, extended: false, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) }
+        );
     }
 
     #[test]
@@ -1167,5 +1202,60 @@ mod tests {
         n.forget_options();
         assert_eq!(go(&mut n, b"disk"), None);
         assert!(!n.session().structured);
+    }
+
+    #[test]
+    fn extended_headers_only_when_asked_and_imply_structured_replies() {
+        let ex = exports();
+        // not asked: compact headers
+        let mut n = started(&ex, FLAG_C_FIXED_NEWSTYLE);
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert!(!n.session().extended && n.session().structured);
+        // asked: acknowledged, structured replies come with them, DF is advertised
+        let mut n = started(&ex, FLAG_C_FIXED_NEWSTYLE);
+        assert_eq!(run_option(&mut n, OPT_EXTENDED_HEADERS, b""), Ok(Progress::Continue));
+        assert_eq!(kinds(n.output()), vec![REP_ACK]);
+        n.clear_output();
+        // asked twice: still fine; STRUCTURED_REPLY after it: EXT_HEADER_REQD, nothing changes
+        assert_eq!(run_option(&mut n, OPT_EXTENDED_HEADERS, b""), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_STRUCTURED_REPLY, b""), Ok(Progress::Continue));
+        assert_eq!(kinds(n.output()), vec![REP_ACK, REP_ERR_EXT_HEADER_REQD]);
+        n.clear_output();
+        // metadata contexts need no STRUCTURED_REPLY of their own
+        let d = meta_data(b"disk", &[b"base:allocation"]);
+        assert_eq!(run_option(&mut n, OPT_SET_META_CONTEXT, &d), Ok(Progress::Continue));
+        assert_eq!(kinds(n.output()), vec![REP_META_CONTEXT, REP_ACK]);
+        n.clear_output();
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(export_flags(n.output()) & FLAG_SEND_DF, FLAG_SEND_DF);
+        assert_eq!(
+            n.session(),
+            Session { structured: true, extended: true, allocation: Some(CONTEXT_ID_BASE_ALLOCATION) }
+        );
+        // data on the option: INVALID, not negotiated
+        let mut n = started(&ex, FLAG_C_FIXED_NEWSTYLE);
+        assert_eq!(run_option(&mut n, OPT_EXTENDED_HEADERS, b"x"), Ok(Progress::Continue));
+        assert_eq!(kinds(n.output()), vec![REP_ERR_INVALID]);
+        n.clear_output();
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(n.session(), Session::default());
+        // forgotten at STARTTLS, negotiated again over TLS
+        let mut n = tls_started_with(&ex, TlsMode::On);
+        assert_eq!(run_option(&mut n, OPT_EXTENDED_HEADERS, b""), Ok(Progress::Continue));
+        n.clear_output();
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(n.session(), Session::default());
+        let mut n = tls_started_with(&ex, TlsMode::On);
+        upgrade(&mut n);
+        assert_eq!(run_option(&mut n, OPT_EXTENDED_HEADERS, b""), Ok(Progress::Continue));
+        assert_eq!(run_option(&mut n, OPT_EXPORT_NAME, b"disk"), Ok(Progress::Transmit { export: 0 }));
+        assert!(n.session().extended);
+        let mut n = started(&ex, FLAG_C_FIXED_NEWSTYLE);
+        assert_eq!(run_option(&mut n, OPT_EXTENDED_HEADERS, b""), Ok(Progress::Continue));
+        n.forget_options();
+        assert_eq!(run_option(&mut n, OPT_GO, &info_data(b"disk", &[])), Ok(Progress::Transmit { export: 0 }));
+        assert_eq!(n.session(), Session::default());
     }
 }

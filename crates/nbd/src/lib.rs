@@ -7,9 +7,9 @@
 //! (`doc/proto.md`). Structured replies ([`structured`]), the
 //! `base:allocation` metadata context ([`meta_context`]) with
 //! `NBD_CMD_BLOCK_STATUS`, and `NBD_CMD_CACHE` are implemented. `NBD_OPT_STARTTLS` is negotiated here
-//! (the TLS session itself is the server's). Not
-//! implemented: oldstyle negotiation, extended headers, fast zero,
-//! resize. Options and commands for them are answered with
+//! (the TLS session itself is the server's). Extended headers
+//! (`NBD_OPT_EXTENDED_HEADERS`, 64-bit lengths) and fast zeroes are too. Not
+//! implemented: oldstyle negotiation, block status payloads, resize. Options and commands for them are answered with
 //! `NBD_REP_ERR_UNSUP` / `EINVAL` as the spec asks.
 
 pub mod consts;

@@ -102,7 +102,10 @@ struct ConnStats {
     no_hole: u64,
     cache: u64,
     block_status: u64,
+    fast_zero: u64,
     errors: u64,
+    /// The connection negotiated extended headers (the real-client tests look for it).
+    extended: bool,
 }
 
 impl ConnStats {
@@ -119,9 +122,10 @@ impl ConnStats {
                 self.trim += 1;
                 self.fua += fua as u64;
             }
-            Command::WriteZeroes { no_hole, fua, .. } => {
+            Command::WriteZeroes { no_hole, fast, fua, .. } => {
                 self.zeroes += 1;
                 self.no_hole += no_hole as u64;
+                self.fast_zero += fast as u64;
                 self.fua += fua as u64;
             }
             Command::Cache { .. } => self.cache += 1,
@@ -135,7 +139,8 @@ impl std::fmt::Display for ConnStats {
         let s = self;
         write!(
             f,
-            "requests={} read={} write={} fua={} flush={} trim={} zeroes={} no_hole={} cache={} block_status={} errors={}",
+            "requests={} read={} write={} fua={} flush={} trim={} zeroes={} no_hole={} fast_zero={} cache={} \
+             block_status={} errors={} extended_headers={}",
             s.requests,
             s.read,
             s.write,
@@ -144,9 +149,11 @@ impl std::fmt::Display for ConnStats {
             s.trim,
             s.zeroes,
             s.no_hole,
+            s.fast_zero,
             s.cache,
             s.block_status,
-            s.errors
+            s.errors,
+            s.extended as u8
         )
     }
 }
@@ -299,10 +306,10 @@ enum Job {
     /// Run a command; a write's payload is in the thread's buffer. `bytes`
     /// were taken from both budgets.
     Run { cmd: Command, cookie: u64, bytes: usize },
-    /// Send an error reply and read on.
-    Reply { cookie: u64, errno: u32 },
+    /// Send an error reply (to a request at `offset`) and read on.
+    Reply { cookie: u64, offset: u64, errno: u32 },
     /// Send this error reply; reading has ended.
-    Last { cookie: u64, errno: u32 },
+    Last { cookie: u64, offset: u64, errno: u32 },
 }
 
 fn stopping_error() -> io::Error {
@@ -423,12 +430,14 @@ impl Conn {
                 return Next::End;
             }
         }
-        let mut h = [0u8; REQUEST_HEADER_LEN];
-        if let Err(e) = self.read_exact(rd, &mut h) {
+        // 28 bytes, or 32 with extended headers (and their magic).
+        let mut h = [0u8; EXTENDED_REQUEST_HEADER_LEN];
+        let h = &mut h[..self.session.request_header_len()];
+        if let Err(e) = self.read_exact(rd, h) {
             self.read_failed(&e);
             return Next::End;
         }
-        let hdr = match request::parse_request_header(&h) {
+        let hdr = match request::parse_request_header(h) {
             Ok(hdr) => hdr,
             Err(e) => {
                 log::info!("{}: closing: {e}", self.peer);
@@ -470,7 +479,7 @@ impl Conn {
                 rd.stats.errors += 1;
                 self.global.rejected.fetch_add(1, Ordering::Relaxed);
                 match self.discard(rd, discard as usize) {
-                    Ok(()) => Next::Job(Job::Reply { cookie: hdr.cookie, errno }),
+                    Ok(()) => Next::Job(Job::Reply { cookie: hdr.cookie, offset: hdr.offset, errno }),
                     Err(e) => {
                         self.read_failed(&e);
                         Next::End
@@ -483,7 +492,7 @@ impl Conn {
                 rd.stats.requests += 1;
                 rd.stats.errors += 1;
                 self.global.rejected.fetch_add(1, Ordering::Relaxed);
-                Next::Job(Job::Last { cookie: hdr.cookie, errno })
+                Next::Job(Job::Last { cookie: hdr.cookie, offset: hdr.offset, errno })
             }
         }
     }
@@ -516,8 +525,8 @@ impl Conn {
                 self.run(cmd, cookie, buf);
                 self.release(buf, bytes);
             }
-            Job::Reply { cookie, errno } | Job::Last { cookie, errno } => {
-                self.send(&request::error_reply(&self.session, cookie, errno))
+            Job::Reply { cookie, offset, errno } | Job::Last { cookie, offset, errno } => {
+                self.send(&request::error_reply(&self.session, cookie, offset, errno))
             }
         }
     }
@@ -777,7 +786,12 @@ pub(super) async fn transmission(
         session: n.session,
         global,
         max_inflight: config.max_inflight_requests,
-        reader: Mutex::new(Reader { buf: Vec::new(), pos: 0, end: 0, stats: ConnStats::default() }),
+        reader: Mutex::new(Reader {
+            buf: Vec::new(),
+            pos: 0,
+            end: 0,
+            stats: ConnStats { extended: n.session.extended, ..ConnStats::default() },
+        }),
         writer: Mutex::new(()),
         bytes: Budget::new(config.max_inflight_bytes),
         stopping: AtomicBool::new(false),

@@ -391,14 +391,16 @@ pub struct Server {
 /// Transmission flags for an export: everything this server implements,
 /// `CAN_MULTI_CONN` only when the backend says a flush covers all connections.
 /// A read-only export says so and, as qemu-nbd does, offers no trim or write
-/// zeroes (they would only fail with EPERM). `SEND_DF` is added per
-/// connection, once structured replies are on.
+/// zeroes (they would only fail with EPERM). A writable one offers fast
+/// zeroes too: a backend that cannot do them fast answers ENOTSUP, which the
+/// spec allows. `SEND_DF` is added per connection, once structured replies
+/// are on.
 pub fn transmission_flags(backend: &dyn Backend, read_only: bool) -> u16 {
     let mut f = FLAG_HAS_FLAGS | FLAG_SEND_FLUSH | FLAG_SEND_FUA | FLAG_SEND_CACHE;
     if read_only || backend.read_only() {
         f |= FLAG_READ_ONLY;
     } else {
-        f |= FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES;
+        f |= FLAG_SEND_TRIM | FLAG_SEND_WRITE_ZEROES | FLAG_SEND_FAST_ZERO;
     }
     if backend.multi_conn() {
         f |= FLAG_CAN_MULTI_CONN;
@@ -453,6 +455,7 @@ impl Server {
                 read_only: e.is_read_only(),
                 structured: false,
                 block_status: false,
+                extended: false,
             })
             .collect();
         let global = Arc::new(Global {
@@ -697,7 +700,14 @@ async fn connection(
         }
     };
     let over = if pump.is_some() { " over TLS" } else { "" };
-    log::debug!("{peer}: serving export {:?}{over}", shared.exports[export].name);
+    let headers = if session.extended {
+        "extended headers"
+    } else if session.structured {
+        "structured replies"
+    } else {
+        "simple replies"
+    };
+    log::debug!("{peer}: serving export {:?}{over} with {headers}", shared.exports[export].name);
     let activity = Arc::new(Activity::new(shared.global.now_ms()));
     if let Some(e) = lock(&shared.table).entries.get_mut(&reg.id) {
         e.activity = Some(activity.clone());

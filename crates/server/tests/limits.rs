@@ -158,7 +158,8 @@ async fn served_within(addr: SocketAddr, limit: Duration) -> TcpStream {
 }
 
 async fn send(s: &mut TcpStream, kind: u16, cookie: u64, offset: u64, length: u32, payload: &[u8]) {
-    let mut m = encode_request_header(&RequestHeader { flags: 0, kind, cookie, offset, length }).to_vec();
+    let mut m =
+        encode_request_header(&RequestHeader { flags: 0, kind, cookie, offset, length: length as u64 }).to_vec();
     m.extend_from_slice(payload);
     s.write_all(&m).await.unwrap();
 }
@@ -332,11 +333,16 @@ async fn max_block_requests_progress_with_the_smallest_budget_and_one_thread() {
                 let payload = vec![1u8; MIB];
                 for j in 0..3u64 {
                     let cookie = i * 4 + j;
-                    let h =
-                        RequestHeader { flags: 0, kind: CMD_READ, cookie, offset: cookie * LEN as u64, length: LEN };
+                    let h = RequestHeader {
+                        flags: 0,
+                        kind: CMD_READ,
+                        cookie,
+                        offset: cookie * LEN as u64,
+                        length: LEN as u64,
+                    };
                     wr.write_all(&encode_request_header(&h)).await.unwrap();
                 }
-                let h = RequestHeader { flags: 0, kind: CMD_WRITE, cookie: 1000 + i, offset: 0, length: MIB as u32 };
+                let h = RequestHeader { flags: 0, kind: CMD_WRITE, cookie: 1000 + i, offset: 0, length: MIB as u64 };
                 wr.write_all(&encode_request_header(&h)).await.unwrap();
                 wr.write_all(&payload).await.unwrap();
                 wr
@@ -440,7 +446,7 @@ async fn a_client_that_trickles_a_payload_cannot_hold_memory() {
     let h = start(Arc::new(Pattern::new(4 * LEN as u64, true)), config).await;
     let trickler = ready(h.local_addr()).await.unwrap();
     let (mut trd, mut twr) = trickler.into_split();
-    let hdr = RequestHeader { flags: 0, kind: CMD_WRITE, cookie: 1, offset: 0, length: LEN };
+    let hdr = RequestHeader { flags: 0, kind: CMD_WRITE, cookie: 1, offset: 0, length: LEN as u64 };
     twr.write_all(&encode_request_header(&hdr)).await.unwrap();
     // 1 KiB every 50 ms: 20 KiB/s, far below the 256 KiB/s a transfer must keep up
     let trickle = tokio::spawn(async move {

@@ -101,7 +101,8 @@ impl Client {
     }
 
     async fn send(&mut self, kind: u16, flags: u16, cookie: u64, offset: u64, length: u32, payload: &[u8]) {
-        let mut m = encode_request_header(&RequestHeader { flags, kind, cookie, offset, length }).to_vec();
+        let mut m =
+            encode_request_header(&RequestHeader { flags, kind, cookie, offset, length: length as u64 }).to_vec();
         m.extend_from_slice(payload);
         self.s.write_all(&m).await.unwrap();
     }

@@ -169,7 +169,8 @@ impl Client {
     }
 
     async fn call(&mut self, kind: u16, flags: u16, offset: u64, length: u32, payload: &[u8]) -> Reply {
-        let mut m = encode_request_header(&RequestHeader { flags, kind, cookie: 42, offset, length }).to_vec();
+        let mut m =
+            encode_request_header(&RequestHeader { flags, kind, cookie: 42, offset, length: length as u64 }).to_vec();
         m.extend_from_slice(payload);
         self.s.write_all(&m).await.unwrap();
         let mut magic = [0u8; 4];

@@ -214,7 +214,7 @@ async fn pipelined_requests_of_every_size_round_trip() {
         let data: Vec<u8> = (0..len).map(|j| (j * 31 + i * 7 + 1) as u8).collect();
         expect[offset..offset + len].copy_from_slice(&data);
         let w =
-            RequestHeader { flags: 0, kind: CMD_WRITE, cookie: i as u64, offset: offset as u64, length: len as u32 };
+            RequestHeader { flags: 0, kind: CMD_WRITE, cookie: i as u64, offset: offset as u64, length: len as u64 };
         reads.push((RequestHeader { kind: CMD_READ, cookie: 100 + i as u64, ..w }, None));
         writes.push((w, Some(data)));
         offset += len + 777;

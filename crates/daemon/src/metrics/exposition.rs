@@ -240,6 +240,24 @@ fn encode_snapshot(s: &Snapshot, e: &mut DescriptorEncoder<'_>) -> Result<(), st
     )?;
     counters(
         e,
+        "ssdcache_trimmed_bytes",
+        "Bytes clients' trims discarded on the backing store (serve --trim pass).",
+        one(m.trimmed_bytes),
+    )?;
+    counters(
+        e,
+        "ssdcache_zeroed_bytes",
+        "Bytes write-zeroes made zero on the backing store without writing them (a hole or a zeroed range).",
+        one(m.zeroed_bytes),
+    )?;
+    counters(
+        e,
+        "ssdcache_trim_dropped_segments",
+        "Cached segments dropped because a trim or write-zeroes covered them wholly (dirty ones are not written back).",
+        one(m.trim_dropped_segments),
+    )?;
+    counters(
+        e,
         "ssdcache_cache_hint_fills",
         "Segments filled at once for NBD_CMD_CACHE hints (replacement modes; PWC counts the reference instead).",
         one(st.cache_hint_fills),

@@ -120,9 +120,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
     pub(super) fn write_back_dirty(&self) -> io::Result<()> {
         let mut buf = vec![0u8; self.seg as usize];
         for (s, h) in self.dirty_slots()? {
-            let _held = self.locks.lock([h]);
-            // Only admin operations move slots, and they are serialised with us.
-            self.write_back_slot(s, h, &mut buf)?;
+            // A discard may have dropped the slot meanwhile (not an admin
+            // operation): its data must then not reach BACKING.
+            self.write_back_if_still(s, h, &mut buf)?;
         }
         self.ssd.sync()?;
         self.hdd.sync()

@@ -24,6 +24,9 @@
 //! - [`CacheMap::replace`]: one slot refilled at once (write-through caches
 //!   fill on a miss, in real time).
 //! - [`CacheMap::shutdown`] is lines 50–54.
+//! - [`CacheMap::discard`]: trims and zeroes passed to the backing device,
+//!   dropping the cached segments they cover wholly (dirty ones too, never
+//!   written back); its module doc says what a crash may find.
 //!
 //! **Device failures** (ours; the paper assumes devices that do not fail).
 //! A cache-device error never turns into stale data or a lost
@@ -150,6 +153,7 @@ pub struct FlushProgress {
 
 mod clean;
 mod degraded;
+mod discard;
 mod procedure;
 mod read;
 mod status;
@@ -158,6 +162,7 @@ mod switch;
 mod tests;
 mod write;
 
+pub use discard::Discard;
 pub use status::{MapCounters, MapStatus, Tally};
 
 struct State {

@@ -177,8 +177,14 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
         let mut buf = vec![0u8; self.seg as usize];
         let mut failed = Vec::new();
         for (s, h) in self.dirty_slots()? {
-            let _held = (!all_locked).then(|| self.locks.lock([h]));
-            if let Err(e) = self.write_back_slot(s, h, &mut buf) {
+            // Unless every segment is held, a discard may drop the slot
+            // before its lock is taken: then it is not written back.
+            let r = if all_locked {
+                self.write_back_slot(s, h, &mut buf)
+            } else {
+                self.write_back_if_still(s, h, &mut buf).map(drop)
+            };
+            if let Err(e) = r {
                 log::error!("write-back of slot {s} (segment {h}) failed, it stays dirty: {e}");
                 failed.push((s, h));
             }

@@ -45,6 +45,14 @@ pub struct MapCounters {
     /// write-around, double writes during a procedure, degraded; in a
     /// read-only cache the write that invalidated the segment).
     pub write_hits_to_backing: AtomicU64,
+    /// Bytes trims discarded on the backing device (`--trim pass`).
+    pub trimmed_bytes: AtomicU64,
+    /// Bytes write-zeroes made zero on the backing device without writing
+    /// them (a hole or a zeroed range).
+    pub zeroed_bytes: AtomicU64,
+    /// Cached segments dropped because a trim or zeroes covered them wholly
+    /// (dirty ones included: never written back).
+    pub trim_dropped_segments: AtomicU64,
 }
 
 /// A point-in-time copy of [`MapCounters`] plus the map's shape.
@@ -90,6 +98,11 @@ pub struct MapStatus {
     pub served_bytes_ratio: Option<f64>,
     /// Write hits that wrote the backing device all the same.
     pub write_hits_to_backing: u64,
+    /// See [`MapCounters::trimmed_bytes`], [`MapCounters::zeroed_bytes`],
+    /// [`MapCounters::trim_dropped_segments`].
+    pub trimmed_bytes: u64,
+    pub zeroed_bytes: u64,
+    pub trim_dropped_segments: u64,
 }
 
 /// How one request's pieces were served (the engine turns it into the
@@ -134,6 +147,9 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             served_bytes,
             served_bytes_ratio: ratio(served_bytes, bytes),
             write_hits_to_backing: c.write_hits_to_backing.load(Relaxed),
+            trimmed_bytes: c.trimmed_bytes.load(Relaxed),
+            zeroed_bytes: c.zeroed_bytes.load(Relaxed),
+            trim_dropped_segments: c.trim_dropped_segments.load(Relaxed),
             read_hits: c.read_hits.load(Relaxed),
             read_misses: c.read_misses.load(Relaxed),
             write_hits: c.write_hits.load(Relaxed),

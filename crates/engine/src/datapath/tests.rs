@@ -31,6 +31,8 @@ struct Env {
     fills: bool,
     /// [`switch_workload`]: write-back LRU, write-through, write-back again.
     switches: bool,
+    /// Some writes are trims and zeroes ([`discard`]) instead.
+    trims: bool,
 }
 
 /// A cleaner's watch that finds every dirty slot due at once (as
@@ -79,7 +81,7 @@ impl Env {
         let dom = PowerDomain::new(seed, mode);
         let ssd = dom.attach(ssd);
         let hdd = dom.attach(hdd);
-        Env { dom, ssd, hdd, cleaner: false, fills: false, switches: false }
+        Env { dom, ssd, hdd, cleaner: false, fills: false, switches: false, trims: false }
     }
 
     fn store(&self) -> MetaStore<FaultyDevice> {
@@ -104,6 +106,11 @@ impl Env {
 
     fn with_cleaner(mut self) -> Env {
         self.cleaner = true;
+        self
+    }
+
+    fn with_trims(mut self) -> Env {
+        self.trims = true;
         self
     }
 }
@@ -173,7 +180,11 @@ impl Metas {
 /// A write; with a cleaner, then the cleaner's step (and a sync of the
 /// backing device every other write), so cuts land in its write-backs.
 fn step(env: &Env, c: &Cache, model: &mut Model, metas: &mut Metas, rng: &mut StdRng, tag: &mut u8) -> io::Result<()> {
-    write(c, model, metas, rng, tag)?;
+    if env.trims && rng.gen_bool(0.3) {
+        discard(c, model, metas, rng)?;
+    } else {
+        write(c, model, metas, rng, tag)?;
+    }
     if env.cleaner {
         clean_oldest(c)?;
         if tag.is_multiple_of(2) {
@@ -188,6 +199,26 @@ fn write(c: &Cache, model: &mut Model, metas: &mut Metas, rng: &mut StdRng, tag:
     // Blocks concentrate on the first 12 segments so that cached ones are hit.
     let block = rng.gen_range(0..(12 * SEG / BLOCK));
     write_block(c, model, metas, block, tag)
+}
+
+/// A trim or zeroes of 1 to 5 blocks (whole segments and pieces, cached or
+/// not, dirty or not). On these devices a trim punches a hole, so every
+/// kind leaves zeroes: the model takes it as a write of zeroes, and a crash
+/// must find each sector as it was or zero, never older data.
+fn discard(c: &Cache, model: &mut Model, metas: &mut Metas, rng: &mut StdRng) -> io::Result<()> {
+    let block = rng.gen_range(0..(12 * SEG / BLOCK));
+    let blocks = rng.gen_range(1..=5u64);
+    let (off, len) = (block * BLOCK, blocks * BLOCK);
+    let how = match rng.gen_range(0..4) {
+        0 => Discard::Trim,
+        1 => Discard::Zero { punch: true },
+        2 => Discard::Zero { punch: false },
+        _ => Discard::FastZero { punch: true },
+    };
+    model.since.push((off, vec![0; len as usize]));
+    let r = c.discard(off, len, how);
+    metas.after(c);
+    r.map(drop)
 }
 
 fn write_block(c: &Cache, model: &mut Model, metas: &mut Metas, block: u64, tag: &mut u8) -> io::Result<()> {
@@ -310,6 +341,13 @@ fn lru_workload(env: &Env, model: &mut Model, metas: &mut Metas, seed: u64) -> R
     let mut tag = 0u8;
     let mut img = vec![0u8; BLOCK as usize];
     let mut one = |c: &Cache, lru: &mut Lru, model: &mut Model, metas: &mut Metas, tag: &mut u8| -> io::Result<()> {
+        if env.trims && rng.gen_bool(0.2) {
+            discard(c, model, metas, &mut rng)?;
+            // The policy learns what the discard dropped (the engine's
+            // decider finds out at its next eviction instead).
+            *lru = Lru::of(c);
+            return Ok(());
+        }
         let block = rng.gen_range(0..(12 * SEG / BLOCK));
         lru.access(c, metas, block * BLOCK / SEG)?;
         if rng.gen_bool(0.7) {
@@ -659,6 +697,106 @@ fn power_cut_at_every_write_point_with_the_cleaner_active() {
         let (cuts, nested) = cut_everywhere_with(seed, mode, seed == 21, true);
         assert!(cuts > 50 && (seed != 21 || nested > 0));
     }
+}
+
+#[test]
+fn power_cut_at_every_write_point_with_trims_and_zeroes() {
+    // PWC with procedures, then with the cleaner (write-backs racing the
+    // dropped dirty slots), then write-back LRU (fills, evictions and their
+    // saves), each cut at every write point and the first one's recovery too.
+    for (seed, mode, cleaner, fills) in [
+        (41, CutMode::DropUnsynced, false, false),
+        (42, CutMode::Reorder, true, false),
+        (43, CutMode::DropUnsynced, false, true),
+        (44, CutMode::Reorder, true, true),
+    ] {
+        let with = |e: Env| {
+            let e = e.with_trims();
+            let e = if cleaner { e.with_cleaner() } else { e };
+            if fills {
+                e.with_fills()
+            } else {
+                e
+            }
+        };
+        let (cuts, nested) = cut_everywhere_env(seed, mode, seed == 41, &with);
+        assert!(cuts > 50 && (seed != 41 || nested > 0), "seed {seed}: {cuts} cuts");
+    }
+}
+
+#[test]
+fn a_discard_drops_whole_dirty_segments_unwritten_and_zeroes_pieces_through_the_map() {
+    let env = Env::new(5, CutMode::DropUnsynced);
+    let (c, _) = env.open().unwrap();
+    c.caching_and_eviction(&[(0, 0), (1, 1), (2, 2)]).unwrap();
+    for h in 0..3 {
+        c.write(&[0x5A; SEG as usize], h * SEG).unwrap();
+    }
+    assert_eq!(c.status().dirty, 3);
+    let version = c.saved().version;
+    // half of segment 0, segment 1 whole; then uncached segment 3 whole
+    c.discard(SEG / 2, SEG + SEG / 2, Discard::Trim).unwrap();
+    let st = c.status();
+    assert_eq!((st.trim_dropped_segments, st.cached, st.dirty), (1, 2, 2), "{st:?}");
+    assert!(c.saved().version > version, "the dropped slot was durably mapped: saved");
+    assert_eq!(c.saved().map[1], None);
+    c.discard(3 * SEG, SEG, Discard::Trim).unwrap();
+    let mut img = vec![0u8; 4 * SEG as usize];
+    c.read(&mut img, 0).unwrap();
+    assert!(img[..(SEG / 2) as usize].iter().all(|&b| b == 0x5A));
+    assert!(img[(SEG / 2) as usize..2 * SEG as usize].iter().all(|&b| b == 0), "trimmed: zeroes");
+    assert!(img[2 * SEG as usize..3 * SEG as usize].iter().all(|&b| b == 0x5A));
+    assert!(img[3 * SEG as usize..].iter().all(|&b| b == 0), "uncached: the hole on the backing store");
+    // a dropped dirty slot is never written back
+    let written = c.status().written_back;
+    c.shutdown().unwrap();
+    assert_eq!(c.status().written_back, written + 2, "segments 0 and 2 only");
+    let mut hdd = vec![0u8; SEG as usize];
+    env.hdd.read_at(&mut hdd, SEG).unwrap();
+    assert!(hdd.iter().all(|&b| b == 0), "the backing store holds the trim, not the dirty data");
+}
+
+#[test]
+fn fast_zeroes_fail_where_the_backing_store_cannot_zero_fast_and_change_nothing() {
+    /// A backing store that can neither punch nor zero ranges.
+    struct Plain(MemDevice);
+    impl BlockDevice for Plain {
+        fn len(&self) -> u64 {
+            self.0.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.0.read_at(buf, offset)
+        }
+        fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+            self.0.write_at(data, offset)
+        }
+        fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let hdd = MemDevice::new((LOGICAL + region_len(&geom())) as usize);
+    hdd.write_at(&vec![7u8; LOGICAL as usize], 0).unwrap();
+    MetaStore::new(&hdd, LOGICAL, geom()).unwrap().format().unwrap();
+    let hdd = std::sync::Arc::new(Plain(hdd));
+    let ssd = MemDevice::new((SEG * SSD_SEGS as u64) as usize);
+    let (c, _) =
+        CacheMap::open(&ssd, hdd.clone(), MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap(), false).unwrap();
+    c.caching_and_eviction(&[(0, 0)]).unwrap();
+    c.write(&[9; 16], 0).unwrap();
+    let e = c.discard(0, 4 * SEG, Discard::FastZero { punch: true }).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP));
+    assert_eq!(c.slot_of(0), Some(0), "nothing dropped");
+    // a trim it cannot pass on changes nothing either; zeroes are written
+    c.discard(0, 4 * SEG, Discard::Trim).unwrap();
+    let mut b = [0u8; 16];
+    c.read(&mut b, 0).unwrap();
+    assert_eq!(b, [9; 16]);
+    c.discard(0, 4 * SEG, Discard::Zero { punch: true }).unwrap();
+    let mut img = vec![1u8; 4 * SEG as usize];
+    c.read(&mut img, 0).unwrap();
+    assert!(img.iter().all(|&b| b == 0));
+    assert_eq!(c.slot_of(0), None);
+    assert_eq!(c.status().zeroed_bytes, 0, "written, not zeroed in place");
 }
 
 #[test]
