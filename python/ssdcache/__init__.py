@@ -13,6 +13,8 @@ The simulator is the Rust engine of the ``ssdcache`` command line (the
 - :func:`analyze` — what a trace is (reuse, popularity, working set, mix,
   sequentiality, devices, heatmap) in one pass, an :class:`Analysis` of DataFrames.
 - :func:`policies`, :func:`devices`, :func:`generators`, :func:`modes` — the catalogues.
+- :func:`whatif` — a running ``ssdcache serve``'s live what-if (other policies, ¼× to 4×
+  its size), a DataFrame; ``load`` reads its ``--record`` recordings as any trace.
 - :class:`Policy`, :func:`register_policy` — your own replacement policy, in Python,
   usable under its name wherever a built-in one is.
 - :mod:`ssdcache.plot` — miss-ratio curves with the Belady bound, bars
@@ -42,6 +44,7 @@ from typing import Any as _Any
 from ._analysis import Analysis
 from ._policy import Policy, PolicyError, register_policy, registered_policies, unregister_policy
 from ._result import Result
+from ._whatif import whatif
 
 if _TYPE_CHECKING:
     from . import _core
@@ -78,6 +81,7 @@ __all__ = [
     "generators",
     "modes",
     "plot",
+    "whatif",
     "__version__",
 ]
 

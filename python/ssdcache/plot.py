@@ -305,7 +305,12 @@ def miss_ratio_curve(df: Runs, metric: str = "miss_ratio", *, x: str = "cache_by
                     top = 1.0 if metric.endswith("_ratio") else float(df["_y"].max()) * 1.05
                     a.fill_between(line[x], line["_y"], top, color="k", alpha=0.06, lw=0)
             else:
-                a.plot(line[x], line["_y"], marker="o", ms=3.5, lw=1.2, label=label)
+                drawn = a.plot(line[x], line["_y"], marker="o", ms=3.5, lw=1.2, label=label)
+                if "current" in line.columns and line["current"].any():
+                    # a live what-if (ssdcache.whatif): the cache as it runs now
+                    now = line[line["current"].astype(bool)]
+                    a.plot(now[x], now["_y"], marker="*", ms=13, ls="none", color=drawn[0].get_color(),
+                           markeredgecolor="k", zorder=4, label=f"{label}: this cache now")
         if logx:
             a.set_xscale("log", base=2)
         if x.endswith("_bytes"):

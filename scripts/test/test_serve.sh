@@ -249,4 +249,30 @@ start
 qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs from the model after switches and kill -9"
 stop
 cmp "$MODEL" "$BACKING" || die "switches: the backing file differs from the model at the end"
+step "trims reach the disk, extended headers (qemu-io/qemu-img 10, nbdinfo --map, nbdcopy)"
+"$BIN" create "$CACHE" "$BACKING" --force --segment 256KiB
+# (-v once more: the per-connection lines are debug)
+SERVE_OPTS="--policy lru -v" start
+# qemu 10 asks for extended headers; the server says which headers a connection used.
+qio -c 'write -P 0x71 8M 2M' -c 'write -P 0x72 20M 1M' -c 'flush' -c 'read -P 0x71 8M 2M'
+grep -q 'extended_headers=1' "$WORK/server$RUN.err" || grep -q 'with extended headers' "$WORK/server$RUN.err" ||
+  die "qemu-io 10 did not negotiate extended headers"
+before=$(du -k "$BACKING" | cut -f1)
+qio -c 'discard 8M 2M' -c 'flush'
+dd if=/dev/zero of="$MODEL" bs=1M seek=8 count=2 conv=notrunc status=none
+[ "$(du -k "$BACKING" | cut -f1)" -lt "$before" ] || die "a trim punched no hole in the backing file"
+nbdinfo --map "$URI" >"$WORK/map.out"
+awk '$1 == 8388608 && $3 ~ /hole/ { found = 1 } END { exit !found }' "$WORK/map.out" ||
+  { cat "$WORK/map.out"; die "nbdinfo --map shows no hole where the trim was"; }
+[ "$(status_field trimmed_bytes)" -ge $((2 << 20)) ] || die "status counts no trimmed bytes"
+# A sparse image copied with zeroes that may punch holes: the export reads back the image.
+truncate -s 32M "$WORK/sparse.img"
+dd if=/dev/urandom of="$WORK/sparse.img" bs=1M seek=5 count=1 conv=notrunc status=none
+qemu-img convert -n -f raw -O raw --target-is-zero "$WORK/sparse.img" "$URI" 2>/dev/null ||
+  qemu-img convert -n -f raw -O raw "$WORK/sparse.img" "$URI"
+nbdcopy --flush "$WORK/sparse.img" "$URI"
+into_model "$WORK/sparse.img" 0
+qemu-img compare -q -f raw -F raw "$MODEL" "$URI" || die "export differs from the model after trims and sparse copies"
+stop
+cmp "$MODEL" "$BACKING" || die "trims: the backing file differs from the model at the end"
 step "all passed"

@@ -159,6 +159,7 @@ async fn every_command() {
         | FLAG_SEND_TRIM
         | FLAG_SEND_WRITE_ZEROES
         | FLAG_SEND_CACHE
+        | FLAG_SEND_FAST_ZERO
         | FLAG_CAN_MULTI_CONN;
     assert_eq!(flags, want);
 
