@@ -262,7 +262,7 @@ qio -c 'discard 8M 2M' -c 'flush'
 dd if=/dev/zero of="$MODEL" bs=1M seek=8 count=2 conv=notrunc status=none
 [ "$(du -k "$BACKING" | cut -f1)" -lt "$before" ] || die "a trim punched no hole in the backing file"
 nbdinfo --map "$URI" >"$WORK/map.out"
-awk '$1 == 8388608 && $3 ~ /hole/ { found = 1 } END { exit !found }' "$WORK/map.out" ||
+awk '$1 == 8388608 && $4 ~ /hole/ { found = 1 } END { exit !found }' "$WORK/map.out" ||
   { cat "$WORK/map.out"; die "nbdinfo --map shows no hole where the trim was"; }
 [ "$(status_field trimmed_bytes)" -ge $((2 << 20)) ] || die "status counts no trimmed bytes"
 # A sparse image copied with zeroes that may punch holes: the export reads back the image.
