@@ -51,6 +51,7 @@ pub mod record;
 pub mod recover;
 pub mod settings;
 pub mod superblock;
+pub mod tap_queue;
 pub mod taps;
 pub mod whatif;
 

@@ -3,8 +3,8 @@
 //! `mrc` and `trace analyze` read (`ssdcache::trace::formats::record`).
 //!
 //! **Off the request path.** A request hands its [`Event`] to a bounded queue
-//! ([`QUEUE`] events) with `try_send`: when the queue is full the event is
-//! dropped and counted, and the request never waits. One thread writes.
+//! ([`QUEUE`] events, [`crate::tap_queue`]): when the queue is full the event
+//! is dropped and counted, and the request never waits. One thread writes.
 //!
 //! **Readable after a crash.** The thread writes zstd frames, each a whole
 //! number of lines, with one `write` call per frame, every second or every
@@ -23,10 +23,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::tap_queue::{drain, TapQueue};
 
 use ssdcache::trace::formats::record::{write_line, Outcome, RecordOp, END, HEADER, MARK};
 use ssdcache_block::sync::lock;
@@ -125,7 +126,6 @@ pub struct RecordStatus {
 #[derive(Debug, Default)]
 struct Counts {
     records: AtomicU64,
-    dropped: AtomicU64,
     bytes: AtomicU64,
     rotations: AtomicU64,
     stopped: AtomicBool,
@@ -135,7 +135,7 @@ struct Counts {
 /// A running recording: the queue's sending end and the writing thread.
 pub struct Recorder {
     config: RecordConfig,
-    tx: Option<SyncSender<Event>>,
+    queue: Arc<TapQueue<Event>>,
     counts: Arc<Counts>,
     thread: Option<JoinHandle<()>>,
 }
@@ -147,25 +147,18 @@ impl Recorder {
     pub fn start(config: RecordConfig, header: String) -> io::Result<Recorder> {
         let file = open(&config.path)?;
         let counts = Arc::new(Counts::default());
-        let (tx, rx) = sync_channel(QUEUE);
+        let queue = Arc::new(TapQueue::new(QUEUE));
         let mut w =
             Writer { config: config.clone(), header, file, file_bytes: 0, text: String::new(), counts: counts.clone() };
         w.begin_file()?;
-        let thread = std::thread::Builder::new().name("ssdcache-record".into()).spawn(move || w.run(rx))?;
-        Ok(Recorder { config, tx: Some(tx), counts, thread: Some(thread) })
+        let q = queue.clone();
+        let thread = std::thread::Builder::new().name("ssdcache-record".into()).spawn(move || w.run(&q))?;
+        Ok(Recorder { config, queue, counts, thread: Some(thread) })
     }
 
     /// Hands `e` to the writer; drops (and counts) it if the queue is full.
     pub fn push(&self, e: Event) {
-        if let Some(tx) = &self.tx {
-            match tx.try_send(e) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    self.counts.dropped.fetch_add(1, Relaxed);
-                }
-                Err(TrySendError::Disconnected(_)) => {} // stopped by a failed write
-            }
-        }
+        self.queue.push(e);
     }
 
     pub fn status(&self) -> RecordStatus {
@@ -175,7 +168,7 @@ impl Recorder {
             running: !c.stopped.load(Relaxed),
             failed: lock(&c.failed).clone(),
             records: c.records.load(Relaxed),
-            dropped: c.dropped.load(Relaxed),
+            dropped: self.queue.dropped(),
             bytes: c.bytes.load(Relaxed),
             rotations: c.rotations.load(Relaxed),
         }
@@ -188,7 +181,7 @@ impl Recorder {
     }
 
     fn finish(&mut self) {
-        drop(self.tx.take());
+        self.queue.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -216,25 +209,30 @@ struct Writer {
 }
 
 impl Writer {
-    fn run(mut self, rx: Receiver<Event>) {
+    fn run(mut self, q: &TapQueue<Event>) {
         let mut since = Instant::now();
-        loop {
-            let next = rx.recv_timeout(Duration::from_secs(1).saturating_sub(since.elapsed()));
-            match next {
-                Ok(e) => {
-                    self.line(&e);
-                    self.counts.records.fetch_add(1, Relaxed);
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            if self.text.len() >= FRAME_BYTES || since.elapsed() >= Duration::from_secs(1) {
-                since = Instant::now();
-                if let Err(e) = self.frame().and_then(|()| self.maybe_rotate()) {
-                    self.fail(e);
+        let mut failed = false;
+        drain(q, |batch, closed| {
+            for e in batch.drain(..) {
+                if failed {
                     return;
                 }
+                self.line(&e);
+                self.counts.records.fetch_add(1, Relaxed);
+                if self.text.len() >= FRAME_BYTES {
+                    failed = self.write_out();
+                }
             }
+            if !failed && !closed && since.elapsed() >= Duration::from_secs(1) {
+                since = Instant::now();
+                failed = self.write_out();
+            }
+            if failed {
+                q.close(); // nothing more is kept; the loop ends
+            }
+        });
+        if failed {
+            return;
         }
         self.text.push_str(&format!("{END}{} {{\"records\":{}}}\n", now_ns(), self.counts.records.load(Relaxed)));
         if let Err(e) = self.frame().and_then(|()| self.file.sync_data()) {
@@ -242,6 +240,18 @@ impl Writer {
             return;
         }
         self.counts.stopped.store(true, Relaxed);
+    }
+
+    /// A frame of what is gathered, and a rotation if due; whether it failed
+    /// (then the recording has stopped).
+    fn write_out(&mut self) -> bool {
+        match self.frame().and_then(|()| self.maybe_rotate()) {
+            Ok(()) => false,
+            Err(e) => {
+                self.fail(e);
+                true
+            }
+        }
     }
 
     fn line(&mut self, e: &Event) {

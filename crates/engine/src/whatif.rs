@@ -20,14 +20,13 @@
 //! number of slots the runs hold in all (their sizes summed, per policy):
 //! [`BYTES_PER_SLOT`] each, a generous figure for a simulator's entry and its
 //! ghost. **Off the request path**: requests reach the shadow's thread
-//! through a bounded queue, dropped (and counted) when it is full.
+//! through a bounded queue ([`crate::tap_queue`]), dropped (and counted)
+//! when it is full.
 //!
 //! **Windows.** Counts since the start, and over the last hour: the thread
 //! keeps one snapshot of every run's counters per minute, 60 at most.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -39,6 +38,8 @@ use ssdcache::policy::{Mode, Policy};
 use ssdcache::sim::{SimConfig, Simulator};
 use ssdcache::trace::{Op, Request, Unit};
 use ssdcache_block::sync::lock;
+
+use crate::tap_queue::{drain, TapQueue};
 
 /// The sizes simulated, as multiples of the cache's own.
 pub const SIZES: [f64; 8] = [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0];
@@ -117,9 +118,8 @@ struct Published {
 
 /// The running shadow: its queue and thread.
 pub struct Shadow {
-    tx: Option<SyncSender<Access>>,
+    queue: Arc<TapQueue<Access>>,
     published: Arc<Mutex<Published>>,
-    dropped: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -160,33 +160,28 @@ impl WhatIfConfig {
 impl Shadow {
     /// Starts the shadow's thread; `config` must have passed [`WhatIfConfig::check`].
     pub fn start(config: WhatIfConfig) -> std::io::Result<Shadow> {
-        let (tx, rx) = sync_channel(QUEUE);
+        let queue = Arc::new(TapQueue::new(QUEUE));
         let published = Arc::new(Mutex::new(Published::default()));
-        let dropped = Arc::new(AtomicU64::new(0));
-        let (p, d) = (published.clone(), dropped.clone());
-        let thread = std::thread::Builder::new().name("ssdcache-whatif".into()).spawn(move || run(config, rx, p, d))?;
-        Ok(Shadow { tx: Some(tx), published, dropped, thread: Some(thread) })
+        let (p, q) = (published.clone(), queue.clone());
+        let thread = std::thread::Builder::new().name("ssdcache-whatif".into()).spawn(move || run(config, &q, p))?;
+        Ok(Shadow { queue, published, thread: Some(thread) })
     }
 
     /// Hands a request over; drops (and counts) it if the queue is full.
     pub fn push(&self, a: Access) {
-        if let Some(tx) = &self.tx {
-            if let Err(TrySendError::Full(_)) = tx.try_send(a) {
-                self.dropped.fetch_add(1, Relaxed);
-            }
-        }
+        self.queue.push(a);
     }
 
     pub fn report(&self) -> WhatIfReport {
         let mut r = lock(&self.published).report.clone();
-        r.dropped = self.dropped.load(Relaxed);
+        r.dropped = self.queue.dropped();
         r
     }
 }
 
 impl Drop for Shadow {
     fn drop(&mut self) {
-        drop(self.tx.take());
+        self.queue.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -195,7 +190,7 @@ impl Drop for Shadow {
 
 /// The thread: every run fed every sampled segment, the report published
 /// twice a second, a snapshot kept every minute.
-fn run(cfg: WhatIfConfig, rx: Receiver<Access>, published: Arc<Mutex<Published>>, _dropped: Arc<AtomicU64>) {
+fn run(cfg: WhatIfConfig, q: &TapQueue<Access>, published: Arc<Mutex<Published>>) {
     let rate = cfg.sample_rate();
     let sampler = Sampler::new(rate, SEED);
     let rate = sampler.rate();
@@ -226,29 +221,25 @@ fn run(cfg: WhatIfConfig, rx: Receiver<Access>, published: Arc<Mutex<Published>>
     minutes.push_back((started, vec![Counters::default(); sims.len()], all));
     let (mut requests, mut last_publish) = (0u64, Instant::now());
     let mut time = 0u64;
-    loop {
-        match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(a) => {
-                requests += 1;
-                let seg = cfg.segment_bytes;
-                let (first, last) = (a.offset / seg, (a.offset + a.len.max(1) - 1) / seg);
-                match a.op {
-                    Op::Read => all.reads += last - first + 1,
-                    Op::Write => all.writes += last - first + 1,
-                    Op::Trim => {}
-                }
-                for key in (first..=last).filter(|&k| sampler.keep(k)) {
-                    time += 1;
-                    let r = Request { time, addr: key, len: 1, dev: 0, op: a.op };
-                    for s in &mut sims {
-                        // (a key too large for the simulator's page keys is
-                        // beyond any disk served here)
-                        let _ = s.request(&r, Unit::Pages);
-                    }
+    drain(q, |batch, _closed| {
+        for a in batch.drain(..) {
+            requests += 1;
+            let seg = cfg.segment_bytes;
+            let (first, last) = (a.offset / seg, (a.offset + a.len.max(1) - 1) / seg);
+            match a.op {
+                Op::Read => all.reads += last - first + 1,
+                Op::Write => all.writes += last - first + 1,
+                Op::Trim => {}
+            }
+            for key in (first..=last).filter(|&k| sampler.keep(k)) {
+                time += 1;
+                let r = Request { time, addr: key, len: 1, dev: 0, op: a.op };
+                for s in &mut sims {
+                    // (a key too large for the simulator's page keys is
+                    // beyond any disk served here)
+                    let _ = s.request(&r, Unit::Pages);
                 }
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
         }
         if last_publish.elapsed() >= Duration::from_millis(500) {
             last_publish = Instant::now();
@@ -273,7 +264,7 @@ fn run(cfg: WhatIfConfig, rx: Receiver<Access>, published: Arc<Mutex<Published>>
             };
             lock(&published).report = report;
         }
-    }
+    });
 }
 
 /// Segment accesses of every request, sampled or not.
