@@ -6,9 +6,10 @@
 //! end, of length 0, with REQ_ONE or unknown flags), each followed by a
 //! request that works on the same connection.
 
+mod common;
+
 use ssdcache_block::{Backend, FileBackend, MemBackend};
 use ssdcache_nbd::consts::*;
-use ssdcache_nbd::handshake::{split_option_reply, OptionReply};
 use ssdcache_nbd::request::{encode_request_header, parse_simple_reply, RequestHeader};
 use ssdcache_nbd::structured::split_chunk;
 use ssdcache_server::{Export, Server, ServerConfig, ServerHandle};
@@ -122,34 +123,12 @@ struct Client {
 
 impl Client {
     async fn connect(h: &ServerHandle) -> Client {
-        let mut s = TcpStream::connect(h.local_addr()).await.unwrap();
-        let mut g = [0u8; 18];
-        s.read_exact(&mut g).await.unwrap();
-        s.write_all(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes()).await.unwrap();
+        let s = common::greeted(h).await;
         Client { s, structured: false }
     }
 
     async fn option(&mut self, opt: u32, data: &[u8]) -> Vec<(u32, Vec<u8>)> {
-        let mut m = IHAVEOPT.to_be_bytes().to_vec();
-        m.extend_from_slice(&opt.to_be_bytes());
-        m.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        m.extend_from_slice(data);
-        self.s.write_all(&m).await.unwrap();
-        let mut v = Vec::new();
-        loop {
-            let mut h = [0u8; 20];
-            timeout(T, self.s.read_exact(&mut h)).await.unwrap().unwrap();
-            let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
-            let mut buf = h.to_vec();
-            buf.resize(20 + len, 0);
-            self.s.read_exact(&mut buf[20..]).await.unwrap();
-            let (OptionReply { opt: o, reply, data }, _) = split_option_reply(&buf).unwrap();
-            assert_eq!(o, opt);
-            v.push((reply, data.to_vec()));
-            if reply == REP_ACK || reply & REP_FLAG_ERROR != 0 {
-                return v;
-            }
-        }
+        common::option(&mut self.s, opt, data, T).await
     }
 
     async fn structured_replies(&mut self) {

@@ -79,13 +79,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             let h = at / self.seg;
             let stop = ((h + 1) * self.seg).min(to);
             let held = self.locks.lock([h]);
-            let cached = {
-                let st = lock(&self.state);
-                if st.closed {
-                    return Err(closed());
-                }
-                st.rev.contains_key(&h)
-            };
+            let cached = self.cached_now(h)?;
             if cached {
                 drop(held); // the write takes it again
                 let zeroes = vec![0u8; (stop - at) as usize];

@@ -7,6 +7,16 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::*;
 
 impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
+    /// Whether segment `h` is cached now (the caller holds its lock); an
+    /// error once the map is closed.
+    pub(super) fn cached_now(&self, h: u64) -> io::Result<bool> {
+        let st = lock(&self.state);
+        if st.closed {
+            return Err(closed());
+        }
+        Ok(st.rev.contains_key(&h))
+    }
+
     /// Splits `offset..offset+len` at segment boundaries (slots unresolved).
     pub(super) fn pieces(&self, offset: u64, len: usize) -> io::Result<Vec<Piece>> {
         crate::device::check_range(self.len(), offset, len)?;
@@ -46,13 +56,7 @@ impl<S: BlockDevice, H: BlockDevice, M: BlockDevice> CacheMap<S, H, M> {
             let h = at / seg;
             let n = (seg - at % seg).min(stop - at);
             let _held = self.locks.lock([h]);
-            let cached = {
-                let st = lock(&self.state);
-                if st.closed {
-                    return Err(closed());
-                }
-                st.rev.contains_key(&h)
-            };
+            let cached = self.cached_now(h)?;
             if cached {
                 push(&mut out, Extent::data(n));
             } else {

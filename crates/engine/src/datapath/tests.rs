@@ -861,8 +861,11 @@ impl BlockDevice for GatedSsd {
     }
 }
 
-#[test]
-fn a_write_racing_the_cleaner_on_its_segment_ends_dirty_or_on_the_backing_device() {
+type GatedCache = CacheMap<std::sync::Arc<GatedSsd>, std::sync::Arc<MemDevice>, std::sync::Arc<MemDevice>>;
+
+/// A formatted cache whose cache device stops whole-segment reads at the
+/// gate (open at first), over an in-memory HDD.
+fn gated_cache() -> (GatedCache, std::sync::Arc<GatedSsd>, std::sync::Arc<MemDevice>) {
     let hdd = std::sync::Arc::new(MemDevice::new((LOGICAL + region_len(&geom())) as usize));
     MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap().format().unwrap();
     let ssd = std::sync::Arc::new(GatedSsd {
@@ -872,6 +875,12 @@ fn a_write_racing_the_cleaner_on_its_segment_ends_dirty_or_on_the_backing_device
     });
     let store = MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap();
     let (c, _) = CacheMap::open(ssd.clone(), hdd.clone(), store, false).unwrap();
+    (c, ssd, hdd)
+}
+
+#[test]
+fn a_write_racing_the_cleaner_on_its_segment_ends_dirty_or_on_the_backing_device() {
+    let (c, ssd, hdd) = gated_cache();
     c.set_watch(Box::<AllDue>::default());
     c.caching_and_eviction(&[(0, 2)]).unwrap();
     c.write(&[1; 64], 2 * SEG).unwrap();
@@ -1004,15 +1013,7 @@ fn a_miss_fills_while_the_cleaner_writes_back() {
     // The cleaner holds only the segment it writes back: a fill of another
     // segment (and an eviction of a clean one) completes while that
     // write-back waits at the gate, where it once waited for the admin mutex.
-    let hdd = std::sync::Arc::new(MemDevice::new((LOGICAL + region_len(&geom())) as usize));
-    MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap().format().unwrap();
-    let ssd = std::sync::Arc::new(GatedSsd {
-        dev: MemDevice::new((SEG * SSD_SEGS as u64) as usize),
-        gate: Mutex::new((false, true)),
-        changed: Default::default(),
-    });
-    let store = MetaStore::new(hdd.clone(), LOGICAL, geom()).unwrap();
-    let (c, _) = CacheMap::open(ssd.clone(), hdd.clone(), store, false).unwrap();
+    let (c, ssd, hdd) = gated_cache();
     c.set_fills_on_miss(true).unwrap();
     c.set_watch(Box::<AllDue>::default());
     c.replace(0, 2).unwrap();
