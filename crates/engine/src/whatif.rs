@@ -414,3 +414,4 @@ mod tests {
         assert!(big.sample_rate() < 0.01 && big.check().is_ok(), "a large cache is sampled");
     }
 }
+

@@ -179,6 +179,55 @@ impl Profiler {
     }
 }
 
+/// LRU at every cache size at once, fed one page use at a time and readable
+/// at any moment: [`exact_lru`]'s counting, for a live stream (`serve`'s
+/// what-if), where it replaces one LRU run per size.
+#[derive(Default)]
+pub struct LiveLru(Profiler);
+
+/// What a cache of some size would have done so far ([`LiveLru::at`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveCounts {
+    pub read_pages: u64,
+    pub read_hits: u64,
+    pub write_pages: u64,
+    pub write_hits: u64,
+    /// Dirty pages evicted and written back (write-back, write-allocate).
+    pub writebacks: u64,
+}
+
+impl LiveLru {
+    /// A use of page `key` (a write dirties it).
+    pub fn access(&mut self, key: u64, write: bool) {
+        self.0.access(key, write);
+        *if write { &mut self.0.counts.write_pages } else { &mut self.0.counts.read_pages } += 1;
+    }
+
+    /// The counts so far of LRU caches of each of `sizes` pages. A dirty
+    /// page evicted and not used since is written back already: counted
+    /// from its place in the stack (one pass over it), as [`exact_lru`]
+    /// counts them at the end.
+    pub fn at(&self, sizes: &[u64]) -> Vec<LiveCounts> {
+        let mut pending = SizeDiff::default();
+        for (e, depth) in self.0.stack.entries().filter(|(e, depth)| e.dirty_from != 0 && *depth > e.dirty_from) {
+            pending.add(e.dirty_from, 1);
+            pending.add(depth, -1);
+        }
+        let upto = |v: &[u64], pages: u64| v.iter().take(pages as usize + 1).sum::<u64>();
+        let upto_i = |v: &[i64], pages: u64| v.iter().take(pages as usize + 1).sum::<i64>();
+        sizes
+            .iter()
+            .map(|&pages| LiveCounts {
+                read_pages: self.0.counts.read_pages,
+                read_hits: upto(&self.0.read.0, pages),
+                write_pages: self.0.counts.write_pages,
+                write_hits: upto(&self.0.write.0, pages),
+                writebacks: (upto_i(&self.0.writebacks.0, pages) + upto_i(&pending.0, pages)).max(0) as u64,
+            })
+            .collect()
+    }
+}
+
 /// What a curve is of: the trace's requests and pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct TraceCounts {

@@ -100,3 +100,43 @@ fn dirty_pages_at_the_end_are_those_not_yet_evicted() {
     assert_eq!((p.at(1).dirty_writebacks, p.at(1).dirty_at_end), (1, 1));
     assert_eq!((p.at(2).dirty_writebacks, p.at(2).dirty_at_end), (0, 2));
 }
+
+#[test]
+fn live_lru_equals_an_lru_run_at_every_size_at_every_moment() {
+    use crate::policy::registry::{self, BuildCtx};
+    use crate::policy::Mode;
+    use crate::sim::{SimConfig, Simulator};
+    use crate::trace::Unit;
+    let mut x = 3u64;
+    let uses: Vec<(u64, bool)> = (0..5000)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (((x >> 33) % 300).min((x >> 13) % 300), x.is_multiple_of(3))
+        })
+        .collect();
+    let mut live = LiveLru::default();
+    for (i, &(k, w)) in uses.iter().enumerate() {
+        live.access(k, w);
+        if i % 1000 != 999 {
+            continue;
+        }
+        for pages in [1, 7, 40, 150, 400] {
+            let ctx = BuildCtx { capacity: pages, mode: Mode::WriteBack, page_bytes: 1 };
+            let mut lru = registry::build("lru", &ctx).unwrap().0;
+            let mut sim = Simulator::new(lru.as_mut(), SimConfig { page_bytes: 1 });
+            for (t, &(k, w)) in uses[..=i].iter().enumerate() {
+                let op = if w { Op::Write } else { Op::Read };
+                sim.request(&Request { time: t as u64, addr: k, len: 1, dev: 0, op }, Unit::Pages).unwrap();
+            }
+            let c = &sim.counters;
+            let want = LiveCounts {
+                read_pages: c.read_pages,
+                read_hits: c.read_hits,
+                write_pages: c.write_pages,
+                write_hits: c.write_hits,
+                writebacks: c.dirty_writebacks,
+            };
+            assert_eq!(live.at(&[pages as u64])[0], want, "{pages} pages after {} uses", i + 1);
+        }
+    }
+}
