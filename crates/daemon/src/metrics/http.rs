@@ -241,8 +241,9 @@ async fn exchange(
         Asked::Status => {
             let p = pages.clone();
             // Serialising plain data cannot fail.
-            let body = render_blocking(slot, move || serde_json::to_vec(&p.source.snapshot()).expect("a snapshot as JSON"))
-                .await?;
+            let body =
+                render_blocking(slot, move || serde_json::to_vec(&p.source.snapshot()).expect("a snapshot as JSON"))
+                    .await?;
             stats.served.fetch_add(1, Relaxed);
             respond(&mut sock, "200 OK", JSON_CONTENT_TYPE, &body).await
         }
