@@ -291,8 +291,8 @@ mod tests {
         }
     }
 
-    /// An engine stuck behind a hung device (its status blocks): scrapes
-    /// time out, and the renderings stuck in it never exceed
+    /// An engine stuck behind a hung device (its status blocks): scrapes of
+    /// /metrics and /status.json time out, and the renderings stuck in it never exceed
     /// MAX_CONNECTIONS, however many scrapes come, before or after the
     /// timeouts.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,15 +317,17 @@ mod tests {
         let stats = Arc::new(EndpointStats::default());
         let limits = EndpointLimits::default();
         let server = tokio::spawn(serve(listener, source, stats.clone(), limits));
-        let scrape = || async move {
+        // Both paths that take a snapshot: the same bounds.
+        let scrape = |path: &'static str| async move {
             let mut s = TcpStream::connect(addr).await.unwrap();
-            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await;
+            let _ = s.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).await;
             let mut out = Vec::new();
             let _ = s.read_to_end(&mut out).await; // closed: refused, or timed out
             out
         };
         for round in 0..2 {
-            let all: Vec<_> = (0..20).map(|_| tokio::spawn(scrape())).collect();
+            let all: Vec<_> =
+                (0..20).map(|i| tokio::spawn(scrape(if i % 2 == 0 { "/metrics" } else { "/status.json" }))).collect();
             for t in all {
                 assert!(t.await.unwrap().is_empty(), "round {round}: a page from a stuck engine");
             }
@@ -335,15 +337,17 @@ mod tests {
         // Unstuck: served again.
         *gate.0.lock().unwrap() = true;
         gate.1.notify_all();
-        let mut page = Vec::new();
-        for _ in 0..100 {
-            page = scrape().await;
-            if !page.is_empty() {
-                break;
+        for path in ["/metrics", "/status.json", "/"] {
+            let mut page = Vec::new();
+            for _ in 0..100 {
+                page = scrape(path).await;
+                if !page.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(String::from_utf8_lossy(&page).starts_with("HTTP/1.1 200 OK"), "{path}");
         }
-        assert!(String::from_utf8_lossy(&page).starts_with("HTTP/1.1 200 OK"));
         server.abort();
     }
 
