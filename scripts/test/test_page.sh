@@ -19,13 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/common.sh
 
-for t in qemu-io chromium; do
-  command -v "$t" >/dev/null || die "$t missing: apt-get install -y qemu-utils chromium (scripts/test.sh does)"
-done
-
+need_tools "apt-get install -y qemu-utils chromium (scripts/test.sh does)" qemu-io chromium
 step "build ssdcache"
-PROFILE=${SERVE_PROFILE:-debug}
-build_ssdcache "$PROFILE"
+build_ssdcache "${SERVE_PROFILE:-debug}"
 
 work_dir
 CACHE=$WORK/cache.img BACKING=$WORK/backing.img
