@@ -3,7 +3,8 @@
 #   1. the Rust unit, property and integration tests (every trace in ../shared/traces),
 #   2. the NBD server against real clients (qemu-io, qemu-img, nbdinfo, nbdcopy,
 #      fio, python3-libnbd; installed with apt when missing; structured replies,
-#      block status, NBD_CMD_CACHE and --read-only: test_structured.sh), the persistent
+#      block status, NBD_CMD_CACHE and --read-only: test_structured.sh), the metrics
+#      endpoint's page rendered by headless chromium (test_page.sh), the persistent
 #      cache behind `ssdcache serve` with clean stops and kill -9, its faults
 #      (damaged metadata, failing devices, operator mistakes: test_faults.sh),
 #      kill -9 trials each followed by one damaged metadata or superblock copy
@@ -42,12 +43,13 @@ cargo build --release --locked -p ssdcache-cli
 step "lints (cargo clippy --all-targets -D warnings)"
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 
-step "system tools the Rust tests run (promtool, qemu-io, python3-libnbd: crates/cli/tests/metrics.rs; openssl, nbdinfo, nbdcopy, qemu-img: crates/cli/tests/serve_tls.rs)"
+step "system tools the Rust tests run (promtool, qemu-io, python3-libnbd: crates/cli/tests/metrics.rs; openssl, nbdinfo, nbdcopy, qemu-img: crates/cli/tests/serve_tls.rs; chromium: scripts/test/test_page.sh)"
 if ! command -v promtool >/dev/null || ! command -v qemu-io >/dev/null || ! /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
-  ! command -v openssl >/dev/null || ! command -v nbdinfo >/dev/null || ! command -v nbdcopy >/dev/null; then
+  ! command -v openssl >/dev/null || ! command -v nbdinfo >/dev/null || ! command -v nbdcopy >/dev/null ||
+  ! command -v chromium >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  apt-get install -y -q prometheus qemu-utils python3-libnbd openssl libnbd-bin >/dev/null
+  apt-get install -y -q prometheus qemu-utils python3-libnbd openssl libnbd-bin chromium >/dev/null
 fi
 promtool --version 2>&1 | sed -n 1p
 
@@ -62,6 +64,9 @@ SERVE_PROFILE=release scripts/test/test_serve.sh
 
 step "structured replies, block status (nbdinfo --map, qemu-img map, sparse nbdcopy), NBD_CMD_CACHE, serve --read-only"
 SERVE_PROFILE=release scripts/test/test_structured.sh
+
+step "the metrics endpoint's page (/ polling /status.json) in headless chromium, against status --json"
+SERVE_PROFILE=release scripts/test/test_page.sh
 
 step "integrity faults with a real client (damaged metadata, failing and truncated devices, operator mistakes)"
 SERVE_PROFILE=release scripts/test/test_faults.sh

@@ -5,6 +5,13 @@ elapsed() { local us=$((${EPOCHREALTIME/./} - T0)); printf '%d.%d s' $((us / 100
 step() { printf '\n== %s  (%s)\n' "$*" "$(elapsed)"; }
 die() { echo "FAIL: $*" >&2; exit 1; }
 
+# need_tools HINT TOOL...: dies, saying HINT, if a TOOL is not on PATH.
+need_tools() {
+  local hint=$1 t
+  shift
+  for t in "$@"; do command -v "$t" >/dev/null || die "$t missing: $hint"; done
+}
+
 # kill_server PID: SIGKILL a server of ours if it still runs, and reap it.
 kill_server() {
   if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then

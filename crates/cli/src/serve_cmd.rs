@@ -146,8 +146,9 @@ pub struct ServeArgs {
     /// stale socket there is replaced; anything else is refused.
     #[arg(long)]
     control: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; port 0 picks a free
-    /// one, `metrics on ADDR` tells which). Unauthenticated: keep it on loopback or a trusted network.
+    /// Serve Prometheus metrics at http://ADDR/metrics, a live page at http://ADDR/ and the status
+    /// at http://ADDR/status.json (e.g. 127.0.0.1:9100; port 0 picks a free one, `metrics on ADDR`
+    /// tells which). Unauthenticated: keep it on loopback or a trusted network.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
     /// Metrics connections served at once, 1 to 256; more are closed at accept [default: 8].

@@ -1,6 +1,7 @@
 //! `ssdcache serve --metrics`: after a known workload from a real NBD client
 //! (qemu-io), `/metrics` and `ssdcache status --json` agree with the
-//! workload and with each other; Prometheus's own parser (`promtool check
+//! workload and with each other, `/status.json` is `status --json`'s status
+//! and `/` the page (scripts/test/test_page.sh renders it in chromium); Prometheus's own parser (`promtool check
 //! metrics`) accepts the page, and an OpenMetrics parser (the Python
 //! `prometheus_client`'s) the OpenMetrics form; hostile metrics clients
 //! (silent, 100 MB of headers, hundreds of connections) neither grow the
@@ -88,10 +89,15 @@ fn run_ok(mut cmd: Command, input: Option<&str>) -> String {
 
 /// One `GET /metrics`; (status line, Content-Type, body).
 fn scrape(addr: SocketAddr, accept: Option<&str>) -> (String, String, String) {
+    http_get(addr, "/metrics", accept)
+}
+
+/// One `GET path`; (status line, Content-Type, body).
+fn http_get(addr: SocketAddr, path: &str, accept: Option<&str>) -> (String, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: test\r\n{accept}\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: test\r\n{accept}\r\n").unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
@@ -331,6 +337,68 @@ fn metrics_and_status_json_agree_with_a_qemu_io_workload() {
 }
 
 /// Drives hostile clients at the metrics port while an NBD client works.
+/// Whether `a` and `b` have the same shape: the same keys at every level,
+/// the same kinds of values (null, which a value may become between two
+/// reads, matches anything), arrays' elements alike.
+fn same_shape(a: &Value, b: &Value, at: &str) {
+    match (a, b) {
+        (Value::Null, _) | (_, Value::Null) => {}
+        (Value::Object(x), Value::Object(y)) => {
+            let (kx, ky): (Vec<_>, Vec<_>) = (x.keys().collect(), y.keys().collect());
+            assert_eq!(kx, ky, "keys of {at}");
+            for (k, v) in x {
+                same_shape(v, &y[k], &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                same_shape(u, v, &format!("{at}[{i}]"));
+            }
+        }
+        (Value::Number(_), Value::Number(_))
+        | (Value::String(_), Value::String(_))
+        | (Value::Bool(_), Value::Bool(_)) => {}
+        _ => panic!("{at}: {a} vs {b}"),
+    }
+}
+
+/// The endpoint's other paths: `/` the page (HTML, compiled in), and
+/// `/status.json` what `status --json` prints under `status`; anything else
+/// 404, and `/metrics` as before.
+#[test]
+fn the_page_and_status_json_beside_metrics() {
+    require("qemu-io", "qemu-utils");
+    let f = Fixture::new("write-through");
+    let s = f.serve();
+    qemu_io(s.nbd(), &["read 0 4k", "read 4k 4k", "write 1M 4k", "read 1M 4k"]);
+
+    let (status, ctype, page) = http_get(s.metrics(), "/", None);
+    assert_eq!((status.as_str(), ctype.as_str()), ("HTTP/1.1 200 OK", "text/html; charset=utf-8"));
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("status.json"), "{page}");
+    // Self-contained: nothing fetched from elsewhere.
+    for external in ["src=\"http", "href=\"http", "@import", "<link"] {
+        assert!(!page.contains(external), "the page refers to {external}");
+    }
+
+    let (status, ctype, body) = http_get(s.metrics(), "/status.json", None);
+    assert_eq!((status.as_str(), ctype.as_str()), ("HTTP/1.1 200 OK", "application/json"));
+    let served: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let printed = status_json(&f);
+    same_shape(&served, &printed, "status");
+    // No I/O between the two: the counters are equal.
+    for k in ["read_hits", "read_misses", "write_hits", "write_misses", "cached", "dirty", "requests"] {
+        assert_eq!(served[k], printed[k], "{k}");
+    }
+    assert_eq!((served["read_hits"].as_u64(), served["read_misses"].as_u64()), (Some(2), Some(1)));
+
+    for path in ["/nope", "/metrics/", "/status.json/x", "/index.html"] {
+        let (status, ctype, _) = http_get(s.metrics(), path, None);
+        assert_eq!((status.as_str(), ctype.as_str()), ("HTTP/1.1 404 Not Found", "text/plain"), "{path}");
+    }
+    let (status, ctype, _) = scrape(s.metrics(), None);
+    assert_eq!((status.as_str(), ctype.as_str()), ("HTTP/1.1 200 OK", "text/plain; version=0.0.4; charset=utf-8"));
+}
+
 #[test]
 fn hostile_metrics_clients_are_bounded_and_nbd_is_unaffected() {
     require("qemu-io", "qemu-utils");

@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 
 use crate::control::protocol::Served;
 use crate::control::socket as control_socket;
-use crate::metrics::{exposition, http, snapshot::Source};
+use crate::metrics::{http, snapshot::Source};
 use ssdcache_block::Backend;
 use ssdcache_engine::engine::TrimMode;
 use ssdcache_engine::inject::{FaultPlan, InjectDevice};
@@ -231,10 +231,9 @@ pub async fn run(
             None => None,
             Some(l) => {
                 let addr = l.local_addr()?;
-                let registry = Arc::new(exposition::registry(source));
-                let task = tokio::spawn(http::serve(l, registry, Default::default(), cfg.metrics_limits));
+                let task = tokio::spawn(http::serve(l, source, Default::default(), cfg.metrics_limits));
                 eprintln!(
-                    "ssdcache serve: metrics on http://{addr}/metrics{}",
+                    "ssdcache serve: metrics on http://{addr}/metrics, a live page at http://{addr}/{}",
                     if addr.ip().is_loopback() { "" } else { " (unauthenticated: anyone who can reach it reads them)" }
                 );
                 println!("metrics on {addr}");

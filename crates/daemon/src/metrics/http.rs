@@ -1,10 +1,12 @@
-//! The `/metrics` endpoint of `serve --metrics ADDR`: `GET /metrics` answers
-//! the exposition text, anything else a short error; every connection is
-//! closed after one answer.
+//! The endpoint of `serve --metrics ADDR`: `GET /metrics` answers the
+//! exposition text, `GET /status.json` the snapshot `status --json` prints
+//! under `status`, `GET /` a page for people that polls it (`page.html`,
+//! compiled in: no assets, no build step, works without a network);
+//! anything else a short error. Every connection is closed after one answer.
 //!
-//! A tiny responder rather than hyper: one GET of one page, and hyper is not
-//! a dependency here; what matters is that hostile clients cannot hurt the
-//! server, and each bound is explicit:
+//! A tiny responder rather than hyper: a few GETs of fixed paths, and hyper
+//! is not a dependency here; what matters is that hostile clients cannot
+//! hurt the server, and each bound is explicit (the same for every path):
 //! - memory: a request head of at most [`MAX_HEAD`] bytes is read (more is
 //!   answered 431 and the connection closed, the rest never read), and at
 //!   most [`EndpointLimits::max_clients`] are served at once (more are
@@ -32,6 +34,14 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::exposition;
+use super::snapshot::Source;
+
+/// The page served at `/`: inline CSS and JS, polling `/status.json`.
+pub const PAGE: &str = include_str!("page.html");
+/// The Content-Type of [`PAGE`].
+pub const PAGE_CONTENT_TYPE: &str = "text/html; charset=utf-8";
+/// The Content-Type of `/status.json`.
+pub const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// Largest request head read (request line and headers).
 pub const MAX_HEAD: usize = 8 << 10;
@@ -74,8 +84,17 @@ pub struct EndpointStats {
     pub served: AtomicU64,
 }
 
-/// Serves `/metrics` on `listener` until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<EndpointStats>, limits: EndpointLimits) {
+/// What every connection reads from: the snapshots, and the registry that
+/// encodes them for `/metrics`.
+struct Pages {
+    registry: Registry,
+    source: Source,
+}
+
+/// Serves `/metrics`, `/status.json` and `/` on `listener`, from `source`,
+/// until the task is dropped or aborted.
+pub async fn serve(listener: TcpListener, source: Source, stats: Arc<EndpointStats>, limits: EndpointLimits) {
+    let pages = Arc::new(Pages { registry: exposition::registry(source.clone()), source });
     let slots = Arc::new(Semaphore::new(limits.max_clients));
     loop {
         let sock = match listener.accept().await {
@@ -91,9 +110,9 @@ pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<En
             stats.refused.fetch_add(1, Relaxed);
             continue; // dropped: closed
         };
-        let (registry, stats) = (registry.clone(), stats.clone());
+        let (pages, stats) = (pages.clone(), stats.clone());
         tokio::spawn(async move {
-            match tokio::time::timeout(limits.timeout, exchange(sock, &registry, &stats, slot)).await {
+            match tokio::time::timeout(limits.timeout, exchange(sock, &pages, &stats, slot)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => log::debug!("metrics endpoint: {e}"),
                 Err(_) => {
@@ -108,6 +127,8 @@ pub async fn serve(listener: TcpListener, registry: Arc<Registry>, stats: Arc<En
 #[derive(Debug, PartialEq, Eq)]
 enum Asked {
     Metrics,
+    Status,
+    Page,
     NotFound,
     NotGet,
     Malformed,
@@ -147,10 +168,11 @@ fn parse(head: &[u8]) -> Asked {
         return Asked::NotGet;
     }
     let path = target.split('?').next().unwrap_or_default();
-    if path == "/metrics" {
-        Asked::Metrics
-    } else {
-        Asked::NotFound
+    match path {
+        "/metrics" => Asked::Metrics,
+        "/status.json" => Asked::Status,
+        "/" => Asked::Page,
+        _ => Asked::NotFound,
     }
 }
 
@@ -173,11 +195,28 @@ async fn respond(sock: &mut TcpStream, status: &str, content_type: &str, body: &
     sock.shutdown().await
 }
 
+/// Runs `render` on a blocking thread that keeps `slot` until it returns.
+/// A snapshot takes the engine's locks, which a fill may hold during device
+/// I/O: not on the async runtime. The rendering keeps the connection's slot
+/// even past the timeout, so a stuck engine holds at most max_clients
+/// blocking threads.
+async fn render_blocking<T: Send + 'static>(
+    slot: OwnedSemaphorePermit,
+    render: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        render()
+    })
+    .await
+    .map_err(std::io::Error::other)
+}
+
 /// One connection's exchange; it holds `slot` until done, or (a page being
 /// rendered) until the rendering ends.
 async fn exchange(
     mut sock: TcpStream,
-    registry: &Arc<Registry>,
+    pages: &Arc<Pages>,
     stats: &EndpointStats,
     slot: OwnedSemaphorePermit,
 ) -> std::io::Result<()> {
@@ -188,17 +227,8 @@ async fn exchange(
     };
     match parse(&head) {
         Asked::Metrics => {
-            // A snapshot takes the engine's locks, which a fill may hold
-            // during device I/O: not on the async runtime. The rendering
-            // keeps the connection's slot even past the timeout, so a stuck
-            // engine holds at most max_clients blocking threads.
-            let r = registry.clone();
-            let page = tokio::task::spawn_blocking(move || {
-                let _slot = slot;
-                exposition::render(&r)
-            })
-            .await
-            .map_err(std::io::Error::other)?;
+            let p = pages.clone();
+            let page = render_blocking(slot, move || exposition::render(&p.registry)).await?;
             stats.served.fetch_add(1, Relaxed);
             // Prometheus asks for OpenMetrics; others get the classic format.
             if wants_openmetrics(&head) {
@@ -208,7 +238,22 @@ async fn exchange(
                 respond(&mut sock, "200 OK", exposition::CLASSIC_CONTENT_TYPE, page.as_bytes()).await
             }
         }
-        Asked::NotFound => respond(&mut sock, "404 Not Found", "text/plain", b"only /metrics is served here\n").await,
+        Asked::Status => {
+            let p = pages.clone();
+            // Serialising plain data cannot fail.
+            let body =
+                render_blocking(slot, move || serde_json::to_vec(&p.source.snapshot()).expect("a snapshot as JSON"))
+                    .await?;
+            stats.served.fetch_add(1, Relaxed);
+            respond(&mut sock, "200 OK", JSON_CONTENT_TYPE, &body).await
+        }
+        Asked::Page => {
+            stats.served.fetch_add(1, Relaxed);
+            respond(&mut sock, "200 OK", PAGE_CONTENT_TYPE, PAGE.as_bytes()).await
+        }
+        Asked::NotFound => {
+            respond(&mut sock, "404 Not Found", "text/plain", b"served here: /, /status.json, /metrics\n").await
+        }
         Asked::NotGet => respond(&mut sock, "405 Method Not Allowed", "text/plain", b"only GET\n").await,
         Asked::Malformed => respond(&mut sock, "400 Bad Request", "text/plain", b"not an HTTP/1 request\n").await,
     }
@@ -246,8 +291,8 @@ mod tests {
         }
     }
 
-    /// An engine stuck behind a hung device (its status blocks): scrapes
-    /// time out, and the renderings stuck in it never exceed
+    /// An engine stuck behind a hung device (its status blocks): scrapes of
+    /// /metrics and /status.json time out, and the renderings stuck in it never exceed
     /// MAX_CONNECTIONS, however many scrapes come, before or after the
     /// timeouts.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,16 +316,18 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let stats = Arc::new(EndpointStats::default());
         let limits = EndpointLimits::default();
-        let server = tokio::spawn(serve(listener, Arc::new(exposition::registry(source)), stats.clone(), limits));
-        let scrape = || async move {
+        let server = tokio::spawn(serve(listener, source, stats.clone(), limits));
+        // Both paths that take a snapshot: the same bounds.
+        let scrape = |path: &'static str| async move {
             let mut s = TcpStream::connect(addr).await.unwrap();
-            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await;
+            let _ = s.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).await;
             let mut out = Vec::new();
             let _ = s.read_to_end(&mut out).await; // closed: refused, or timed out
             out
         };
         for round in 0..2 {
-            let all: Vec<_> = (0..20).map(|_| tokio::spawn(scrape())).collect();
+            let all: Vec<_> =
+                (0..20).map(|i| tokio::spawn(scrape(if i % 2 == 0 { "/metrics" } else { "/status.json" }))).collect();
             for t in all {
                 assert!(t.await.unwrap().is_empty(), "round {round}: a page from a stuck engine");
             }
@@ -290,15 +337,17 @@ mod tests {
         // Unstuck: served again.
         *gate.0.lock().unwrap() = true;
         gate.1.notify_all();
-        let mut page = Vec::new();
-        for _ in 0..100 {
-            page = scrape().await;
-            if !page.is_empty() {
-                break;
+        for path in ["/metrics", "/status.json", "/"] {
+            let mut page = Vec::new();
+            for _ in 0..100 {
+                page = scrape(path).await;
+                if !page.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(String::from_utf8_lossy(&page).starts_with("HTTP/1.1 200 OK"), "{path}");
         }
-        assert!(String::from_utf8_lossy(&page).starts_with("HTTP/1.1 200 OK"));
         server.abort();
     }
 
@@ -306,7 +355,11 @@ mod tests {
     fn request_lines_are_read_strictly() {
         assert_eq!(parse(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), Asked::Metrics);
         assert_eq!(parse(b"GET /metrics?x=1 HTTP/1.0\n\n"), Asked::Metrics);
-        assert_eq!(parse(b"GET / HTTP/1.1\r\n\r\n"), Asked::NotFound);
+        assert_eq!(parse(b"GET / HTTP/1.1\r\n\r\n"), Asked::Page);
+        assert_eq!(parse(b"GET /?x HTTP/1.1\r\n\r\n"), Asked::Page);
+        assert_eq!(parse(b"GET /status.json HTTP/1.1\r\n\r\n"), Asked::Status);
+        assert_eq!(parse(b"GET /status.jsonx HTTP/1.1\r\n\r\n"), Asked::NotFound);
+        assert_eq!(parse(b"GET /index.html HTTP/1.1\r\n\r\n"), Asked::NotFound);
         assert_eq!(parse(b"GET /metricsX HTTP/1.1\r\n\r\n"), Asked::NotFound);
         assert_eq!(parse(b"POST /metrics HTTP/1.1\r\n\r\n"), Asked::NotGet);
         assert_eq!(parse(b"GET /metrics\r\n\r\n"), Asked::Malformed);

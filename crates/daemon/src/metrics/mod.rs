@@ -7,7 +7,8 @@
 //!   the server's connections, taken at once.
 //! - `exposition`: a snapshot in the Prometheus/OpenMetrics text format,
 //!   written by the `prometheus-client` crate.
-//! - `http`: the `/metrics` endpoint, bounded in memory, time and
+//! - `http`: the `/metrics` endpoint (also `/status.json` and a live page
+//!   at `/`, `page.html`), bounded in memory, time and
 //!   connections against hostile clients.
 
 pub mod exposition;
