@@ -13,6 +13,7 @@ pub mod formats;
 pub mod gen;
 pub mod info;
 pub mod lines;
+pub mod objects;
 pub mod progress;
 pub mod readahead;
 pub mod text;
@@ -127,6 +128,21 @@ pub fn open(path: &Path, format: Format, opts: &ReadOptions) -> Result<(Box<dyn 
     };
     let reader = formats::open_as(path, format, opts)?;
     Ok((reader, format))
+}
+
+/// Opens `path` in object mode (`--unit object`): each request a key with a
+/// size in bytes. `format` may be `Auto`; a format without sizes is an error
+/// naming the ones with sizes.
+pub fn open_objects(
+    path: &Path,
+    format: Format,
+    opts: &ReadOptions,
+) -> Result<(Box<dyn objects::ObjectReader>, Format), TraceError> {
+    let format = match format {
+        Format::Auto => formats::sniff(path)?,
+        f => f,
+    };
+    Ok((formats::open_objects_as(path, format, opts)?, format))
 }
 
 /// A reader over a trace already in memory (uncompressed bytes), in `format` or
