@@ -1,0 +1,55 @@
+//! CLOCK over bytes with a one-bit reference (libCacheSim's `Clock`, one-bit
+//! counter): a hit sets the bit; to make room the oldest object with its bit
+//! set goes back to the front with it cleared, the first without leaves.
+
+use super::{ByteQueue, SizedInfo, SizedPolicy};
+use crate::spec::{Spec, SpecError};
+
+pub struct SizedClock {
+    /// Per object: referenced since it last came round.
+    queue: ByteQueue<bool>,
+    capacity: u64,
+    evictions: u64,
+}
+
+impl SizedPolicy for SizedClock {
+    fn lookup(&mut self, key: u64) -> bool {
+        let Some(idx) = self.queue.find(key) else { return false };
+        *self.queue.extra(idx) = true;
+        true
+    }
+    fn insert(&mut self, key: u64, size: u64) -> bool {
+        while self.queue.used() + size > self.capacity {
+            let oldest = self.queue.back().expect("bytes in use, so objects cached");
+            let referenced = self.queue.extra(oldest);
+            if *referenced {
+                *referenced = false;
+                self.queue.move_to_front(oldest);
+            } else {
+                self.queue.remove_at(oldest);
+                self.evictions += 1;
+            }
+        }
+        self.queue.push_front(key, size, false);
+        true
+    }
+    fn remove(&mut self, key: u64) -> bool {
+        self.queue.remove(key)
+    }
+    fn used_bytes(&self) -> u64 {
+        self.queue.used()
+    }
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+    fn evictions(&self) -> u64 {
+        self.evictions
+    }
+}
+
+fn build(_: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {
+    Ok(Box::new(SizedClock { queue: ByteQueue::default(), capacity, evictions: 0 }))
+}
+
+pub const INFO: SizedInfo =
+    SizedInfo { name: "clock", about: "CLOCK (second chance, one reference bit), over bytes", params: &[], build };
