@@ -378,9 +378,12 @@ impl Csv {
     }
 }
 
-impl ObjectLineFormat for Csv {
+/// The generic CSV reader in object mode ([`Csv::parse_object`]).
+pub struct CsvObjects(pub Csv);
+
+impl ObjectLineFormat for CsvObjects {
     fn parse(&mut self, line: &str) -> Result<Option<ObjectRequest>, FieldError> {
-        self.parse_object(line)
+        self.0.parse_object(line)
     }
 }
 

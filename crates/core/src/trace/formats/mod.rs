@@ -186,7 +186,7 @@ pub fn objects_over(
                 msg: "format csv needs a column mapping (--csv-columns; in object mode offset= names the key column)"
                     .into(),
             })?;
-            Box::new(ObjectLines::new(src, csv::Csv::new(mapping), path, skip))
+            Box::new(ObjectLines::new(src, csv::CsvObjects(csv::Csv::new(mapping)), path, skip))
         }
         other => {
             let names: Vec<&str> = OBJECT_FORMATS.iter().map(|f| f.name()).collect();
