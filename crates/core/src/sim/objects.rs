@@ -56,6 +56,17 @@ impl ObjectSource {
         })
     }
 
+    /// The requests `keep` keeps, in memory (a sample for miniature runs).
+    pub fn filtered(&self, keep: &dyn Fn(&ObjectRequest) -> bool) -> Result<ObjectSource, SimError> {
+        let (mut reader, format) = self.open()?;
+        let mut kept = Vec::new();
+        let mut batch = Vec::with_capacity(BATCH);
+        while reader.read_objects(&mut batch, BATCH)? > 0 {
+            kept.extend(batch.iter().filter(|r| keep(r)));
+        }
+        Ok(ObjectSource::Memory { name: self.name(), format, requests: kept.into(), skipped: reader.skipped() })
+    }
+
     /// The whole trace in memory, so that many runs share one parse.
     pub fn load(&self) -> Result<ObjectSource, SimError> {
         if let ObjectSource::Memory { .. } = self {
