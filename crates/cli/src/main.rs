@@ -3,6 +3,7 @@
 mod analyze_cmd;
 mod heap;
 mod mrc_cmd;
+mod objects_cmd;
 mod output;
 mod plot;
 mod policies;

@@ -72,6 +72,9 @@ struct Row<'a> {
 }
 
 pub fn run(args: MrcArgs) -> Result<()> {
+    if args.input.unit == crate::run::RequestUnit::Object {
+        return crate::objects_cmd::mrc(&args);
+    }
     let policies = split_list(&args.policy);
     if policies.is_empty() {
         bail!("--policy: name at least one policy");
@@ -149,7 +152,7 @@ pub fn run(args: MrcArgs) -> Result<()> {
 }
 
 /// The sampling asked for, if any.
-fn sampling(args: &MrcArgs) -> Result<Option<SampleSpec>> {
+pub fn sampling(args: &MrcArgs) -> Result<Option<SampleSpec>> {
     if args.sample.is_none() && args.sample_keys.is_none() {
         return Ok(None);
     }

@@ -24,10 +24,10 @@
 
 use super::sample::Sampler;
 use crate::metrics::ObjectReport;
-use crate::sim::objects::{run_objects, ObjectSource};
+use crate::sim::objects::{object_totals as totals, run_objects, ObjectSource, ObjectTotals as TraceTotals};
 use crate::sim::SimError;
 use crate::trace::objects::ObjectRequest;
-use crate::trace::{Op, BATCH};
+use crate::trace::BATCH;
 use serde::Serialize;
 
 /// One capacity's result.
@@ -67,7 +67,7 @@ pub struct ObjectCurve {
 #[derive(Clone, Debug)]
 pub enum ObjectSizes {
     Bytes(Vec<u64>),
-    Shares(Vec<f64>),
+    Shares(Vec<crate::sim::flags::Share>),
     Even(u64),
 }
 
@@ -75,46 +75,13 @@ impl ObjectSizes {
     fn resolve(&self, footprint_bytes: u64) -> Vec<u64> {
         match self {
             ObjectSizes::Bytes(b) => b.clone(),
-            ObjectSizes::Shares(s) => s.iter().map(|f| ((footprint_bytes as f64 * f).ceil() as u64).max(1)).collect(),
+            ObjectSizes::Shares(s) => s.iter().map(|f| f.of_ceil(footprint_bytes).max(1)).collect(),
             ObjectSizes::Even(n) => (1..=*n).map(|i| (footprint_bytes * i).div_ceil(*n).max(1)).collect(),
         }
     }
     fn needs_footprint(&self) -> bool {
         !matches!(self, ObjectSizes::Bytes(_))
     }
-}
-
-/// Requests, bytes and footprint of a trace, in one pass.
-struct TraceTotals {
-    requests: u64,
-    bytes: u64,
-    footprint_objects: u64,
-    footprint_bytes: u64,
-    deletes: u64,
-    skipped: u64,
-}
-
-fn totals(source: &ObjectSource) -> Result<TraceTotals, SimError> {
-    let (mut reader, _) = source.open()?;
-    let mut seen = hashbrown::HashSet::new();
-    let mut t = TraceTotals { requests: 0, bytes: 0, footprint_objects: 0, footprint_bytes: 0, deletes: 0, skipped: 0 };
-    let mut batch = Vec::with_capacity(BATCH);
-    while reader.read_objects(&mut batch, BATCH)? > 0 {
-        for r in &batch {
-            if r.op == Op::Trim {
-                t.deletes += 1;
-                continue;
-            }
-            t.requests += 1;
-            t.bytes += r.size;
-            if seen.insert(r.key) {
-                t.footprint_objects += 1;
-                t.footprint_bytes += r.size;
-            }
-        }
-    }
-    t.skipped = reader.skipped();
-    Ok(t)
 }
 
 /// A Fenwick tree over access times holding bytes.
@@ -233,21 +200,13 @@ pub fn exact_lru_bytes(source: &ObjectSource, sizes: &ObjectSizes) -> Result<Obj
     let (mut misses, mut miss_bytes, mut too_large) =
         (vec![0u64; capacities.len()], vec![0u64; capacities.len()], vec![0u64; capacities.len()]);
     let mut hits = vec![false; capacities.len()];
-    let mut seen = hashbrown::HashSet::new();
-    let mut t = TraceTotals { requests: 0, bytes: 0, footprint_objects: 0, footprint_bytes: 0, deletes: 0, skipped: 0 };
+    let mut t = TraceTotals::default();
     let mut batch: Vec<ObjectRequest> = Vec::with_capacity(BATCH);
     while reader.read_objects(&mut batch, BATCH)? > 0 {
         for r in &batch {
-            if r.op == Op::Trim {
-                t.deletes += 1;
+            if t.count(r) {
                 stacks.delete(r.key);
                 continue;
-            }
-            t.requests += 1;
-            t.bytes += r.size;
-            if seen.insert(r.key) {
-                t.footprint_objects += 1;
-                t.footprint_bytes += r.size;
             }
             stacks.access(r.key, r.size, &mut hits);
             for (i, &hit) in hits.iter().enumerate() {
@@ -353,6 +312,7 @@ pub fn sampled_objects(
 mod tests {
     use super::*;
     use crate::policy::sized::{lru::SizedLru, SizedPolicy};
+    use crate::trace::Op;
     use crate::sim::objects::ObjectSimulator;
     use proptest::prelude::*;
 

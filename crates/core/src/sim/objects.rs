@@ -78,6 +78,50 @@ impl ObjectSource {
     }
 }
 
+/// Requests, bytes and footprint of an object trace, counted request by request.
+#[derive(Default)]
+pub struct ObjectTotals {
+    pub requests: u64,
+    pub bytes: u64,
+    /// Distinct objects, and their bytes (each at its first size).
+    pub footprint_objects: u64,
+    pub footprint_bytes: u64,
+    pub deletes: u64,
+    pub skipped: u64,
+    seen: hashbrown::HashSet<u64>,
+}
+
+impl ObjectTotals {
+    /// Counts one request; whether it is a delete.
+    pub fn count(&mut self, r: &ObjectRequest) -> bool {
+        if r.op == Op::Trim {
+            self.deletes += 1;
+            return true;
+        }
+        self.requests += 1;
+        self.bytes += r.size;
+        if self.seen.insert(r.key) {
+            self.footprint_objects += 1;
+            self.footprint_bytes += r.size;
+        }
+        false
+    }
+}
+
+/// [`ObjectTotals`] of `source`, in one pass (memory: one entry per object).
+pub fn object_totals(source: &ObjectSource) -> Result<ObjectTotals, SimError> {
+    let (mut reader, _) = source.open()?;
+    let mut t = ObjectTotals::default();
+    let mut batch = Vec::with_capacity(BATCH);
+    while reader.read_objects(&mut batch, BATCH)? > 0 {
+        batch.iter().for_each(|r| {
+            t.count(r);
+        });
+    }
+    t.skipped = reader.skipped();
+    Ok(t)
+}
+
 /// Replays object requests through a size-aware policy of `capacity` bytes.
 pub struct ObjectSimulator<'p> {
     policy: &'p mut dyn SizedPolicy,
