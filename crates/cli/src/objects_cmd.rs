@@ -9,8 +9,8 @@ use anyhow::{bail, Result};
 use rayon::prelude::*;
 use ssdcache::metrics::ObjectReport;
 use ssdcache::mrc::objects::{exact_lru_bytes, sampled_objects, ObjectCurve, ObjectSizes};
-use ssdcache::sim::flags::{parse_cache_sizes, CacheSize};
-use ssdcache::sim::objects::{object_totals, run_objects, ObjectSource};
+use ssdcache::sim::flags::parse_cache_sizes;
+use ssdcache::sim::objects::{capacities, run_objects, ObjectSource};
 use ssdcache::sim::{run::with_trace_name, TraceSource};
 use ssdcache::spec::split_list;
 use ssdcache::units::format_bytes;
@@ -53,22 +53,6 @@ fn refuse_page_options(args: &SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// Capacities in bytes for `source`: shares of its footprint in bytes are resolved by a pass over it.
-fn capacities(sizes: &[CacheSize], source: &ObjectSource) -> Result<Vec<u64>> {
-    let footprint = if sizes.iter().any(|c| matches!(c, CacheSize::Share(_))) {
-        object_totals(source).map_err(|e| object_error(e, source))?.footprint_bytes
-    } else {
-        0
-    };
-    Ok(sizes
-        .iter()
-        .map(|c| match *c {
-            CacheSize::Bytes(b) => b,
-            CacheSize::Share(f) => f.of_ceil(footprint).max(1),
-        })
-        .collect())
-}
-
 fn object_error(e: ssdcache::sim::SimError, source: &ObjectSource) -> anyhow::Error {
     let named = TraceSource::Gen(source.name());
     anyhow::Error::new(with_trace_name(e, &named))
@@ -93,7 +77,7 @@ pub fn sim(args: &SimArgs) -> Result<()> {
             *source = source.load().map_err(|e| object_error(e, source))?;
         }
         for p in &policies {
-            for c in capacities(&caches, source)? {
+            for c in capacities(&caches, source).map_err(|e| object_error(e, source))? {
                 grid.push((s, p.clone(), c));
             }
         }
@@ -148,16 +132,8 @@ pub fn mrc(args: &MrcArgs) -> Result<()> {
     if !(1..=100_000).contains(&args.points) {
         bail!("--points {}: give 1 to 100000 sizes", args.points);
     }
-    let sizes = match args.cache.as_deref().map(parse_cache_sizes).transpose()? {
-        None => ObjectSizes::Even(args.points),
-        Some(list) if list.iter().all(|c| matches!(c, CacheSize::Bytes(_))) => ObjectSizes::Bytes(
-            list.iter().map(|c| if let CacheSize::Bytes(b) = c { *b } else { unreachable!() }).collect(),
-        ),
-        Some(list) if list.iter().all(|c| matches!(c, CacheSize::Share(_))) => ObjectSizes::Shares(
-            list.iter().map(|c| if let CacheSize::Share(f) = c { *f } else { unreachable!() }).collect(),
-        ),
-        Some(_) => bail!("--cache: give all sizes in bytes or all as shares in object mode"),
-    };
+    let caches = args.cache.as_deref().map(parse_cache_sizes).transpose()?;
+    let sizes = ObjectSizes::of(caches.as_deref(), args.points)?;
     let mut curves: Vec<ObjectCurve> = Vec::new();
     for source in sources(&args.input)? {
         match &sampling {

@@ -72,6 +72,19 @@ pub enum ObjectSizes {
 }
 
 impl ObjectSizes {
+    /// The capacities `--cache` gives (all in bytes or all shares), or `points` evenly spaced.
+    pub fn of(cache: Option<&[crate::sim::flags::CacheSize]>, points: u64) -> Result<ObjectSizes, SimError> {
+        use crate::sim::flags::CacheSize;
+        let Some(list) = cache else { return Ok(ObjectSizes::Even(points)) };
+        let bytes: Vec<u64> = list.iter().filter_map(|c| if let CacheSize::Bytes(b) = c { Some(*b) } else { None }).collect();
+        let shares: Vec<_> = list.iter().filter_map(|c| if let CacheSize::Share(f) = c { Some(*f) } else { None }).collect();
+        match (bytes.is_empty(), shares.is_empty()) {
+            (false, true) => Ok(ObjectSizes::Bytes(bytes)),
+            (true, false) => Ok(ObjectSizes::Shares(shares)),
+            _ => Err(SimError::Config("cache: give every size in bytes or every one as a share (object mode)".into())),
+        }
+    }
+
     fn resolve(&self, footprint_bytes: u64) -> Vec<u64> {
         match self {
             ObjectSizes::Bytes(b) => b.clone(),

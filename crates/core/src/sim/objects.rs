@@ -122,6 +122,24 @@ pub fn object_totals(source: &ObjectSource) -> Result<ObjectTotals, SimError> {
     Ok(t)
 }
 
+/// Capacities in bytes for `source`: sizes in bytes as they are, shares of
+/// its footprint in bytes resolved by one pass over it (rounded up, at least 1).
+pub fn capacities(sizes: &[super::flags::CacheSize], source: &ObjectSource) -> Result<Vec<u64>, SimError> {
+    use super::flags::CacheSize;
+    let footprint = if sizes.iter().any(|c| matches!(c, CacheSize::Share(_))) {
+        object_totals(source)?.footprint_bytes
+    } else {
+        0
+    };
+    Ok(sizes
+        .iter()
+        .map(|c| match *c {
+            CacheSize::Bytes(b) => b,
+            CacheSize::Share(f) => f.of_ceil(footprint).max(1),
+        })
+        .collect())
+}
+
 /// Replays object requests through a size-aware policy of `capacity` bytes.
 pub struct ObjectSimulator<'p> {
     policy: &'p mut dyn SizedPolicy,
