@@ -11,7 +11,7 @@ use ssdcache::metrics::ObjectReport;
 use ssdcache::mrc::objects::{exact_lru_bytes, sampled_objects, ObjectCurve, ObjectSizes};
 use ssdcache::sim::flags::parse_cache_sizes;
 use ssdcache::sim::objects::{capacities, run_objects, ObjectSource};
-use ssdcache::sim::{run::with_trace_name, TraceSource};
+use ssdcache::sim::TraceSource;
 use ssdcache::spec::split_list;
 use ssdcache::units::format_bytes;
 
@@ -54,8 +54,7 @@ fn refuse_page_options(args: &SimArgs) -> Result<()> {
 }
 
 fn object_error(e: ssdcache::sim::SimError, source: &ObjectSource) -> anyhow::Error {
-    let named = TraceSource::Gen(source.name());
-    anyhow::Error::new(with_trace_name(e, &named))
+    anyhow::Error::new(source.named(e))
 }
 
 pub fn sim(args: &SimArgs) -> Result<()> {

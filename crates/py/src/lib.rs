@@ -9,6 +9,7 @@
 //! (`python/ssdcache`); `python/ssdcache/_core.pyi` types it.
 
 mod convert;
+mod objects;
 mod policy;
 
 use convert::{Columns, SpecText};
@@ -613,6 +614,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(mrc, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::run_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::mrc_objects, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(check_warmup, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;

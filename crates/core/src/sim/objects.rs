@@ -43,6 +43,15 @@ impl ObjectSource {
         }
     }
 
+    /// A run's error as reported: trace errors name their file already, others
+    /// get the trace's name in front (as [`super::run::with_trace_name`]).
+    pub fn named(&self, e: SimError) -> SimError {
+        match e {
+            SimError::Trace(_) => e,
+            other => SimError::Config(format!("{}: {other}", self.name())),
+        }
+    }
+
     /// A reader and the name of the format it reads.
     pub fn open(&self) -> Result<(Box<dyn ObjectReader>, String), SimError> {
         Ok(match self {
