@@ -126,7 +126,10 @@ pub fn mrc(args: &MrcArgs) -> Result<()> {
         bail!("--warmup, --sample-keys and --page are not supported with --unit object");
     }
     if sampling.is_none() && policies.iter().any(|p| !p.trim().eq_ignore_ascii_case("lru")) {
-        bail!("--policy {}: without --sample the object-mode curve is exact for lru only; add --sample 10% for others", args.policy);
+        bail!(
+            "--policy {}: without --sample the object-mode curve is exact for lru only; add --sample 10% for others",
+            args.policy
+        );
     }
     if !(1..=100_000).contains(&args.points) {
         bail!("--points {}: give 1 to 100000 sizes", args.points);
@@ -138,7 +141,8 @@ pub fn mrc(args: &MrcArgs) -> Result<()> {
         match &sampling {
             None => curves.push(exact_lru_bytes(&source, &sizes).map_err(|e| object_error(e, &source))?),
             Some(spec) => curves.extend(
-                sampled_objects(&source, &policies, &sizes, spec.rate, spec.seed).map_err(|e| object_error(e, &source))?,
+                sampled_objects(&source, &policies, &sizes, spec.rate, spec.seed)
+                    .map_err(|e| object_error(e, &source))?,
             ),
         }
     }
@@ -177,14 +181,24 @@ pub fn mrc(args: &MrcArgs) -> Result<()> {
                 c.footprint_objects,
                 format_bytes(c.footprint_bytes),
                 c.policy,
-                if c.method == "exact" { "exact (byte stack distances, one pass)".to_string() } else { format!("miniature on a {}% sample", c.sample_rate * 100.0) }
+                if c.method == "exact" {
+                    "exact (byte stack distances, one pass)".to_string()
+                } else {
+                    format!("miniature on a {}% sample", c.sample_rate * 100.0)
+                }
             );
             if c.deletes > 0 {
                 println!("{} deletes: LRU with deletions is not a stack algorithm; the curve treats each as leaving every cache", c.deletes);
             }
             println!("{:>12} {:>10} {:>10} {:>10}", "cache", "miss", "byte miss", "too large");
             for p in &c.points {
-                println!("{:>12} {:>10.4} {:>10.4} {:>10}", format_bytes(p.cache_bytes), p.miss_ratio, p.byte_miss_ratio, p.too_large);
+                println!(
+                    "{:>12} {:>10.4} {:>10.4} {:>10}",
+                    format_bytes(p.cache_bytes),
+                    p.miss_ratio,
+                    p.byte_miss_ratio,
+                    p.too_large
+                );
             }
         }
         Ok(())

@@ -18,7 +18,12 @@ fn object_source(trace: &Bound<'_, PyAny>) -> PyResult<ObjectSource> {
 /// One object-mode run's report as the JSON text `ssdcache sim --unit object
 /// --json` prints; `cache` in bytes, "64MiB" or a share of the footprint in bytes ("5%").
 #[pyfunction]
-pub fn run_objects(py: Python<'_>, trace: &Bound<'_, PyAny>, policy: &str, cache: &Bound<'_, PyAny>) -> PyResult<String> {
+pub fn run_objects(
+    py: Python<'_>,
+    trace: &Bound<'_, PyAny>,
+    policy: &str,
+    cache: &Bound<'_, PyAny>,
+) -> PyResult<String> {
     let cache = parse_cache_size(&size("cache", cache)?).map_err(|e| value_error(e.to_string()))?;
     // (the spec first, before any trace is read, as the command line does)
     ssdcache::policy::registry::build_sized(policy, 1).map_err(|e| value_error(one_line(&e)))?;

@@ -76,8 +76,10 @@ impl ObjectSizes {
     pub fn of(cache: Option<&[crate::sim::flags::CacheSize]>, points: u64) -> Result<ObjectSizes, SimError> {
         use crate::sim::flags::CacheSize;
         let Some(list) = cache else { return Ok(ObjectSizes::Even(points)) };
-        let bytes: Vec<u64> = list.iter().filter_map(|c| if let CacheSize::Bytes(b) = c { Some(*b) } else { None }).collect();
-        let shares: Vec<_> = list.iter().filter_map(|c| if let CacheSize::Share(f) = c { Some(*f) } else { None }).collect();
+        let bytes: Vec<u64> =
+            list.iter().filter_map(|c| if let CacheSize::Bytes(b) = c { Some(*b) } else { None }).collect();
+        let shares: Vec<_> =
+            list.iter().filter_map(|c| if let CacheSize::Share(f) = c { Some(*f) } else { None }).collect();
         match (bytes.is_empty(), shares.is_empty()) {
             (false, true) => Ok(ObjectSizes::Bytes(bytes)),
             (true, false) => Ok(ObjectSizes::Shares(shares)),
@@ -325,8 +327,8 @@ pub fn sampled_objects(
 mod tests {
     use super::*;
     use crate::policy::sized::{lru::SizedLru, SizedPolicy};
-    use crate::trace::Op;
     use crate::sim::objects::ObjectSimulator;
+    use crate::trace::Op;
     use proptest::prelude::*;
 
     fn memory(reqs: Vec<ObjectRequest>) -> ObjectSource {

@@ -135,11 +135,8 @@ pub fn object_totals(source: &ObjectSource) -> Result<ObjectTotals, SimError> {
 /// its footprint in bytes resolved by one pass over it (rounded up, at least 1).
 pub fn capacities(sizes: &[super::flags::CacheSize], source: &ObjectSource) -> Result<Vec<u64>, SimError> {
     use super::flags::CacheSize;
-    let footprint = if sizes.iter().any(|c| matches!(c, CacheSize::Share(_))) {
-        object_totals(source)?.footprint_bytes
-    } else {
-        0
-    };
+    let footprint =
+        if sizes.iter().any(|c| matches!(c, CacheSize::Share(_))) { object_totals(source)?.footprint_bytes } else { 0 };
     Ok(sizes
         .iter()
         .map(|c| match *c {

@@ -27,8 +27,8 @@
 //! columns are ignored.
 
 use super::common::decimal_time;
-use crate::trace::text::{dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat};
 use crate::trace::objects::{key_field, object_size, ObjectLineFormat, ObjectRequest};
+use crate::trace::text::{dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat};
 use crate::trace::{FieldError, Op, Request};
 use std::fmt;
 

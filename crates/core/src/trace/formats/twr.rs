@@ -7,7 +7,7 @@
 //! read; `set`, `add`, `replace`, `cas`, `append`, `prepend`, `incr`, `decr`
 //! write; `delete` removes (a trim). Timestamps are seconds.
 
-use crate::trace::objects::{nine_in_ten, key_field, object_size, ObjectLineFormat, ObjectRequest};
+use crate::trace::objects::{key_field, nine_in_ten, object_size, ObjectLineFormat, ObjectRequest};
 use crate::trace::text::u64_field;
 use crate::trace::{FieldError, Format, Op};
 
@@ -33,7 +33,10 @@ impl ObjectLineFormat for Twr {
         let _client = f.next().ok_or_else(|| FieldError::new("client", "missing"))?;
         let name = f.next().ok_or_else(|| FieldError::new("operation", "missing"))?;
         let op = op_of(name).ok_or_else(|| {
-            FieldError::new("operation", format!("{name:?} is not get, gets, set, add, replace, cas, append, prepend, incr, decr or delete"))
+            FieldError::new(
+                "operation",
+                format!("{name:?} is not get, gets, set, add, replace, cas, append, prepend, incr, decr or delete"),
+            )
         })?;
         let size = object_size("size", key_size.saturating_add(value_size))?;
         Ok(Some(ObjectRequest { time, key, size, op }))
