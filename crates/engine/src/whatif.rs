@@ -359,7 +359,7 @@ mod tests {
             // A skewed key over 200 segments.
             let k = ((x >> 33) % 200).min((x >> 20) % 200);
             keys.push(k);
-            s.push(Access { op: if x % 5 == 0 { Op::Write } else { Op::Read }, offset: k << 20, len: 4096 });
+            s.push(Access { op: if x.is_multiple_of(5) { Op::Write } else { Op::Read }, offset: k << 20, len: 4096 });
         }
         let r = wait_for(&s, 20_000);
         assert_eq!((r.requests, r.dropped), (20_000, 0));
@@ -370,7 +370,7 @@ mod tests {
         let mut x = 7u64;
         for (i, &k) in keys.iter().enumerate() {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let op = if x % 5 == 0 { Op::Write } else { Op::Read };
+            let op = if x.is_multiple_of(5) { Op::Write } else { Op::Read };
             sim.request(&Request { time: i as u64 + 1, addr: k, len: 1, dev: 0, op }, Unit::Pages).unwrap();
         }
         let want = (sim.counters.pages - sim.counters.hits) as f64 / sim.counters.pages as f64;

@@ -38,13 +38,15 @@ pub trait SizedPolicy: Send {
     fn evictions(&self) -> u64;
 }
 
+/// Builds a size-aware policy for a capacity in bytes from a spec of its name.
+pub type SizedBuilder = fn(&Spec, u64) -> Result<Box<dyn SizedPolicy>, SpecError>;
+
 /// A size-aware policy's catalogue entry.
 pub struct SizedInfo {
     pub name: &'static str,
     pub about: &'static str,
     pub params: &'static [ParamInfo],
-    /// Builds it for `capacity` bytes from a spec of its name.
-    pub build: fn(&Spec, u64) -> Result<Box<dyn SizedPolicy>, SpecError>,
+    pub build: SizedBuilder,
 }
 
 use crate::list::{Arena, List};
