@@ -75,7 +75,31 @@ pub static SIZED_POLICIES: &[SizedInfo] = &[
     sized::s3fifo::INFO,
     sized::sieve::INFO,
     sized::gdsf::INFO,
+    ADAPTSIZE,
 ];
+
+/// `adaptsize(rule=RULE)`: AdaptSize admission in front of a size-aware rule.
+/// Built here, as only the registry knows the rules.
+const ADAPTSIZE: SizedInfo = SizedInfo {
+    name: "adaptsize",
+    about: "AdaptSize: admit with probability e^(-size/c), c tuned by a cache model (Berger et al.), before a rule",
+    params: sized::adaptsize::PARAMS,
+    build: build_adaptsize,
+};
+
+fn build_adaptsize(spec: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {
+    let (rule, _) = build_sized(spec.raw("rule"), capacity).map_err(|e| spec.invalid("rule", e.to_string()))?;
+    let c = spec.uint("c")?;
+    if c == 0 {
+        return Err(spec.invalid("c", "must be at least 1 byte"));
+    }
+    let interval = spec.uint("interval")?;
+    if interval == 0 {
+        return Err(spec.invalid("interval", "must be at least 1 request"));
+    }
+    let seed = spec.uint("seed")?;
+    Ok(Box::new(sized::adaptsize::AdaptSize::new(rule, capacity, interval, c as f64, seed)))
+}
 
 /// Builds an object-mode policy for `capacity` bytes from its spec; a policy
 /// without sizes is refused in one line naming those with sizes.

@@ -167,7 +167,7 @@ impl<'p> ObjectSimulator<'p> {
             c.deletes_cached += self.policy.remove(r.key) as u64;
             return false;
         }
-        let hit = self.policy.lookup(r.key);
+        let hit = self.policy.lookup(r.key, r.size);
         if !hit {
             if r.size > self.capacity {
                 c.too_large += 1;

@@ -13,7 +13,7 @@ pub struct SizedClock {
 }
 
 impl SizedPolicy for SizedClock {
-    fn lookup(&mut self, key: u64) -> bool {
+    fn lookup(&mut self, key: u64, _size: u64) -> bool {
         let Some(idx) = self.queue.find(key) else { return false };
         *self.queue.extra(idx) = true;
         true

@@ -52,7 +52,7 @@ impl Gdsf {
 }
 
 impl SizedPolicy for Gdsf {
-    fn lookup(&mut self, key: u64) -> bool {
+    fn lookup(&mut self, key: u64, _size: u64) -> bool {
         self.requests += 1;
         let Some(&(size, frequency, old)) = self.objects.get(&key) else { return false };
         let rank = self.rank(key, size, frequency + 1);

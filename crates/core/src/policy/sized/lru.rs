@@ -20,7 +20,7 @@ impl SizedLru {
 }
 
 impl SizedPolicy for SizedLru {
-    fn lookup(&mut self, key: u64) -> bool {
+    fn lookup(&mut self, key: u64, _size: u64) -> bool {
         let Some(idx) = self.queue.find(key) else { return false };
         if self.promote_hits {
             self.queue.move_to_front(idx);

@@ -11,6 +11,7 @@
 
 use crate::spec::{ParamInfo, Spec, SpecError};
 
+pub mod adaptsize;
 pub mod clock;
 pub mod fifo;
 pub mod gdsf;
@@ -21,7 +22,8 @@ pub mod sieve;
 /// A cache of variable-size objects.
 pub trait SizedPolicy: Send {
     /// Whether `key` is cached; a hit updates recency, frequency or priority.
-    fn lookup(&mut self, key: u64) -> bool;
+    /// `size` is the request's (statistics: a cached object keeps its size).
+    fn lookup(&mut self, key: u64, size: u64) -> bool;
     /// A miss on `key` of `size` bytes (`size <= capacity`, `key` not cached):
     /// evicts until it fits and caches it. Returns false if the policy declined it.
     fn insert(&mut self, key: u64, size: u64) -> bool;

@@ -170,7 +170,7 @@ impl SizedS3Fifo {
 }
 
 impl SizedPolicy for SizedS3Fifo {
-    fn lookup(&mut self, key: u64) -> bool {
+    fn lookup(&mut self, key: u64, _size: u64) -> bool {
         self.ghost_hit = false;
         let Some(idx) = self.arena.find(key) else { return false };
         if self.arena.val(idx).queue == Queue::Ghost {

@@ -29,7 +29,7 @@ impl SizedSieve {
 }
 
 impl SizedPolicy for SizedSieve {
-    fn lookup(&mut self, key: u64) -> bool {
+    fn lookup(&mut self, key: u64, _size: u64) -> bool {
         let Some(idx) = self.queue.find(key) else { return false };
         *self.queue.extra(idx) = true;
         true
