@@ -39,7 +39,7 @@ const DECAY: f64 = 0.3;
 /// CDN sample (10 MiB, retuning every 10k requests) an uncapped model picks
 /// c ≈ 60 B and misses 80 % of requests where LRU misses 74.5 %; capped at one
 /// interval it picks c of a few KB and misses 71 %.
-const HORIZON: f64 = 4.0;
+const HORIZON: f64 = 1.0;
 /// Rates below this (requests per interval) are forgotten.
 const FORGET: f64 = 0.1;
 
