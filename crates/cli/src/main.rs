@@ -88,7 +88,10 @@ fn main() {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
     let result = match cli.command {
+        // (object mode is a path of its own: objects_cmd.rs)
+        Command::Sim(args) if args.input.unit == run::RequestUnit::Object => objects_cmd::sim(&args),
         Command::Sim(args) => run::sim(args),
+        Command::Mrc(args) if args.input.unit == run::RequestUnit::Object => objects_cmd::mrc(&args),
         Command::Mrc(args) => mrc_cmd::run(args),
         Command::Policies => {
             policies::print();

@@ -72,9 +72,6 @@ struct Row<'a> {
 }
 
 pub fn run(args: MrcArgs) -> Result<()> {
-    if args.input.unit == crate::run::RequestUnit::Object {
-        return crate::objects_cmd::mrc(&args);
-    }
     let policies = split_list(&args.policy);
     if policies.is_empty() {
         bail!("--policy: name at least one policy");

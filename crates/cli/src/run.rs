@@ -137,9 +137,6 @@ pub struct SimArgs {
 }
 
 pub fn sim(args: SimArgs) -> Result<()> {
-    if args.input.unit == RequestUnit::Object {
-        return crate::objects_cmd::sim(&args);
-    }
     check_repeat(args.repeat)?;
     let page_bytes = parse_page(&args.page)?;
     let policies = split_list(args.policy.as_deref().unwrap_or(DEFAULT_POLICIES));
