@@ -120,19 +120,9 @@ fn table(reports: &[ObjectReport]) {
 }
 
 pub fn mrc(args: &MrcArgs) -> Result<()> {
-    let policies = split_list(&args.policy);
-    let sampling = crate::mrc_cmd::sampling(args)?;
+    let (policies, sampling) = crate::mrc_cmd::policies_and_sampling(args)?;
     if args.warmup.is_some() || args.sample_keys.is_some() || args.page != "4KiB" {
         bail!("--warmup, --sample-keys and --page are not supported with --unit object");
-    }
-    if sampling.is_none() && policies.iter().any(|p| !p.trim().eq_ignore_ascii_case("lru")) {
-        bail!(
-            "--policy {}: without --sample the object-mode curve is exact for lru only; add --sample 10% for others",
-            args.policy
-        );
-    }
-    if !(1..=100_000).contains(&args.points) {
-        bail!("--points {}: give 1 to 100000 sizes", args.points);
     }
     let caches = args.cache.as_deref().map(parse_cache_sizes).transpose()?;
     let sizes = ObjectSizes::of(caches.as_deref(), args.points)?;
@@ -176,10 +166,10 @@ pub fn mrc(args: &MrcArgs) -> Result<()> {
             println!("trace: {}", c.trace);
             println!(
                 "{} requests ({}), footprint {} objects ({}); {} {}",
-                c.requests,
-                format_bytes(c.bytes),
-                c.footprint_objects,
-                format_bytes(c.footprint_bytes),
+                c.totals.requests,
+                format_bytes(c.totals.bytes),
+                c.totals.footprint_objects,
+                format_bytes(c.totals.footprint_bytes),
                 c.policy,
                 if c.method == "exact" {
                     "exact (byte stack distances, one pass)".to_string()
@@ -187,8 +177,8 @@ pub fn mrc(args: &MrcArgs) -> Result<()> {
                     format!("miniature on a {}% sample", c.sample_rate * 100.0)
                 }
             );
-            if c.deletes > 0 {
-                println!("{} deletes: LRU with deletions is not a stack algorithm; the curve treats each as leaving every cache", c.deletes);
+            if c.totals.deletes > 0 {
+                println!("{} deletes: LRU with deletions is not a stack algorithm; the curve treats each as leaving every cache", c.totals.deletes);
             }
             println!("{:>12} {:>10} {:>10} {:>10}", "cache", "miss", "byte miss", "too large");
             for p in &c.points {

@@ -2,7 +2,7 @@
 //! the functions `ssdcache sim --unit object` and `mrc --unit object` call, so
 //! their numbers are the CLI's.
 
-use super::{guarded, size, source_of, value_error};
+use super::{curve_sizes, guarded, size, source_of, value_error};
 use crate::convert::one_line;
 use pyo3::prelude::*;
 use ssdcache::mrc::objects::{exact_lru_bytes, sampled_objects, ObjectSizes};
@@ -51,16 +51,7 @@ pub fn mrc_objects(
     sample: Option<String>,
     seed: u64,
 ) -> PyResult<String> {
-    let caches = cache
-        .map(|list| {
-            list.iter()
-                .map(|c| parse_cache_size(&size("cache", c)?).map_err(|e| value_error(e.to_string())))
-                .collect::<PyResult<Vec<_>>>()
-        })
-        .transpose()?;
-    if !(1..=100_000).contains(&points) {
-        return Err(value_error(format!("points must be 1 to 100000, not {points}")));
-    }
+    let caches = curve_sizes(cache, points)?;
     let sizes = ObjectSizes::of(caches.as_deref(), points).map_err(|e| value_error(one_line(&e)))?;
     let policies = ssdcache::spec::split_list(policy);
     let rate = sample

@@ -51,14 +51,11 @@ pub struct ObjectCurve {
     /// `exact` or `miniature`.
     pub method: &'static str,
     pub sample_rate: f64,
-    pub requests: u64,
-    pub bytes: u64,
-    /// Distinct objects and their bytes (each at its first size); estimated from the sample for `miniature`.
-    pub footprint_objects: u64,
-    pub footprint_bytes: u64,
-    /// Deletes seen (the exact curve is not exact with them).
-    pub deletes: u64,
-    pub skipped: u64,
+    /// Requests, bytes, the footprint (each object at its first size) and
+    /// deletes (the exact curve is not exact with them); scaled up from the
+    /// sample for `miniature`.
+    #[serde(flatten)]
+    pub totals: TraceTotals,
     pub points: Vec<ObjectPoint>,
 }
 
@@ -255,12 +252,7 @@ pub fn exact_lru_bytes(source: &ObjectSource, sizes: &ObjectSizes) -> Result<Obj
         unit: "object",
         method: "exact",
         sample_rate: 1.0,
-        requests: t.requests,
-        bytes: t.bytes,
-        footprint_objects: t.footprint_objects,
-        footprint_bytes: t.footprint_bytes,
-        deletes: t.deletes,
-        skipped: t.skipped,
+        totals: t,
         points,
     })
 }
@@ -285,9 +277,9 @@ pub fn sampled_objects(
             rate * 100.0
         )));
     }
-    // (the footprint from the sample, scaled back up)
-    let footprint_bytes = (totals.footprint_bytes as f64 / rate) as u64;
-    let capacities = sizes.resolve(footprint_bytes);
+    // (the sample's totals, footprint included, scaled back up)
+    let scaled = totals.scaled_up(rate);
+    let capacities = sizes.resolve(scaled.footprint_bytes);
     let mut curves = Vec::new();
     for policy in policies {
         let mut points = Vec::new();
@@ -311,12 +303,7 @@ pub fn sampled_objects(
             unit: "object",
             method: "miniature",
             sample_rate: rate,
-            requests: (totals.requests as f64 / rate).round() as u64,
-            bytes: (totals.bytes as f64 / rate).round() as u64,
-            footprint_objects: (totals.footprint_objects as f64 / rate).round() as u64,
-            footprint_bytes,
-            deletes: (totals.deletes as f64 / rate).round() as u64,
-            skipped: totals.skipped,
+            totals: scaled.clone(),
             points,
         });
     }
@@ -388,7 +375,7 @@ mod tests {
             assert_eq!(p.misses, r.misses, "{}", p.cache_bytes);
         }
         let even = exact_lru_bytes(&memory(reqs), &ObjectSizes::Even(4)).unwrap();
-        assert_eq!(even.points.last().unwrap().cache_bytes, even.footprint_bytes);
+        assert_eq!(even.points.last().unwrap().cache_bytes, even.totals.footprint_bytes);
         assert_eq!(even.points.last().unwrap().misses, 97);
     }
 

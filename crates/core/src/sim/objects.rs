@@ -88,7 +88,7 @@ impl ObjectSource {
 }
 
 /// Requests, bytes and footprint of an object trace, counted request by request.
-#[derive(Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct ObjectTotals {
     pub requests: u64,
     pub bytes: u64,
@@ -97,6 +97,7 @@ pub struct ObjectTotals {
     pub footprint_bytes: u64,
     pub deletes: u64,
     pub skipped: u64,
+    #[serde(skip)]
     seen: hashbrown::HashSet<u64>,
 }
 
@@ -114,6 +115,20 @@ impl ObjectTotals {
             self.footprint_bytes += r.size;
         }
         false
+    }
+
+    /// The totals of a sample taken at `rate`, scaled up to the whole trace.
+    pub fn scaled_up(&self, rate: f64) -> ObjectTotals {
+        let up = |n: u64| (n as f64 / rate).round() as u64;
+        ObjectTotals {
+            requests: up(self.requests),
+            bytes: up(self.bytes),
+            footprint_objects: up(self.footprint_objects),
+            footprint_bytes: up(self.footprint_bytes),
+            deletes: up(self.deletes),
+            skipped: self.skipped,
+            seen: Default::default(),
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! page, the size ignored), so a format is written once.
 
 use super::lines::{LineError, LineSplitter};
+use super::text::{keep_parsed, Timed};
 use super::{FieldError, Op, Request, TraceError, TraceReader, Unit};
 use crate::Nanos;
 use std::io::BufRead;
@@ -25,6 +26,12 @@ pub struct ObjectRequest {
     pub size: u64,
     /// Read (get), write (set and the other updates) or trim (delete).
     pub op: Op,
+}
+
+impl Timed for ObjectRequest {
+    fn time_mut(&mut self) -> &mut Nanos {
+        &mut self.time
+    }
 }
 
 /// Checks an object size from a trace: zero and sizes above [`MAX_OBJECT_BYTES`]
@@ -129,15 +136,8 @@ impl<F: ObjectLineFormat> ObjectReader for ObjectLines<F> {
                 Ok(text) => self.format.parse(text.trim_end_matches('\r')),
                 Err(_) => Err(FieldError::new("line", "not UTF-8 text")),
             };
-            match parsed {
-                Ok(Some(mut req)) => {
-                    let t0 = *self.t0.get_or_insert(req.time);
-                    req.time = req.time.saturating_sub(t0);
-                    out.push(req);
-                }
-                Ok(None) => {}
-                Err(_) if self.skip_bad => self.skipped += 1,
-                Err(e) => return Err(self.parse_error(e)),
+            if let Err(e) = keep_parsed(parsed, &mut self.t0, out, self.skip_bad, &mut self.skipped) {
+                return Err(self.parse_error(e));
             }
         }
         Ok(out.len())
@@ -232,12 +232,7 @@ impl MemoryObjects {
 
 impl ObjectReader for MemoryObjects {
     fn read_objects(&mut self, out: &mut Vec<ObjectRequest>, max: usize) -> Result<usize, TraceError> {
-        out.clear();
-        let end = (self.pos + max).min(self.requests.len());
-        out.extend_from_slice(&self.requests[self.pos..end]);
-        let n = end - self.pos;
-        self.pos = end;
-        Ok(n)
+        Ok(super::next_slice_batch(&self.requests, &mut self.pos, out, max))
     }
 }
 

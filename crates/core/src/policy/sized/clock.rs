@@ -9,7 +9,6 @@ pub struct SizedClock {
     /// Per object: referenced since it last came round.
     queue: ByteQueue<bool>,
     capacity: u64,
-    evictions: u64,
 }
 
 impl SizedPolicy for SizedClock {
@@ -19,17 +18,13 @@ impl SizedPolicy for SizedClock {
         true
     }
     fn insert(&mut self, key: u64, size: u64) -> bool {
-        while self.queue.used() + size > self.capacity {
-            let oldest = self.queue.back().expect("bytes in use, so objects cached");
-            let referenced = self.queue.extra(oldest);
-            if *referenced {
-                *referenced = false;
-                self.queue.move_to_front(oldest);
-            } else {
-                self.queue.remove_at(oldest);
-                self.evictions += 1;
+        self.queue.make_room(size, self.capacity, |q| loop {
+            let oldest = q.back().expect("bytes in use, so objects cached");
+            if !std::mem::replace(q.extra(oldest), false) {
+                return oldest;
             }
-        }
+            q.move_to_front(oldest);
+        });
         self.queue.push_front(key, size, false);
         true
     }
@@ -43,12 +38,12 @@ impl SizedPolicy for SizedClock {
         self.queue.len()
     }
     fn evictions(&self) -> u64 {
-        self.evictions
+        self.queue.evictions()
     }
 }
 
 fn build(_: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {
-    Ok(Box::new(SizedClock { queue: ByteQueue::default(), capacity, evictions: 0 }))
+    Ok(Box::new(SizedClock { queue: ByteQueue::default(), capacity }))
 }
 
 pub const INFO: SizedInfo =

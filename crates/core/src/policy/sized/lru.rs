@@ -10,12 +10,11 @@ pub struct SizedLru {
     /// Move a hit object to the front (LRU); false: FIFO.
     promote_hits: bool,
     capacity: u64,
-    evictions: u64,
 }
 
 impl SizedLru {
     pub fn new(capacity: u64, promote_hits: bool) -> Self {
-        SizedLru { queue: ByteQueue::default(), promote_hits, capacity, evictions: 0 }
+        SizedLru { queue: ByteQueue::default(), promote_hits, capacity }
     }
 }
 
@@ -28,11 +27,7 @@ impl SizedPolicy for SizedLru {
         true
     }
     fn insert(&mut self, key: u64, size: u64) -> bool {
-        while self.queue.used() + size > self.capacity {
-            let oldest = self.queue.back().expect("bytes in use, so objects cached");
-            self.queue.remove_at(oldest);
-            self.evictions += 1;
-        }
+        self.queue.make_room(size, self.capacity, |q| q.back().expect("bytes in use, so objects cached"));
         self.queue.push_front(key, size, ());
         true
     }
@@ -46,7 +41,7 @@ impl SizedPolicy for SizedLru {
         self.queue.len()
     }
     fn evictions(&self) -> u64 {
-        self.evictions
+        self.queue.evictions()
     }
 }
 

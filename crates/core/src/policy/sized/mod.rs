@@ -61,11 +61,12 @@ pub struct ByteQueue<T> {
     /// Front = newest (or most recent).
     list: List,
     used: u64,
+    evictions: u64,
 }
 
 impl<T> Default for ByteQueue<T> {
     fn default() -> Self {
-        ByteQueue { arena: Arena::with_capacity(1 << 16), list: List::new(), used: 0 }
+        ByteQueue { arena: Arena::with_capacity(1 << 16), list: List::new(), used: 0, evictions: 0 }
     }
 }
 
@@ -104,6 +105,19 @@ impl<T> ByteQueue<T> {
     }
     pub fn remove(&mut self, key: u64) -> bool {
         self.arena.find(key).map(|idx| self.remove_at(idx)).is_some()
+    }
+    /// Evicts until `size` more bytes fit in `capacity`, each victim the node
+    /// `victim` picks (the policy's rule; the queue is not empty when asked).
+    pub fn make_room(&mut self, size: u64, capacity: u64, mut victim: impl FnMut(&mut Self) -> u32) {
+        while self.used + size > capacity {
+            let idx = victim(self);
+            self.remove_at(idx);
+            self.evictions += 1;
+        }
+    }
+    /// Objects evicted by [`make_room`](Self::make_room) so far.
+    pub fn evictions(&self) -> u64 {
+        self.evictions
     }
     pub fn used(&self) -> u64 {
         self.used

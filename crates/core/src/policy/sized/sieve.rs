@@ -13,19 +13,6 @@ pub struct SizedSieve {
     /// Where the next eviction looks first (`None`: the tail).
     hand: Option<u32>,
     capacity: u64,
-    evictions: u64,
-}
-
-impl SizedSieve {
-    fn evict_one(&mut self) {
-        let mut at = self.hand.or(self.queue.back()).expect("bytes in use, so objects cached");
-        while std::mem::replace(self.queue.extra(at), false) {
-            at = self.queue.newer(at).or(self.queue.back()).expect("not empty");
-        }
-        self.hand = self.queue.newer(at);
-        self.queue.remove_at(at);
-        self.evictions += 1;
-    }
 }
 
 impl SizedPolicy for SizedSieve {
@@ -35,9 +22,15 @@ impl SizedPolicy for SizedSieve {
         true
     }
     fn insert(&mut self, key: u64, size: u64) -> bool {
-        while self.queue.used() + size > self.capacity {
-            self.evict_one();
-        }
+        let hand = &mut self.hand;
+        self.queue.make_room(size, self.capacity, |q| {
+            let mut at = hand.or(q.back()).expect("bytes in use, so objects cached");
+            while std::mem::replace(q.extra(at), false) {
+                at = q.newer(at).or(q.back()).expect("not empty");
+            }
+            *hand = q.newer(at);
+            at
+        });
         self.queue.push_front(key, size, false);
         true
     }
@@ -56,12 +49,12 @@ impl SizedPolicy for SizedSieve {
         self.queue.len()
     }
     fn evictions(&self) -> u64 {
-        self.evictions
+        self.queue.evictions()
     }
 }
 
 fn build(_: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {
-    Ok(Box::new(SizedSieve { queue: ByteQueue::default(), hand: None, capacity, evictions: 0 }))
+    Ok(Box::new(SizedSieve { queue: ByteQueue::default(), hand: None, capacity }))
 }
 
 pub const INFO: SizedInfo =

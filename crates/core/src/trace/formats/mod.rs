@@ -151,18 +151,20 @@ pub fn reader_over(
         Format::Tencent => Box::new(TextReader::new(src, tencent::Tencent, path, skip)),
         Format::Systor => Box::new(TextReader::new(src, systor::Systor, path, skip)),
         Format::Record => Box::new(TextReader::new(src, record::Record::default(), path, skip)),
-        Format::Csv => {
-            let mapping = opts.csv.clone().ok_or_else(|| TraceError::Format {
-                path: path.into(),
-                msg: "format csv needs a column mapping (--csv-columns)".into(),
-            })?;
-            Box::new(TextReader::new(src, csv::Csv::new(mapping), path, skip))
-        }
+        Format::Csv => Box::new(TextReader::new(src, csv::Csv::new(csv_mapping(opts, path)?), path, skip)),
         Format::OracleGeneral => Box::new(oracle::OracleGeneral::new(src, path)),
         Format::Binary => Box::new(super::binary::BinaryReader::new(src, path)?),
         Format::Lcs | Format::Twr | Format::Webcachesim => {
             Box::new(ObjectsAsPages::new(objects_over(src, path, format, opts)?))
         }
+    })
+}
+
+/// The `--csv-columns` mapping format csv needs (in object mode, its `offset=` names the key column).
+fn csv_mapping(opts: &ReadOptions, path: &Path) -> Result<csv::CsvMapping, TraceError> {
+    opts.csv.clone().ok_or_else(|| TraceError::Format {
+        path: path.into(),
+        msg: "format csv needs a column mapping (--csv-columns)".into(),
     })
 }
 
@@ -181,12 +183,7 @@ pub fn objects_over(
         Format::Twr => Box::new(ObjectLines::new(src, twr::Twr, path, skip)),
         Format::Webcachesim => Box::new(ObjectLines::new(src, webcachesim::Webcachesim, path, skip)),
         Format::Csv => {
-            let mapping = opts.csv.clone().ok_or_else(|| TraceError::Format {
-                path: path.into(),
-                msg: "format csv needs a column mapping (--csv-columns; in object mode offset= names the key column)"
-                    .into(),
-            })?;
-            Box::new(ObjectLines::new(src, csv::CsvObjects(csv::Csv::new(mapping)), path, skip))
+            Box::new(ObjectLines::new(src, csv::CsvObjects(csv::Csv::new(csv_mapping(opts, path)?)), path, skip))
         }
         other => {
             let names: Vec<&str> = OBJECT_FORMATS.iter().map(|f| f.name()).collect();
