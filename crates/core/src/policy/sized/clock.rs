@@ -2,7 +2,7 @@
 //! counter): a hit sets the bit; to make room the oldest object with its bit
 //! set goes back to the front with it cleared, the first without leaves.
 
-use super::{ByteQueue, SizedInfo, SizedPolicy};
+use super::{queue_counts, ByteQueue, SizedInfo, SizedPolicy};
 use crate::spec::{Spec, SpecError};
 
 pub struct SizedClock {
@@ -31,15 +31,7 @@ impl SizedPolicy for SizedClock {
     fn remove(&mut self, key: u64) -> bool {
         self.queue.remove(key)
     }
-    fn used_bytes(&self) -> u64 {
-        self.queue.used()
-    }
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-    fn evictions(&self) -> u64 {
-        self.queue.evictions()
-    }
+    queue_counts!();
 }
 
 fn build(_: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {

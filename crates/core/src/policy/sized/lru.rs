@@ -2,7 +2,7 @@
 //! back until the object fits (libCacheSim's `LRU` with sizes). Without the
 //! move on a hit it is FIFO (`fifo.rs` builds it so).
 
-use super::{ByteQueue, SizedInfo, SizedPolicy};
+use super::{queue_counts, ByteQueue, SizedInfo, SizedPolicy};
 use crate::spec::{Spec, SpecError};
 
 pub struct SizedLru {
@@ -34,15 +34,7 @@ impl SizedPolicy for SizedLru {
     fn remove(&mut self, key: u64) -> bool {
         self.queue.remove(key)
     }
-    fn used_bytes(&self) -> u64 {
-        self.queue.used()
-    }
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-    fn evictions(&self) -> u64 {
-        self.queue.evictions()
-    }
+    queue_counts!();
 }
 
 fn build(_: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {

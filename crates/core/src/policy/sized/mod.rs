@@ -53,6 +53,23 @@ pub struct SizedInfo {
 
 use crate::list::{Arena, List};
 
+/// The [`SizedPolicy`] methods that a policy keeping its objects in one
+/// [`ByteQueue`] (`self.queue`) answers from it.
+macro_rules! queue_counts {
+    () => {
+        fn used_bytes(&self) -> u64 {
+            self.queue.used()
+        }
+        fn len(&self) -> usize {
+            self.queue.len()
+        }
+        fn evictions(&self) -> u64 {
+            self.queue.evictions()
+        }
+    };
+}
+pub(crate) use queue_counts;
+
 /// Objects in one list with their sizes and bytes in use: the building block
 /// of the queue-shaped policies (LRU, FIFO, CLOCK, SIEVE). `T` is what a
 /// policy keeps per object beside its size (a reference bit, a counter).

@@ -4,7 +4,7 @@
 //! first unvisited object, stopping there for the next eviction (back at the
 //! tail after the head). Objects never move.
 
-use super::{ByteQueue, SizedInfo, SizedPolicy};
+use super::{queue_counts, ByteQueue, SizedInfo, SizedPolicy};
 use crate::spec::{Spec, SpecError};
 
 pub struct SizedSieve {
@@ -42,15 +42,7 @@ impl SizedPolicy for SizedSieve {
         self.queue.remove_at(idx);
         true
     }
-    fn used_bytes(&self) -> u64 {
-        self.queue.used()
-    }
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-    fn evictions(&self) -> u64 {
-        self.queue.evictions()
-    }
+    queue_counts!();
 }
 
 fn build(_: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {
