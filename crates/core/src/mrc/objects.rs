@@ -7,11 +7,13 @@
 //! recency stack (a hit moves to the front, a miss inserts at the front and
 //! evicts from the back), so `x` is still cached at capacity `C` exactly when
 //! `D + s <= C` — where `D` counts only objects of at most `C` bytes, since
-//! larger ones are never cached and so never push anything out. Each capacity
-//! point therefore keeps its own Fenwick tree over access times (an object's
-//! size at the time of its last access, if it fits that capacity), all sharing
-//! one map of last accesses; times are renumbered when the trees fill, so
-//! memory follows the footprint, not the trace. The property test holds this
+//! larger ones are never cached and so never push anything out. A Fenwick
+//! tree over access times holds each object's size at its last access; the
+//! capacities share one tree until an object size falls between two of them,
+//! which splits their group (its tree copied, the new object left out of the
+//! lower half's): as many trees as the object sizes separate capacities,
+//! usually one. All share one map of last accesses; times are renumbered when
+//! the trees fill, so memory follows the footprint, not the trace. The property test holds this
 //! against the simulator's LRU.
 //!
 //! Two cases are not a stack algorithm, and are said so: deletes (the object
@@ -122,10 +124,21 @@ impl Fenwick {
     }
 }
 
+/// Capacities that no object size seen so far separates: for every object,
+/// "at most C bytes" is true for all of them or for none, so they share one tree.
+struct Group {
+    tree: Fenwick,
+    /// Indices into [`ByteStacks::sorted`], ascending: `caps.start` is the smallest.
+    caps: std::ops::Range<usize>,
+}
+
 /// Byte stack distances for several capacities at once (see the module's notes).
 pub struct ByteStacks {
-    capacities: Vec<u64>,
-    trees: Vec<Fenwick>,
+    /// The capacities ascending, each with its index in the caller's order.
+    sorted: Vec<(u64, usize)>,
+    /// Contiguous groups of `sorted`, in order. One group (one tree) while
+    /// every object fits every capacity; a new size splits the group it falls in.
+    groups: Vec<Group>,
     /// Key → (time of its last access, its size then).
     last: hashbrown::HashMap<u64, (usize, u64)>,
     now: usize,
@@ -136,13 +149,19 @@ pub struct ByteStacks {
 impl ByteStacks {
     pub fn new(capacities: &[u64]) -> Self {
         let room = 1 << 12;
-        ByteStacks {
-            capacities: capacities.to_vec(),
-            trees: capacities.iter().map(|_| Fenwick(vec![0; room + 1])).collect(),
-            last: hashbrown::HashMap::new(),
-            now: 0,
-            room,
-        }
+        let mut sorted: Vec<(u64, usize)> = capacities.iter().copied().zip(0..).collect();
+        sorted.sort_unstable();
+        let groups = if sorted.is_empty() {
+            Vec::new()
+        } else {
+            vec![Group { tree: Fenwick(vec![0; room + 1]), caps: 0..sorted.len() }]
+        };
+        ByteStacks { sorted, groups, last: hashbrown::HashMap::new(), now: 0, room }
+    }
+
+    /// The smallest capacity of group `g`: an object is in its tree iff it is at most this.
+    fn smallest(&self, g: &Group) -> u64 {
+        self.sorted[g.caps.start].0
     }
 
     /// Renumbers the live keys' times 0.. in order, with room for as many again.
@@ -150,41 +169,63 @@ impl ByteStacks {
         let mut live: Vec<(usize, u64)> = self.last.iter().map(|(&k, &(t, _))| (t, k)).collect();
         live.sort_unstable();
         self.room = (2 * live.len()).max(1 << 12);
-        for tree in &mut self.trees {
-            *tree = Fenwick(vec![0; self.room + 1]);
+        let smallest: Vec<u64> = self.groups.iter().map(|g| self.smallest(g)).collect();
+        for g in &mut self.groups {
+            g.tree = Fenwick(vec![0; self.room + 1]);
         }
         for (new_time, &(_, key)) in live.iter().enumerate() {
             let entry = self.last.get_mut(&key).expect("live key");
             entry.0 = new_time;
             let size = entry.1;
-            for (tree, &c) in self.trees.iter_mut().zip(&self.capacities) {
+            for (g, &c) in self.groups.iter_mut().zip(&smallest) {
                 if size <= c {
-                    tree.add(new_time, size, false);
+                    g.tree.add(new_time, size, false);
                 }
             }
         }
         self.now = live.len();
     }
 
-    /// An access to `key` of `size` bytes: for each capacity, whether a
-    /// size-aware LRU of that many bytes hits, into `hits`.
+    /// Splits the group whose capacities `size` separates (some below it, some not).
+    fn split_at(&mut self, size: u64) {
+        let Some(g) = self
+            .groups
+            .iter()
+            .position(|g| self.sorted[g.caps.start].0 < size && size <= self.sorted[g.caps.end - 1].0)
+        else {
+            return;
+        };
+        let caps = self.groups[g].caps.clone();
+        let at = caps.start + self.sorted[caps.clone()].partition_point(|&(c, _)| c < size);
+        // (every object so far is in both halves' trees or in neither: the same tree)
+        let upper = Group { tree: Fenwick(self.groups[g].tree.0.clone()), caps: at..caps.end };
+        self.groups[g].caps = caps.start..at;
+        self.groups.insert(g + 1, upper);
+    }
+
+    /// An access to `key` of `size` bytes: for each capacity (in the order
+    /// given), whether a size-aware LRU of that many bytes hits, into `hits`.
     pub fn access(&mut self, key: u64, size: u64, hits: &mut [bool]) {
         if self.now == self.room {
             self.compact();
         }
+        self.split_at(size);
         let now = self.now;
         let prev = self.last.insert(key, (now, size));
-        for ((tree, &c), hit) in self.trees.iter_mut().zip(&self.capacities).zip(hits.iter_mut()) {
-            *hit = false;
+        for g in &mut self.groups {
+            let smallest = self.sorted[g.caps.start].0;
+            let mut between = None;
             if let Some((t, old_size)) = prev {
-                if old_size <= c {
-                    let between = tree.prefix(now) - tree.prefix(t + 1);
-                    *hit = size <= c && between + size <= c;
-                    tree.add(t, old_size, true);
+                if old_size <= smallest {
+                    between = Some(g.tree.prefix(now) - g.tree.prefix(t + 1));
+                    g.tree.add(t, old_size, true);
                 }
             }
-            if size <= c {
-                tree.add(now, size, false);
+            for &(c, i) in &self.sorted[g.caps.clone()] {
+                hits[i] = between.is_some_and(|d| size <= c && d + size <= c);
+            }
+            if size <= smallest {
+                g.tree.add(now, size, false);
             }
         }
         self.now += 1;
@@ -193,9 +234,9 @@ impl ByteStacks {
     /// A delete: the object leaves every cache.
     pub fn delete(&mut self, key: u64) {
         if let Some((t, size)) = self.last.remove(&key) {
-            for (tree, &c) in self.trees.iter_mut().zip(&self.capacities) {
-                if size <= c {
-                    tree.add(t, size, true);
+            for g in &mut self.groups {
+                if size <= self.sorted[g.caps.start].0 {
+                    g.tree.add(t, size, true);
                 }
             }
         }
