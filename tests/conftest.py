@@ -44,8 +44,8 @@ def sim_json(*args: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-# Folders whose traces format sniffing does not read (as crates/core/tests/common's NOT_SNIFFED):
-# a CDN object trace with sizes, and 5 M bare keys-u32be keys (the speed benchmark's trace, read
+# Folders left out of the walks over block traces (as crates/core/tests/common's NOT_SNIFFED):
+# a CDN object trace with sizes (sniffed as webcachesim, an object-mode format), and 5 M bare keys-u32be keys (the speed benchmark's trace, read
 # with its format given by crates/core/tests/real_traces.rs and scripts/bench/bench.py).
 NOT_SNIFFED = ("adaptsize-cdn-sample", "cache2k-orm-busy")
 

@@ -73,3 +73,34 @@ pub fn drain(reader: &mut dyn TraceReader, format: Format, input_len: usize) -> 
     }
     all
 }
+
+/// Reads `data` as `format` in object mode (`--unit object`), with and without
+/// `--skip-bad`: every object has a size in 1 ..= 2^48 and the reader terminates.
+pub fn read_objects_as(format: Format, data: &[u8]) {
+    for skip_bad in [false, true] {
+        let opts = ReadOptions { skip_bad, ..Default::default() };
+        let src = Box::new(std::io::Cursor::new(data.to_vec()));
+        let Ok(mut reader) = trace::formats::objects_over(src, std::path::Path::new("<memory>"), format, &opts) else {
+            continue;
+        };
+        let (mut out, mut total, mut calls) = (Vec::new(), 0usize, 0usize);
+        loop {
+            calls += 1;
+            assert!(calls <= data.len() + 2, "object reader does not terminate");
+            match reader.read_objects(&mut out, 1 + calls % 7) {
+                Ok(0) => break,
+                Ok(n) => {
+                    total += n;
+                    assert!(total <= data.len(), "{total} objects from {} bytes", data.len());
+                    for o in &out {
+                        assert!(o.size > 0 && o.size <= trace::objects::MAX_OBJECT_BYTES, "{o:?}");
+                    }
+                }
+                Err(e) => {
+                    assert!(e.to_string().starts_with("<memory>"), "{e}");
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -76,6 +76,15 @@ def mrc(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str]
     sampled curves (SHARDS for lru, miniature simulation for other policies).
     Bad input raises ValueError with the CLI's message."""
 
+def run_objects(trace: Union[Trace, TraceDict, Mapping[str, Any]], policy: str, cache: Union[int, str]) -> str:
+    """One object-mode run (`sim --unit object`), the GIL released; the report as JSON text.
+    `trace` must be a file with object sizes. Bad input raises ValueError with the CLI's message."""
+
+def mrc_objects(trace: Union[Trace, TraceDict, Mapping[str, Any]], cache: Union[list[Union[int, str]], None] = None,
+                points: int = 20, policy: str = "lru", sample: Union[str, None] = None, seed: int = 0) -> str:
+    """Object-mode curves (`mrc --unit object`) as a JSON list: the exact byte-LRU curve, or with
+    `sample` miniature curves of size-aware policies. Bad input raises ValueError."""
+
 def analyze(trace: Union[Trace, TraceDict, Mapping[str, Any]], page: Union[int, str], interval: str = "auto",
             log_base: float = 2.0) -> str:
     """The trace analyzer's report in one pass (the GIL released), as the JSON text

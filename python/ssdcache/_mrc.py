@@ -20,7 +20,7 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
         page: Size = "4KiB", policy: str | Sequence[str] = "lru", *, sample: str | float | None = None,
         sample_keys: int | None = None, seed: int = 0, warmup: str | int | None = None, format: str = "auto",
         skip_bad: bool = False, csv_columns: str | None = None,
-        executor: Literal["local", "ray"] = "local") -> "pd.DataFrame":
+        executor: Literal["local", "ray"] = "local", unit: str = "page") -> "pd.DataFrame":
     """The LRU miss-ratio curve of `trace`, exact, from one pass (stack distances):
     a row per cache size with page, read, write and request miss ratios and the
     dirty write-backs a write-back LRU cache of that size makes — the numbers
@@ -45,11 +45,31 @@ def mrc(trace: TraceLike | Sequence[TraceLike], cache: Sequence[Size] | Size | N
     A list of traces gives one frame with a block of rows per trace (the
     `trace` column tells them apart); `executor="ray"` computes each trace's
     curve as a Ray task (one per trace), as `sweep` does its runs.
+
+    `unit="object"` (``mrc --unit object``): sizes in bytes (all bytes or all
+    shares of the footprint in bytes); the exact byte-LRU curve from stack
+    distances over bytes, or with `sample` miniature curves of size-aware
+    policies; columns `cache_bytes`, `misses`, `miss_bytes`, `miss_ratio`,
+    `byte_miss_ratio`, `too_large`.
     """
     import pandas as pd
 
+    from ._objects import check_unit, mrc_objects, refuse_page_options
+
     if not isinstance(policy, str):
         policy = ",".join(policy)
+    if check_unit(unit):
+        refuse_page_options(dict(page=page, sample_keys=sample_keys, warmup=warmup, executor=executor),
+                            dict(page="4KiB", executor="local"))
+        if cache is not None:
+            from ._sweep import split_list
+
+            cache = split_list(cache) if isinstance(cache, str) else [cache] if isinstance(cache, int) else cache
+        several = isinstance(trace, (list, tuple))
+        sources = [to_source(t, format=format, skip_bad=skip_bad, csv_columns=csv_columns)
+                   for t in (trace if several else [trace])]
+        sizes = None if cache is None else [_size("cache", c) for c in cache]
+        return mrc_objects(sources, sizes, points, policy, None if sample is None else str(sample), seed)
     sampled = sample is not None or sample_keys is not None
     if sampled:
         _check_sampling(sample, sample_keys, seed)

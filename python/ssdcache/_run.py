@@ -116,7 +116,8 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
              mode: Mode | str = "write-back", device: str | None = None, cache_device: str | None = None,
              interval: str | int | None = None, queue_depth: int | None = None, iat_scale: float | None = None,
              repeat: int = 1, align_pages: bool = False, warmup: str | int | None = None, *,
-             format: str = "auto", skip_bad: bool = False, csv_columns: str | None = None) -> Result:
+             format: str = "auto", skip_bad: bool = False, csv_columns: str | None = None,
+             unit: str = "page") -> Result:
     """Runs one simulation and returns its report: the numbers ``ssdcache sim --json`` prints.
 
     The simulation runs in Rust without holding the GIL, so threads can run
@@ -172,6 +173,14 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
     format, skip_bad, csv_columns:
         How to read a trace file (``sim --format``, ``--skip-bad``,
         ``--csv-columns``), e.g. ``format="keys-u32be"``.
+    unit:
+        ``"page"`` (default) or ``"object"`` (``sim --unit object``): each request
+        a key with a size in bytes (trace formats oracle-general, lcs, twr,
+        webcachesim, csv), ``cache`` in bytes or a share of the footprint in bytes,
+        ``policy`` a size-aware one (lru, fifo, clock, s3fifo, sieve, gdsf); the
+        report has ``miss_ratio``, ``byte_miss_ratio``, ``too_large``, the byte
+        hits of reads and writes. Page options (``page``, ``mode``, devices,
+        queues, ``interval``, ``repeat``, ``warmup``) are refused.
 
     Returns
     -------
@@ -194,6 +203,15 @@ def simulate(trace: TraceLike, policy: str = "lru", cache: Size = "64MiB", page:
     >>> ssdcache.simulate("trace.spc.gz", policy="cflru", cache="16MiB",
     ...                   device="ftl(nand=mlc2)").execution_time_ns   # doctest: +SKIP
     """
+    from ._objects import check_unit, refuse_page_options, simulate_objects
+
+    if check_unit(unit):
+        refuse_page_options(
+            dict(page=page, mode=mode, device=device, cache_device=cache_device, interval=interval,
+                 queue_depth=queue_depth, iat_scale=iat_scale, repeat=repeat, align_pages=align_pages, warmup=warmup),
+            dict(page="4KiB", mode="write-back", repeat=1, align_pages=False))
+        return simulate_objects(to_source(trace, format=format, skip_bad=skip_bad, csv_columns=csv_columns), policy,
+                                cache)
     spec = run_spec(policy, cache, page, mode, device, cache_device, interval, queue_depth, iat_scale, repeat,
                     align_pages, warmup)
     source = to_source(trace, format=format, skip_bad=skip_bad, csv_columns=csv_columns)

@@ -114,7 +114,7 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
           devices: str | None | Sequence[str | None] = None, *, executor: Literal["local", "ray"] = "local",
           jobs: int | None = None,
           progress: bool = True, format: str = "auto", skip_bad: bool = False, csv_columns: str | None = None,
-          **common: Any) -> pandas.DataFrame:
+          unit: str = "page", **common: Any) -> pandas.DataFrame:
     """Runs every combination of traces × policies × caches × pages × modes × devices and
     returns a pandas DataFrame, one row per run, in that order.
 
@@ -155,6 +155,9 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
         Show a tqdm progress bar.
     format, skip_bad, csv_columns:
         How to read trace files, as :func:`simulate` takes them.
+    unit:
+        ``"object"`` for object mode (see :func:`simulate`): traces × policies ×
+        caches on local threads, the columns of ``ssdcache sim --unit object --csv``.
     **common:
         Passed to every run: ``cache_device``, ``interval``, ``repeat``, ``align_pages``, ``warmup``,
         ``queue_depth`` and ``iat_scale`` (these two may be lists, swept like the
@@ -184,6 +187,13 @@ def sweep(traces: TraceLike | Sequence[TraceLike], policies: str | Sequence[str]
     if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
         raise ValueError(f"jobs must be a whole number of at least 1, not {jobs!r}")
     trace_list = _traces(traces)
+    from ._objects import check_unit, refuse_page_options, sweep_objects
+
+    if check_unit(unit):
+        refuse_page_options(dict(pages=pages, modes=modes, devices=devices, executor=executor, **common),
+                            dict(pages="4KiB", modes="write-back", executor="local"))
+        sources = [to_source(t, format=format, skip_bad=skip_bad, csv_columns=csv_columns) for t in trace_list]
+        return sweep_objects(sources, _values("policies", policies), _values("caches", caches), jobs)
     dims = [
         _values("policies", policies),
         _values("caches", caches),

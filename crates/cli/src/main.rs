@@ -3,6 +3,7 @@
 mod analyze_cmd;
 mod heap;
 mod mrc_cmd;
+mod objects_cmd;
 mod output;
 mod plot;
 mod policies;
@@ -91,7 +92,10 @@ fn main() {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
     let result = match cli.command {
+        // (object mode is a path of its own: objects_cmd.rs)
+        Command::Sim(args) if args.input.unit == run::RequestUnit::Object => objects_cmd::sim(&args),
         Command::Sim(args) => run::sim(args),
+        Command::Mrc(args) if args.input.unit == run::RequestUnit::Object => objects_cmd::mrc(&args),
         Command::Mrc(args) => mrc_cmd::run(args),
         Command::Policies => {
             policies::print();

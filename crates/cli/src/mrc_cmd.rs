@@ -72,21 +72,7 @@ struct Row<'a> {
 }
 
 pub fn run(args: MrcArgs) -> Result<()> {
-    let policies = split_list(&args.policy);
-    if policies.is_empty() {
-        bail!("--policy: name at least one policy");
-    }
-    let sampling = sampling(&args)?;
-    if sampling.is_none() && policies.iter().any(|p| !p.trim().eq_ignore_ascii_case("lru")) {
-        bail!(
-            "--policy {}: without --sample mrc computes exact curves for lru only (one pass, stack \
-             distances); add --sample 1% for other policies, or run `ssdcache sim --cache` with a list of sizes",
-            args.policy
-        );
-    }
-    if !(1..=100_000).contains(&args.points) {
-        bail!("--points {}: give 1 to 100000 sizes", args.points);
-    }
+    let (policies, sampling) = policies_and_sampling(&args)?;
     let page_bytes = parse_page(&args.page)?;
     let caches = args.cache.as_deref().map(parse_cache_sizes).transpose()?;
     let warmup = args.warmup.as_deref().map(parse_warmup).transpose()?;
@@ -146,6 +132,27 @@ pub fn run(args: MrcArgs) -> Result<()> {
         curves.iter().for_each(print);
         Ok(())
     }
+}
+
+/// The policies and the sampling asked for, checked: only lru is exact (one
+/// pass, stack distances) without sampling; 1 to 100000 points.
+pub fn policies_and_sampling(args: &MrcArgs) -> Result<(Vec<String>, Option<SampleSpec>)> {
+    let policies = split_list(&args.policy);
+    if policies.is_empty() {
+        bail!("--policy: name at least one policy");
+    }
+    let sampling = sampling(args)?;
+    if sampling.is_none() && policies.iter().any(|p| !p.trim().eq_ignore_ascii_case("lru")) {
+        bail!(
+            "--policy {}: without --sample mrc computes exact curves for lru only (one pass, stack \
+             distances); add --sample 1% for other policies, or run `ssdcache sim --cache` with a list of sizes",
+            args.policy
+        );
+    }
+    if !(1..=100_000).contains(&args.points) {
+        bail!("--points {}: give 1 to 100000 sizes", args.points);
+    }
+    Ok((policies, sampling))
 }
 
 /// The sampling asked for, if any.

@@ -479,7 +479,7 @@ fn short_name(trace: &str) -> String {
     }
 }
 
-pub fn json(reports: &[Report]) -> Result<()> {
+pub fn json<T: serde::Serialize>(reports: &[T]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     for r in reports {
         serde_json::to_writer(&mut out, r)?;

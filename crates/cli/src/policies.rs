@@ -2,7 +2,7 @@
 
 use ssdcache::device::catalog::DEVICES;
 use ssdcache::device::{HDD_PRESETS, MEMORY_PRESETS, PRESETS, SSD_PRESETS};
-use ssdcache::policy::registry::{ADMITTERS, POLICIES};
+use ssdcache::policy::registry::{ADMITTERS, POLICIES, SIZED_POLICIES};
 use ssdcache::policy::{ParamInfo, MODES, MODE_PARAM};
 use ssdcache::units::format_bytes;
 
@@ -16,6 +16,11 @@ pub fn print() {
     for a in ADMITTERS {
         println!("  {:<10} {}", a.name, a.about);
         print_params(a.params.iter());
+    }
+    println!("\nObject mode (--unit object: sizes in bytes; docs/objects.md):\n");
+    for p in SIZED_POLICIES {
+        println!("  {:<10} {}", p.name, p.about);
+        print_params(p.params.iter());
     }
     println!("\nModes (--mode, or mode= in a spec):\n");
     for (name, _, about) in MODES {

@@ -41,6 +41,18 @@ pub struct TraceInput {
     /// Column mapping for --format csv, e.g. 'time=0,op=1,offset=2,size=3'.
     #[arg(long)]
     pub csv_columns: Option<String>,
+    /// What a request is: `page` (byte ranges or keys split into cache pages) or
+    /// `object` (a key with a size in bytes: oracle-general, lcs, twr,
+    /// webcachesim, csv; capacities in bytes, object and byte miss ratios).
+    #[arg(long, value_enum, default_value = "page")]
+    pub unit: RequestUnit,
+}
+
+/// `--unit`: what a request is.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestUnit {
+    Page,
+    Object,
 }
 
 impl TraceInput {
@@ -293,7 +305,7 @@ fn threads(jobs: Option<usize>, runs: usize, cores: usize) -> usize {
 }
 
 /// The thread pool for `runs` runs (see [`threads`]).
-fn pool(jobs: Option<usize>, runs: usize) -> Result<rayon::ThreadPool> {
+pub fn pool(jobs: Option<usize>, runs: usize) -> Result<rayon::ThreadPool> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(rayon::ThreadPoolBuilder::new().num_threads(threads(jobs, runs, cores)).build()?)
 }

@@ -343,3 +343,86 @@ impl Report {
         }
     }
 }
+
+/// What an object-mode run counts (`--unit object`): requests and their bytes,
+/// hits and hit bytes by operation. Deletes are not requests for the ratios.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ObjectCounters {
+    pub requests: u64,
+    pub hits: u64,
+    /// Bytes requested (each request's object size) and those that hit.
+    pub bytes: u64,
+    pub hit_bytes: u64,
+    pub read_requests: u64,
+    pub read_hits: u64,
+    pub read_bytes: u64,
+    pub read_hit_bytes: u64,
+    pub write_requests: u64,
+    pub write_hits: u64,
+    pub write_bytes: u64,
+    pub write_hit_bytes: u64,
+    /// Deletes (trims) seen, and those that found the object cached.
+    pub deletes: u64,
+    pub deletes_cached: u64,
+    /// Misses on objects larger than the whole cache: never cached.
+    pub too_large: u64,
+    pub too_large_bytes: u64,
+    /// Misses the policy declined to cache (admission).
+    pub declined: u64,
+    pub evictions: u64,
+}
+
+/// One object-mode run's report: what `ssdcache sim --unit object --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct ObjectReport {
+    pub policy: String,
+    /// Always `"object"`.
+    pub unit: String,
+    pub trace: String,
+    pub format: String,
+    pub cache_bytes: u64,
+    #[serde(flatten)]
+    pub counters: ObjectCounters,
+    pub misses: u64,
+    pub miss_bytes: u64,
+    /// Object miss ratio: misses / requests.
+    pub miss_ratio: f64,
+    /// Byte miss ratio: bytes of the misses / bytes requested.
+    pub byte_miss_ratio: f64,
+    pub hit_ratio: f64,
+    pub byte_hit_ratio: f64,
+    /// Byte-weighted hit ratios of reads and of writes (`null` without any).
+    pub read_byte_hit_ratio: Option<f64>,
+    pub write_byte_hit_ratio: Option<f64>,
+    /// Objects and bytes cached at the end.
+    pub objects_cached: u64,
+    pub bytes_cached: u64,
+    pub skipped: u64,
+}
+
+impl ObjectReport {
+    pub fn new(policy: String, trace: String, format: String, cache_bytes: u64, c: ObjectCounters) -> Self {
+        let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        let misses = c.requests - c.hits;
+        let miss_bytes = c.bytes - c.hit_bytes;
+        ObjectReport {
+            policy,
+            unit: "object".into(),
+            trace,
+            format,
+            cache_bytes,
+            counters: c,
+            misses,
+            miss_bytes,
+            miss_ratio: ratio(misses, c.requests),
+            byte_miss_ratio: ratio(miss_bytes, c.bytes),
+            hit_ratio: ratio(c.hits, c.requests),
+            byte_hit_ratio: ratio(c.hit_bytes, c.bytes),
+            read_byte_hit_ratio: (c.read_bytes > 0).then(|| ratio(c.read_hit_bytes, c.read_bytes)),
+            write_byte_hit_ratio: (c.write_bytes > 0).then(|| ratio(c.write_hit_bytes, c.write_bytes)),
+            objects_cached: 0,
+            bytes_cached: 0,
+            skipped: 0,
+        }
+    }
+}

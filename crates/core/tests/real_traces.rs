@@ -259,6 +259,20 @@ fn adaptsize_cdn_sample_through_a_column_mapping() {
     assert!(reqs.iter().all(|r| r.op == Op::Read));
 }
 
+/// The same sample in object mode, its format sniffed: an object is an (id,
+/// size) pair, as webcachesim and Caffeine key it.
+#[test]
+fn adaptsize_cdn_sample_as_objects() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("adaptsize-cdn-sample/request.trace.xz");
+    let (mut reader, used) = trace::open_objects(&path, Format::Auto, &ReadOptions::default()).unwrap();
+    assert_eq!(used, Format::Webcachesim);
+    let reqs = trace::objects::read_all_objects(reader.as_mut()).unwrap();
+    assert_eq!(reqs.len(), 66_987, "requests (SOURCE.txt)");
+    assert_eq!(reqs.iter().map(|r| r.size).sum::<u64>(), 485_457_552, "requested bytes (SOURCE.txt)");
+    assert_eq!(reqs.iter().map(|r| r.key).collect::<HashSet<_>>().len(), 40_240, "distinct (id, size) pairs");
+}
+
 /// Every trace file in the folder is covered by a test above (a new one must be added here).
 #[test]
 fn no_trace_is_left_out() {

@@ -9,6 +9,7 @@
 //! (`python/ssdcache`); `python/ssdcache/_core.pyi` types it.
 
 mod convert;
+mod objects;
 mod policy;
 
 use convert::{Columns, SpecText};
@@ -361,16 +362,7 @@ fn mrc(
     seed: u64,
 ) -> PyResult<String> {
     let page = ssdcache::sim::flags::parse_page(&size("page", page)?).map_err(|e| value_error(e.to_string()))?;
-    let sizes = cache
-        .map(|list| {
-            list.iter()
-                .map(|c| parse_cache_size(&size("cache", c)?).map_err(|e| value_error(e.to_string())))
-                .collect::<PyResult<Vec<_>>>()
-        })
-        .transpose()?;
-    if !(1..=100_000).contains(&points) {
-        return Err(value_error(format!("points must be 1 to 100000, not {points}")));
-    }
+    let sizes = curve_sizes(cache, points)?;
     let warmup = warmup.as_ref().map(warmup_of).transpose()?;
     let source = source_of(trace)?;
     // sampled curves (SHARDS, miniature): a JSON list, one curve per policy
@@ -424,6 +416,20 @@ fn mrc(
             serde_json::to_string(&curve).map_err(|e| e.to_string())
         })
     })?)
+}
+
+/// A curve's `cache` sizes (bytes, "64MiB" or a share, each), checked with its `points`.
+fn curve_sizes(cache: Option<Vec<Bound<'_, PyAny>>>, points: u64) -> PyResult<Option<Vec<CacheSize>>> {
+    if !(1..=100_000).contains(&points) {
+        return Err(value_error(format!("points must be 1 to 100000, not {points}")));
+    }
+    cache
+        .map(|list| {
+            list.iter()
+                .map(|c| parse_cache_size(&size("cache", c)?).map_err(|e| value_error(e.to_string())))
+                .collect::<PyResult<Vec<_>>>()
+        })
+        .transpose()
 }
 
 /// The trace analyzer's report as the JSON text `ssdcache trace analyze --json`
@@ -613,6 +619,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(mrc, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::run_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::mrc_objects, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(check_warmup, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;

@@ -17,6 +17,7 @@
 //! difference array over sizes.
 
 pub mod miniature;
+pub mod objects;
 pub mod sample;
 pub mod sized;
 pub mod stack;

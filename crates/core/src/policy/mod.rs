@@ -24,6 +24,7 @@ pub mod classic;
 pub mod flash;
 pub mod mode;
 pub mod registry;
+pub mod sized;
 pub mod sketch;
 #[cfg(test)]
 pub mod testing;

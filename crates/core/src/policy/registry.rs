@@ -9,7 +9,8 @@
 
 use super::admission::{self, AdmitterInfo};
 use super::mode::with_mode;
-use super::{classic, flash, tiered};
+use super::sized::{SizedInfo, SizedPolicy};
+use super::{classic, flash, sized, tiered};
 use super::{Policy, PolicyInfo, Replacement, Rules, Spec, SpecError};
 use std::sync::RwLock;
 
@@ -64,6 +65,54 @@ pub static ADMITTERS: &[AdmitterInfo] = &[
     admission::seqcut::INFO,
     admission::tinylfu::INFO,
 ];
+
+/// The policies that run in object mode (`--unit object`: sizes in bytes), in
+/// the order `ssdcache policies` lists them.
+pub static SIZED_POLICIES: &[SizedInfo] = &[
+    sized::lru::INFO,
+    sized::fifo::INFO,
+    sized::clock::INFO,
+    sized::s3fifo::INFO,
+    sized::sieve::INFO,
+    sized::gdsf::INFO,
+    ADAPTSIZE,
+];
+
+/// `adaptsize(rule=RULE)`: AdaptSize admission in front of a size-aware rule.
+/// Built here, as only the registry knows the rules.
+const ADAPTSIZE: SizedInfo = SizedInfo {
+    name: "adaptsize",
+    about: "AdaptSize: admit with probability e^(-size/c), c tuned by a cache model (Berger et al.), before a rule",
+    params: sized::adaptsize::PARAMS,
+    build: build_adaptsize,
+};
+
+fn build_adaptsize(spec: &Spec, capacity: u64) -> Result<Box<dyn SizedPolicy>, SpecError> {
+    let (rule, _) = build_sized(spec.raw("rule"), capacity).map_err(|e| spec.invalid("rule", e.to_string()))?;
+    let c = spec.uint("c")?;
+    if c == 0 {
+        return Err(spec.invalid("c", "must be at least 1 byte"));
+    }
+    let interval = spec.uint("interval")?;
+    if interval == 0 {
+        return Err(spec.invalid("interval", "must be at least 1 request"));
+    }
+    let seed = spec.uint("seed")?;
+    Ok(Box::new(sized::adaptsize::AdaptSize::new(rule, capacity, interval, c as f64, seed)))
+}
+
+/// Builds an object-mode policy for `capacity` bytes from its spec; a policy
+/// without sizes is refused in one line naming those with sizes.
+pub fn build_sized(text: &str, capacity: u64) -> Result<(Box<dyn SizedPolicy>, Spec), SpecError> {
+    let mut spec = Spec::parse(text)?;
+    let Some(info) = SIZED_POLICIES.iter().find(|p| p.name == spec.name) else {
+        let names: Vec<&str> = SIZED_POLICIES.iter().map(|p| p.name).collect();
+        // ("unknown object-mode policy arc (known: lru, …)": it may well be a page policy)
+        return Err(SpecError::UnknownName { kind: "object-mode policy", name: spec.name, known: names.join(", ") });
+    };
+    spec.bind(info.params)?;
+    Ok(((info.build)(&spec, capacity)?, spec))
+}
 
 /// `admit(by=ADMITTER,rule=RULE)`: admission in front of any rule. Built here,
 /// as only the registry knows both the rules and the admitters.

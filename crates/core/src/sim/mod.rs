@@ -10,6 +10,7 @@ use thiserror::Error;
 pub mod backing;
 pub mod flags;
 pub mod future;
+pub mod objects;
 pub mod queue;
 pub mod relative;
 pub mod run;

@@ -13,6 +13,7 @@ pub mod formats;
 pub mod gen;
 pub mod info;
 pub mod lines;
+pub mod objects;
 pub mod progress;
 pub mod readahead;
 pub mod text;
@@ -129,6 +130,21 @@ pub fn open(path: &Path, format: Format, opts: &ReadOptions) -> Result<(Box<dyn 
     Ok((reader, format))
 }
 
+/// Opens `path` in object mode (`--unit object`): each request a key with a
+/// size in bytes. `format` may be `Auto`; a format without sizes is an error
+/// naming the ones with sizes.
+pub fn open_objects(
+    path: &Path,
+    format: Format,
+    opts: &ReadOptions,
+) -> Result<(Box<dyn objects::ObjectReader>, Format), TraceError> {
+    let format = match format {
+        Format::Auto => formats::sniff(path)?,
+        f => f,
+    };
+    Ok((formats::open_objects_as(path, format, opts)?, format))
+}
+
 /// A reader over a trace already in memory (uncompressed bytes), in `format` or
 /// sniffed with [`Format::Auto`]; errors name the source `<memory>`. The same
 /// readers as [`open`], so fuzzers and tests can drive them without files.
@@ -160,6 +176,17 @@ pub fn read_all(reader: &mut dyn TraceReader) -> Result<Vec<Request>, TraceError
     Ok(all)
 }
 
+/// The next batch of at most `max` records of `all` from `pos` into `out`
+/// (cleared first); advances `pos`; returns how many (0 at the end).
+pub fn next_slice_batch<T: Copy>(all: &[T], pos: &mut usize, out: &mut Vec<T>, max: usize) -> usize {
+    out.clear();
+    let end = (*pos + max).min(all.len());
+    out.extend_from_slice(&all[*pos..end]);
+    let n = end - *pos;
+    *pos = end;
+    n
+}
+
 /// A reader over requests already in memory (generated traces, Python arrays, sweeps).
 pub struct MemoryReader {
     requests: std::sync::Arc<[Request]>,
@@ -182,12 +209,7 @@ impl MemoryReader {
 
 impl TraceReader for MemoryReader {
     fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
-        out.clear();
-        let end = (self.pos + max).min(self.requests.len());
-        out.extend_from_slice(&self.requests[self.pos..end]);
-        let n = end - self.pos;
-        self.pos = end;
-        Ok(n)
+        Ok(next_slice_batch(&self.requests, &mut self.pos, out, max))
     }
     fn unit(&self) -> Unit {
         self.unit

@@ -105,15 +105,8 @@ impl<F: LineFormat> TraceReader for TextReader<F> {
                     Err(_) => Err(not_utf8()),
                 },
             };
-            match parsed {
-                Ok(Some(mut req)) => {
-                    let t0 = *self.t0.get_or_insert(req.time);
-                    req.time = req.time.saturating_sub(t0);
-                    out.push(req);
-                }
-                Ok(None) => {}
-                Err(_) if self.skip_bad => self.skipped += 1,
-                Err(e) => return Err(self.parse_error(e)),
+            if let Err(e) = keep_parsed(parsed, &mut self.t0, out, self.skip_bad, &mut self.skipped) {
+                return Err(self.parse_error(e));
             }
         }
         Ok(out.len())
@@ -130,6 +123,42 @@ impl<F: LineFormat> TraceReader for TextReader<F> {
     fn end_note(&self) -> Option<String> {
         self.end_note.clone().flatten()
     }
+}
+
+/// A record with an arrival time, which text readers rebase to the first record's.
+pub trait Timed {
+    fn time_mut(&mut self) -> &mut crate::Nanos;
+}
+
+impl Timed for Request {
+    fn time_mut(&mut self) -> &mut crate::Nanos {
+        &mut self.time
+    }
+}
+
+/// What a text reader does with one parsed line: keeps its record (its time
+/// rebased to the first record's, `t0`), skips a line without one, counts a
+/// bad line with `skip_bad`, or returns the error.
+#[inline]
+pub fn keep_parsed<T: Timed>(
+    parsed: Result<Option<T>, FieldError>,
+    t0: &mut Option<crate::Nanos>,
+    out: &mut Vec<T>,
+    skip_bad: bool,
+    skipped: &mut u64,
+) -> Result<(), FieldError> {
+    match parsed {
+        Ok(Some(mut rec)) => {
+            let time = rec.time_mut();
+            let base = *t0.get_or_insert(*time);
+            *time = time.saturating_sub(base);
+            out.push(rec);
+        }
+        Ok(None) => {}
+        Err(_) if skip_bad => *skipped += 1,
+        Err(e) => return Err(e),
+    }
+    Ok(())
 }
 
 // Field helpers shared by the formats.

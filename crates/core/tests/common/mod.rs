@@ -26,11 +26,12 @@ pub fn traces_dir() -> Option<PathBuf> {
     None
 }
 
-/// Trace folders that auto-detection does not read and the whole-folder walks
-/// (mrc.rs, streaming.rs) leave out: a CDN object trace with sizes (a block
-/// trace only through a column mapping) and 5 M bare keys-u32be keys (no
-/// signature to sniff; the speed benchmark's trace). real_traces.rs reads
-/// both with their format given.
+/// Trace folders the whole-folder walks of block traces (mrc.rs,
+/// streaming.rs) leave out: a CDN object trace with sizes (auto-detection
+/// reads it as `webcachesim`, an object-mode format; real_traces.rs reads it
+/// so, and as a block trace through a column mapping) and 5 M bare
+/// keys-u32be keys (no signature to sniff; the speed benchmark's trace, read
+/// with its format given).
 #[allow(dead_code)] // not every test binary walks the folder
 pub const NOT_SNIFFED: &[&str] = &["adaptsize-cdn-sample", "cache2k-orm-busy"];
 

@@ -27,6 +27,7 @@
 //! columns are ignored.
 
 use super::common::decimal_time;
+use crate::trace::objects::{key_field, object_size, ObjectLineFormat, ObjectRequest};
 use crate::trace::text::{dev_field, f64_field, mul_field, size_field, to_nanos, u64_field, LineFormat};
 use crate::trace::{FieldError, Op, Request};
 use std::fmt;
@@ -308,8 +309,10 @@ fn matches(values: &[String], v: &str) -> bool {
     values.iter().any(|x| x.eq_ignore_ascii_case(v))
 }
 
-impl LineFormat for Csv {
-    fn parse(&mut self, line: &str) -> Result<Option<Request>, FieldError> {
+impl Csv {
+    /// Splits `line` into the mapped fields and reads its time and op: `None`
+    /// for a header line or a skipped op (shared by block and object mode).
+    fn time_and_op(&mut self, line: &str) -> Result<Option<(u64, Op)>, FieldError> {
         if self.header_left > 0 {
             self.header_left -= 1;
             return Ok(None);
@@ -362,6 +365,32 @@ impl LineFormat for Csv {
             (Some(c), Some(k)) => decimal_time("time", self.field(line, c), k)?,
             (Some(c), None) => to_nanos("time", f64_field("time", self.field(line, c))?, m.time_unit_ns as f64)?,
         };
+        Ok(Some((time, op)))
+    }
+
+    /// A line in object mode: the `offset` column is the object's key (a number,
+    /// or text hashed), `size` its size in bytes (times `size_unit`).
+    pub fn parse_object(&mut self, line: &str) -> Result<Option<ObjectRequest>, FieldError> {
+        let Some((time, op)) = self.time_and_op(line)? else { return Ok(None) };
+        let key = key_field("offset", self.field(line, self.m.offset))?;
+        let size = mul_field("size", u64_field("size", self.field(line, self.m.size))?, self.m.size_unit)?;
+        Ok(Some(ObjectRequest { time, key, size: object_size("size", size)?, op }))
+    }
+}
+
+/// The generic CSV reader in object mode ([`Csv::parse_object`]).
+pub struct CsvObjects(pub Csv);
+
+impl ObjectLineFormat for CsvObjects {
+    fn parse(&mut self, line: &str) -> Result<Option<ObjectRequest>, FieldError> {
+        self.0.parse_object(line)
+    }
+}
+
+impl LineFormat for Csv {
+    fn parse(&mut self, line: &str) -> Result<Option<Request>, FieldError> {
+        let Some((time, op)) = self.time_and_op(line)? else { return Ok(None) };
+        let m = &self.m;
         let addr = mul_field("offset", u64_field("offset", self.field(line, m.offset))?, m.offset_unit)?;
         let len = size_field("size", mul_field("size", u64_field("size", self.field(line, m.size))?, m.size_unit)?)?;
         let dev = match m.dev {

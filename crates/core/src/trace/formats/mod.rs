@@ -5,15 +5,19 @@ pub mod blkparse;
 pub mod common;
 pub mod csv;
 pub mod keys;
+pub mod lcs;
 pub mod msr;
 pub mod oracle;
 pub mod record;
 pub mod spc;
 pub mod systor;
 pub mod tencent;
+pub mod twr;
 pub mod vscsi;
+pub mod webcachesim;
 
 use super::compress::open_counted;
+use super::objects::{ObjectLines, ObjectReader, ObjectsAsPages};
 use super::text::TextReader;
 use super::{ReadOptions, TraceError, TraceReader};
 use std::io::BufRead;
@@ -55,6 +59,12 @@ pub enum Format {
     Binary,
     /// A recording of `ssdcache serve --record`: `time_ns dev op offset bytes outcome`.
     Record,
+    /// libCacheSim's lcs binary: an 8 KiB header, then versioned records with sizes (and ops).
+    Lcs,
+    /// Twitter's cache trace CSV: `timestamp,key,key_size,value_size,client,operation,ttl`.
+    Twr,
+    /// webcachesim / AdaptSize text: `time id size_bytes`, every request a GET.
+    Webcachesim,
 }
 
 /// Names accepted by `--format`, with one line on each.
@@ -76,7 +86,14 @@ pub const FORMATS: &[(&str, Format, &str)] = &[
     ("csv", Format::Csv, "generic CSV, columns given by --csv-columns"),
     ("binary", Format::Binary, "ssdcache compact binary (written by `ssdcache trace convert`)"),
     ("record", Format::Record, "a recording of `ssdcache serve --record`: time_ns dev op offset bytes outcome"),
+    ("lcs", Format::Lcs, "libCacheSim lcs binary (v1-v8): objects with sizes and ops"),
+    ("twr", Format::Twr, "Twitter cache trace CSV: timestamp,key,key_size,value_size,client,op,ttl"),
+    ("webcachesim", Format::Webcachesim, "webcachesim/AdaptSize text: time id size_bytes (object = id and size)"),
 ];
+
+/// The formats whose requests carry object sizes (readable with `--unit object`).
+pub const OBJECT_FORMATS: &[Format] =
+    &[Format::OracleGeneral, Format::Lcs, Format::Twr, Format::Webcachesim, Format::Csv];
 
 impl Format {
     pub fn name(self) -> &'static str {
@@ -134,16 +151,56 @@ pub fn reader_over(
         Format::Tencent => Box::new(TextReader::new(src, tencent::Tencent, path, skip)),
         Format::Systor => Box::new(TextReader::new(src, systor::Systor, path, skip)),
         Format::Record => Box::new(TextReader::new(src, record::Record::default(), path, skip)),
-        Format::Csv => {
-            let mapping = opts.csv.clone().ok_or_else(|| TraceError::Format {
-                path: path.into(),
-                msg: "format csv needs a column mapping (--csv-columns)".into(),
-            })?;
-            Box::new(TextReader::new(src, csv::Csv::new(mapping), path, skip))
-        }
+        Format::Csv => Box::new(TextReader::new(src, csv::Csv::new(csv_mapping(opts, path)?), path, skip)),
         Format::OracleGeneral => Box::new(oracle::OracleGeneral::new(src, path)),
         Format::Binary => Box::new(super::binary::BinaryReader::new(src, path)?),
+        Format::Lcs | Format::Twr | Format::Webcachesim => {
+            Box::new(ObjectsAsPages::new(objects_over(src, path, format, opts)?))
+        }
     })
+}
+
+/// The `--csv-columns` mapping format csv needs (in object mode, its `offset=` names the key column).
+fn csv_mapping(opts: &ReadOptions, path: &Path) -> Result<csv::CsvMapping, TraceError> {
+    opts.csv.clone().ok_or_else(|| TraceError::Format {
+        path: path.into(),
+        msg: "format csv needs a column mapping (--csv-columns)".into(),
+    })
+}
+
+/// An object reader ([`Unit`](super::Unit)-free: keys with sizes) of `format`
+/// over the decompressed bytes `src`; an error for a format without sizes.
+pub fn objects_over(
+    src: Box<dyn BufRead + Send>,
+    path: &Path,
+    format: Format,
+    opts: &ReadOptions,
+) -> Result<Box<dyn ObjectReader>, TraceError> {
+    let skip = opts.skip_bad;
+    Ok(match format {
+        Format::OracleGeneral => Box::new(oracle::OracleObjects::new(src, path)),
+        Format::Lcs => Box::new(lcs::Lcs::new(src, path)?),
+        Format::Twr => Box::new(ObjectLines::new(src, twr::Twr, path, skip)),
+        Format::Webcachesim => Box::new(ObjectLines::new(src, webcachesim::Webcachesim, path, skip)),
+        Format::Csv => {
+            Box::new(ObjectLines::new(src, csv::CsvObjects(csv::Csv::new(csv_mapping(opts, path)?)), path, skip))
+        }
+        other => {
+            let names: Vec<&str> = OBJECT_FORMATS.iter().map(|f| f.name()).collect();
+            return Err(TraceError::Format {
+                path: path.into(),
+                msg: format!(
+                    "format {other} has no object sizes: object mode reads {} (or use --unit page)",
+                    names.join(", ")
+                ),
+            });
+        }
+    })
+}
+
+/// Opens `path` as `format` (not `Auto`) in object mode.
+pub fn open_objects_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Box<dyn ObjectReader>, TraceError> {
+    objects_over(open_counted(path, opts.progress.as_ref())?, path, format, opts)
 }
 
 /// How many decompressed bytes the sniffers look at.
@@ -254,13 +311,15 @@ fn sniff_text(text: &str) -> Option<Format> {
         .or_else(|| spc::sniff(&lines))
         .or_else(|| tencent::sniff(&lines))
         .or_else(|| vscsi::sniff(&lines))
+        .or_else(|| webcachesim::sniff(&lines))
+        .or_else(|| twr::sniff(&lines))
 }
 
 fn sniff_binary(head: &[u8]) -> Option<Format> {
     if file_kind(head).is_some() {
         return None;
     }
-    oracle::sniff(head).or_else(|| keys::sniff_u32be(head))
+    lcs::sniff(head).or_else(|| oracle::sniff(head)).or_else(|| keys::sniff_u32be(head))
 }
 
 #[cfg(test)]
