@@ -183,8 +183,15 @@ impl Profiler {
 /// LRU at every cache size at once, fed one page use at a time and readable
 /// at any moment: [`exact_lru`]'s counting, for a live stream (`serve`'s
 /// what-if), where it replaces one LRU run per size.
+/// Its memory is bounded by the largest size asked about
+/// ([`LiveLru::bounded`]): keys deeper than twice that are forgotten, their
+/// write-backs counted first.
 #[derive(Default)]
-pub struct LiveLru(Profiler);
+pub struct LiveLru {
+    profiler: Profiler,
+    /// Only caches of at most this many pages are asked about.
+    max_pages: Option<u64>,
+}
 
 /// What a cache of some size would have done so far ([`LiveLru::at`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -198,10 +205,26 @@ pub struct LiveCounts {
 }
 
 impl LiveLru {
+    /// For caches of at most `max_pages` pages, in memory proportional to it.
+    pub fn bounded(max_pages: u64) -> LiveLru {
+        LiveLru { profiler: Profiler::default(), max_pages: Some(max_pages.max(1)) }
+    }
+
     /// A use of page `key` (a write dirties it).
     pub fn access(&mut self, key: u64, write: bool) {
-        self.0.access(key, write);
-        *if write { &mut self.0.counts.write_pages } else { &mut self.0.counts.read_pages } += 1;
+        let p = &mut self.profiler;
+        p.access(key, write);
+        *if write { &mut p.counts.write_pages } else { &mut p.counts.read_pages } += 1;
+        if let Some(max) = self.max_pages.filter(|&m| p.stack.len() as u64 > 2 * m) {
+            // Deeper than every size asked about: a dirty one was evicted, so
+            // written back, in the sizes from its dirty_from up.
+            for (e, depth) in p.stack.keep_top(max) {
+                if e.dirty_from != 0 && depth > e.dirty_from {
+                    p.writebacks.add(e.dirty_from, 1);
+                    p.writebacks.add(depth, -1);
+                }
+            }
+        }
     }
 
     /// The counts so far of LRU caches of each of `sizes` pages. A dirty
@@ -210,7 +233,8 @@ impl LiveLru {
     /// counts them at the end.
     pub fn at(&self, sizes: &[u64]) -> Vec<LiveCounts> {
         let mut pending = SizeDiff::default();
-        for (e, depth) in self.0.stack.entries().filter(|(e, depth)| e.dirty_from != 0 && *depth > e.dirty_from) {
+        let p = &self.profiler;
+        for (e, depth) in p.stack.entries().filter(|(e, depth)| e.dirty_from != 0 && *depth > e.dirty_from) {
             pending.add(e.dirty_from, 1);
             pending.add(depth, -1);
         }
@@ -219,11 +243,11 @@ impl LiveLru {
         sizes
             .iter()
             .map(|&pages| LiveCounts {
-                read_pages: self.0.counts.read_pages,
-                read_hits: upto(&self.0.read.0, pages),
-                write_pages: self.0.counts.write_pages,
-                write_hits: upto(&self.0.write.0, pages),
-                writebacks: (upto_i(&self.0.writebacks.0, pages) + upto_i(&pending.0, pages)).max(0) as u64,
+                read_pages: p.counts.read_pages,
+                read_hits: upto(&p.read.0, pages),
+                write_pages: p.counts.write_pages,
+                write_hits: upto(&p.write.0, pages),
+                writebacks: (upto_i(&p.writebacks.0, pages) + upto_i(&pending.0, pages)).max(0) as u64,
             })
             .collect()
     }

@@ -85,6 +85,20 @@ impl Stack {
         Some(e)
     }
 
+    /// Forgets every key deeper than `n` (a profile that only asks about
+    /// caches of at most `n` pages): their next use is a first use, a miss in
+    /// all of them anyway. Returns their entries with their depths.
+    pub fn keep_top(&mut self, n: u64) -> Vec<(Entry, u64)> {
+        let live = self.entries.len() as u64;
+        let deep: Vec<(u64, u64)> = self
+            .entries
+            .iter()
+            .map(|(&k, e)| (k, live - prefix(&self.tree, e.time as usize) + 1))
+            .filter(|&(_, depth)| depth > n)
+            .collect();
+        deep.into_iter().filter_map(|(k, depth)| self.remove(k).map(|e| (e, depth))).collect()
+    }
+
     /// The live keys' entries with their depth in the stack now (1 = the
     /// most recently used): what is dirty at the end, and where.
     pub fn entries(&self) -> impl Iterator<Item = (&Entry, u64)> {

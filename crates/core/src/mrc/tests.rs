@@ -114,9 +114,13 @@ fn live_lru_equals_an_lru_run_at_every_size_at_every_moment() {
             (((x >> 33) % 300).min((x >> 13) % 300), x.is_multiple_of(3))
         })
         .collect();
+    // Unbounded, and bounded to the largest size asked about (keys deeper
+    // than twice it are forgotten as they pile up).
     let mut live = LiveLru::default();
+    let mut bounded = LiveLru::bounded(40);
     for (i, &(k, w)) in uses.iter().enumerate() {
         live.access(k, w);
+        bounded.access(k, w);
         if i % 1000 != 999 {
             continue;
         }
@@ -137,6 +141,9 @@ fn live_lru_equals_an_lru_run_at_every_size_at_every_moment() {
                 writebacks: c.dirty_writebacks,
             };
             assert_eq!(live.at(&[pages as u64])[0], want, "{pages} pages after {} uses", i + 1);
+            if pages <= 40 {
+                assert_eq!(bounded.at(&[pages as u64])[0], want, "bounded: {pages} pages after {} uses", i + 1);
+            }
         }
     }
 }
