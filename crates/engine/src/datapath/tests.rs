@@ -837,6 +837,16 @@ struct GatedSsd {
     changed: std::sync::Condvar,
 }
 
+impl GatedSsd {
+    /// Returns once a whole-segment read has reached the (closed) gate.
+    fn wait_at_gate(&self) {
+        let mut g = lock(&self.gate);
+        while !g.0 {
+            g = self.changed.wait(g).unwrap();
+        }
+    }
+}
+
 impl BlockDevice for GatedSsd {
     fn len(&self) -> u64 {
         self.dev.len()
@@ -892,11 +902,7 @@ fn a_write_racing_the_cleaner_on_its_segment_ends_dirty_or_on_the_backing_device
             c.clean_one(|w: &mut AllDue| w.0.front().copied(), &mut buf).unwrap()
         });
         // The cleaner has read the slot and waits at the gate.
-        let mut g = lock(&ssd.gate);
-        while !g.0 {
-            g = ssd.changed.wait(g).unwrap();
-        }
-        drop(g);
+        ssd.wait_at_gate();
         let writer = sc.spawn(|| c.write(&[2; 64], 2 * SEG).unwrap());
         // Give an unordered write the time to land under the cleaner.
         std::thread::sleep(std::time::Duration::from_millis(30));
@@ -1026,11 +1032,7 @@ fn a_miss_fills_while_the_cleaner_writes_back() {
             let mut buf = vec![0u8; SEG as usize];
             c.clean_one(|w: &mut AllDue| w.0.front().copied(), &mut buf).unwrap()
         });
-        let mut g = lock(&ssd.gate);
-        while !g.0 {
-            g = ssd.changed.wait(g).unwrap();
-        }
-        drop(g);
+        ssd.wait_at_gate();
         let (tx, rx) = std::sync::mpsc::channel();
         sc.spawn(move || {
             let r = c.replace(4, 5).and_then(|()| c.evict(3));
